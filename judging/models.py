@@ -1,0 +1,214 @@
+"""Generators and their generations (L2), judges and their judgments (How2Score), and job rows."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from mining.models import Procedure, Topic
+
+
+class Generator(models.Model):
+    """A model under test: model + backend + decoding config + prompt, identified by generator_id."""
+
+    generator_id = models.CharField(max_length=64, unique=True)
+    model = models.CharField(max_length=255)
+    backend = models.CharField(max_length=32, blank=True, default="")
+    provider = models.CharField(max_length=64, null=True, blank=True)
+    prompt_style = models.CharField(max_length=16, blank=True, default="", help_text="base or inst")
+    temperature = models.FloatField(null=True, blank=True)
+    max_new_tokens = models.IntegerField(null=True, blank=True)
+    max_requests_per_minute = models.IntegerField(null=True, blank=True)
+    max_tokens_per_minute = models.IntegerField(null=True, blank=True)
+    reasoning_effort = models.CharField(max_length=16, null=True, blank=True)
+    vllm_overrides = models.JSONField(default=dict, blank=True)
+    prompt_sha256 = models.CharField(max_length=64, blank=True, default="")
+    prompt_path = models.TextField(blank=True, default="")
+    run_name = models.CharField(max_length=255, blank=True, default="")
+    manifest = models.JSONField(
+        default=dict, blank=True, help_text="generation_manifest.json as imported, written back verbatim"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["model", "generator_id"]
+
+    def __str__(self) -> str:
+        return f"{self.model} ({self.generator_id})"
+
+
+class Generation(models.Model):
+    """One L2: a generator's procedure for one goal."""
+
+    # Indexed through the unique (generator, procedure) constraint.
+    generator = models.ForeignKey(
+        Generator, on_delete=models.CASCADE, related_name="generations", db_index=False
+    )
+    procedure = models.ForeignKey(Procedure, on_delete=models.CASCADE, related_name="generations")
+    prompt = models.TextField(blank=True, default="")
+    model_completion = models.TextField(blank=True, default="")
+    predicted_steps = models.JSONField(default=list, blank=True)
+    n_tokens = models.IntegerField(null=True, blank=True, help_text="tiktoken o200k_base tokens of the steps")
+    error = models.TextField(blank=True, default="")
+    extra = models.JSONField(default=dict, blank=True, help_text="record fields outside the h2e schema")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["generator_id", "procedure_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["generator", "procedure"], name="generation_unique_per_procedure")
+        ]
+
+    def __str__(self) -> str:
+        return f"L2 by {self.generator_id} for procedure {self.procedure_id}"
+
+
+class Judge(models.Model):
+    """An LLM judge: model + config + judge prompt, identified by judge_id."""
+
+    judge_id = models.CharField(max_length=64, unique=True)
+    model = models.CharField(max_length=255)
+    backend = models.CharField(max_length=32, blank=True, default="")
+    provider = models.CharField(max_length=64, null=True, blank=True)
+    temperature = models.FloatField(null=True, blank=True)
+    max_new_tokens = models.IntegerField(null=True, blank=True)
+    reasoning_effort = models.CharField(max_length=16, null=True, blank=True)
+    vllm_overrides = models.JSONField(default=dict, blank=True)
+    prompt_sha256 = models.CharField(max_length=64, blank=True, default="")
+    prompt_path = models.TextField(blank=True, default="")
+    is_demo_model = models.BooleanField(
+        default=False, help_text="A plumbing/demo model (e.g. SmolLM2-135M): its judgments are not meaningful."
+    )
+    manifest = models.JSONField(
+        default=dict, blank=True, help_text="judge_manifest.json as imported, written back verbatim"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["model", "judge_id"]
+
+    def __str__(self) -> str:
+        return f"{self.model} ({self.judge_id})"
+
+    @property
+    def short_name(self) -> str:
+        """The reference's folder prefix: the last piece of the model name split on [/_]+."""
+        import re
+
+        pieces = [p for p in re.split(r"[/_]+", self.model) if p]
+        return pieces[-1] if pieces else "judge"
+
+
+class Judgment(models.Model):
+    """A judge's verdict on one generation: its critical failures, or a parse failure."""
+
+    # judge and generator are indexed through the composite indexes in Meta.
+    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="judgments", db_index=False)
+    generation = models.ForeignKey(Generation, on_delete=models.CASCADE, related_name="judgments")
+    # Denormalised from the generation so How2Score aggregates scan one table (set by the services).
+    generator = models.ForeignKey(
+        Generator, on_delete=models.CASCADE, related_name="judgments", db_index=False
+    )
+    topic = models.ForeignKey(
+        Topic, on_delete=models.PROTECT, null=True, blank=True, related_name="judgments", db_index=False
+    )
+    reasoning = models.TextField(blank=True, default="")
+    raw_output = models.TextField(blank=True, default="")
+    parse_failed = models.BooleanField(default=False)
+    has_failure = models.BooleanField(default=False)
+    n_failures = models.IntegerField(default=0)
+    error = models.TextField(blank=True, default="")
+    extra = models.JSONField(default=dict, blank=True, help_text="record fields outside the h2e schema")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["judge_id", "generation_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["judge", "generation"], name="judgment_unique_per_generation"),
+            models.CheckConstraint(
+                condition=models.Q(n_failures__gte=0), name="judgment_n_failures_non_negative"
+            ),
+        ]
+        indexes = [
+            # Leaderboard: GROUP BY generator, judge over the flags, answered from the index alone.
+            models.Index(
+                fields=["generator", "judge"],
+                name="judgment_leaderboard",
+                include=["parse_failed", "has_failure", "n_failures", "topic"],
+            ),
+            models.Index(fields=["judge", "topic"], name="judgment_judge_topic"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Judgment by {self.judge_id} of generation {self.generation_id}"
+
+
+class CriticalFailure(models.Model):
+    """One critical failure a judge listed, linked to L1 (reference) and L2 (generated) step numbers."""
+
+    # Indexed through the unique (judgment, order) constraint.
+    judgment = models.ForeignKey(Judgment, on_delete=models.CASCADE, related_name="failures", db_index=False)
+    order = models.PositiveIntegerField(default=0)
+    description = models.TextField()
+    l1_steps = models.JSONField(default=list, blank=True)
+    l2_steps = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["judgment_id", "order"]
+        constraints = [
+            models.UniqueConstraint(fields=["judgment", "order"], name="critical_failure_unique_order")
+        ]
+
+    def __str__(self) -> str:
+        return self.description[:80]
+
+
+class JobKind(models.TextChoices):
+    IMPORT = "import", "Import"
+    GENERATE = "generate", "Generate L2"
+    JUDGE = "judge", "Judge (How2Score)"
+    MINE = "mine", "Mine procedures"
+    EXPORT = "export", "Export"
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class Job(models.Model):
+    """A long-running action run by a Celery worker; the source of truth for its progress."""
+
+    kind = models.CharField(max_length=16, choices=JobKind.choices)
+    parameters = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    total = models.IntegerField(default=0)
+    done = models.IntegerField(default=0)
+    failed = models.IntegerField(default=0)
+    error = models.TextField(blank=True, default="")
+    celery_task_id = models.CharField(max_length=255, blank=True, default="")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["status", "kind"], name="job_status_kind")]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} job #{self.pk} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED}
+
+    @property
+    def progress_percent(self) -> float:
+        return 100.0 * (self.done + self.failed) / self.total if self.total else 0.0

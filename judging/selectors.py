@@ -1,0 +1,239 @@
+"""Reads behind the leaderboards: How2Score computed by SQL aggregates over Judgment rows.
+
+The h2e-compatible score follows the reference CLI's `aggregate_judgments` exactly: parse failures are
+excluded (n_examples = total - n_parse_failed), n_with_failures counts has_failure among the rest,
+how2score = 1 - n_with_failures / n_examples, avg_failures_per_example = sum(n_failures) / n_examples, and
+every ratio is 0.0 when n_examples is 0. The strict score counts parse failures as failures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Count, Q, QuerySet, Sum
+
+from .models import Judgment
+
+_SCORED = Q(parse_failed=False)
+_COUNTS = {
+    "total": Count("id"),
+    "n_parse_failed": Count("id", filter=Q(parse_failed=True)),
+    "n_with_failures": Count("id", filter=_SCORED & Q(has_failure=True)),
+    "sum_failures": Sum("n_failures", filter=_SCORED, default=0),
+}
+
+
+@dataclass(frozen=True)
+class How2Score:
+    """How2Score figures for one group of judgments (a generator x judge, optionally one topic)."""
+
+    total: int
+    n_parse_failed: int
+    n_with_failures: int
+    sum_failures: int
+
+    @property
+    def n_examples(self) -> int:
+        return self.total - self.n_parse_failed
+
+    @property
+    def failure_rate(self) -> float:
+        return (self.n_with_failures / self.n_examples) if self.n_examples else 0.0
+
+    @property
+    def how2score(self) -> float:
+        return (1.0 - self.failure_rate) if self.n_examples else 0.0
+
+    @property
+    def how2score_percent(self) -> float:
+        return 100.0 * self.how2score
+
+    @property
+    def avg_failures_per_example(self) -> float:
+        return (self.sum_failures / self.n_examples) if self.n_examples else 0.0
+
+    @property
+    def strict_how2score(self) -> float:
+        """Parse failures count as failures: share of all judged examples with no failure and a parse."""
+        if not self.total:
+            return 0.0
+        return 1.0 - (self.n_with_failures + self.n_parse_failed) / self.total
+
+    @property
+    def strict_how2score_percent(self) -> float:
+        return 100.0 * self.strict_how2score
+
+    def summary_json(self) -> dict[str, Any]:
+        """The reference's aggregate/summary.json, key for key."""
+        summary: dict[str, Any] = {
+            "how2score": self.how2score,
+            "how2score_percent": self.how2score_percent,
+            "n_examples": self.n_examples,
+            "n_with_failures": self.n_with_failures,
+            "failure_rate": self.failure_rate,
+            "avg_failures_per_example": self.avg_failures_per_example,
+        }
+        if self.n_parse_failed:
+            summary["n_parse_failed"] = self.n_parse_failed
+        return summary
+
+    def by_topic_row(self, topic: str) -> dict[str, Any]:
+        """One row of the reference's aggregate/by_topic.csv (n_judged = scored examples)."""
+        row: dict[str, Any] = {
+            "topic": topic,
+            "n_judged": self.n_examples,
+            "n_with_failures": self.n_with_failures,
+            "how2score": self.how2score,
+            "how2score_percent": self.how2score_percent,
+            "failure_rate": self.failure_rate,
+            "avg_failures_per_example": self.avg_failures_per_example,
+        }
+        if self.n_parse_failed:
+            row["n_parse_failed"] = self.n_parse_failed
+        return row
+
+
+def _score(row: dict[str, Any]) -> How2Score:
+    return How2Score(
+        total=row["total"],
+        n_parse_failed=row["n_parse_failed"],
+        n_with_failures=row["n_with_failures"],
+        sum_failures=int(row["sum_failures"] or 0),
+    )
+
+
+@dataclass(frozen=True)
+class LeaderboardRow:
+    generator_model: str
+    generator_id: str
+    judge_model: str
+    judge_id: str
+    score: How2Score
+
+    def as_json(self) -> dict[str, Any]:
+        """The `leaderboard --format json` / API object."""
+        return {
+            "generator_model": self.generator_model,
+            "generator_id": self.generator_id,
+            "judge_model": self.judge_model,
+            "judge_id": self.judge_id,
+            "how2score_percent": self.score.how2score_percent,
+            "strict_how2score_percent": self.score.strict_how2score_percent,
+            "n_examples": self.score.n_examples,
+            "n_with_failures": self.score.n_with_failures,
+            "n_parse_failed": self.score.n_parse_failed,
+            "avg_failures_per_example": self.score.avg_failures_per_example,
+        }
+
+
+@dataclass(frozen=True)
+class TopicLeaderboardRow:
+    generator_model: str
+    generator_id: str
+    judge_model: str
+    judge_id: str
+    topic: str
+    score: How2Score
+
+    def as_json(self) -> dict[str, Any]:
+        return {"topic": self.topic, **LeaderboardRow(
+            self.generator_model, self.generator_id, self.judge_model, self.judge_id, self.score
+        ).as_json()}
+
+
+def _judgments(
+    *, judge_ids: Iterable[str] | None = None, generator_ids: Iterable[str] | None = None
+) -> QuerySet[Judgment]:
+    qs = Judgment.objects.all()
+    if judge_ids:
+        qs = qs.filter(judge__judge_id__in=list(judge_ids))
+    if generator_ids:
+        qs = qs.filter(generator__generator_id__in=list(generator_ids))
+    return qs.order_by()
+
+
+def how2score_leaderboard(
+    *, judge_ids: Iterable[str] | None = None, generator_ids: Iterable[str] | None = None
+) -> list[LeaderboardRow]:
+    """How2Score per generator x judge, best first (ties by generator model, then ids)."""
+    grouped = (
+        _judgments(judge_ids=judge_ids, generator_ids=generator_ids)
+        .values("generator_id", "judge_id")
+        .annotate(**_COUNTS)
+    )
+    counts = {(r["generator_id"], r["judge_id"]): _score(r) for r in grouped}
+    names = _names_for(counts.keys())
+    rows = [
+        LeaderboardRow(*names[key], score=score)  # type: ignore[misc]
+        for key, score in counts.items()
+    ]
+    rows.sort(key=lambda r: (-r.score.how2score, r.judge_id, r.generator_model, r.generator_id))
+    return rows
+
+
+def how2score_by_topic(
+    *, judge_ids: Iterable[str] | None = None, generator_ids: Iterable[str] | None = None
+) -> list[TopicLeaderboardRow]:
+    """How2Score per generator x judge x topic (topic "" where a judgment has none), sorted by topic."""
+    grouped = (
+        _judgments(judge_ids=judge_ids, generator_ids=generator_ids)
+        .values("generator_id", "judge_id", "topic__name")
+        .annotate(**_COUNTS)
+    )
+    scores = [((r["generator_id"], r["judge_id"]), r["topic__name"] or "", _score(r)) for r in grouped]
+    names = _names_for({key for key, _, _ in scores})
+    rows = [TopicLeaderboardRow(*names[key], topic=topic, score=score) for key, topic, score in scores]  # type: ignore[misc]
+    rows.sort(key=lambda r: (r.generator_model, r.generator_id, r.judge_id, r.topic))
+    return rows
+
+
+def _names_for(keys: Iterable[tuple[int, int]]) -> dict[tuple[int, int], tuple[str, str, str, str]]:
+    """(generator pk, judge pk) -> (generator_model, generator_id, judge_model, judge_id)."""
+    from .models import Generator, Judge
+
+    keys = list(keys)
+    generators = {
+        g["pk"]: (g["model"], g["generator_id"])
+        for g in Generator.objects.filter(pk__in={k[0] for k in keys}).values("pk", "model", "generator_id")
+    }
+    judges = {
+        j["pk"]: (j["model"], j["judge_id"])
+        for j in Judge.objects.filter(pk__in={k[1] for k in keys}).values("pk", "model", "judge_id")
+    }
+    return {key: (*generators[key[0]], *judges[key[1]]) for key in keys}
+
+
+def how2score_for(*, generator_pk: int, judge_pk: int) -> How2Score:
+    """How2Score of one generator x judge (the figures of aggregate/summary.json)."""
+    row = Judgment.objects.filter(generator_id=generator_pk, judge_id=judge_pk).aggregate(**_COUNTS)
+    return _score(row)
+
+
+def how2score_topics_for(*, generator_pk: int, judge_pk: int) -> list[tuple[str, How2Score]]:
+    """Per-topic How2Score of one generator x judge, sorted by topic (aggregate/by_topic.csv)."""
+    grouped = (
+        Judgment.objects.filter(generator_id=generator_pk, judge_id=judge_pk)
+        .order_by()
+        .values("topic__name")
+        .annotate(**_COUNTS)
+    )
+    rows = [(r["topic__name"] or "", _score(r)) for r in grouped]
+    return sorted(rows, key=lambda item: item[0])
+
+
+def leaderboard_json(rows: Iterable[LeaderboardRow]) -> list[dict[str, Any]]:
+    return [row.as_json() for row in rows]
+
+
+__all__ = [
+    "How2Score",
+    "LeaderboardRow",
+    "TopicLeaderboardRow",
+    "how2score_by_topic",
+    "how2score_for",
+    "how2score_leaderboard",
+    "how2score_topics_for",
+    "leaderboard_json",
+]
