@@ -62,4 +62,6 @@ def database_from_url(url: str, *, sqlite_default: Path) -> dict[str, object]:
             "CONN_HEALTH_CHECKS": True,
             "OPTIONS": options,
         }
-    raise ValueError(f"DATABASE_URL scheme {parsed.scheme!r} is not supported (use postgres:// or sqlite:///)")
+    raise ValueError(
+        f"DATABASE_URL scheme {parsed.scheme!r} is not supported (use postgres:// or sqlite:///)"
+    )

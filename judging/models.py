@@ -77,7 +77,8 @@ class Judge(models.Model):
     prompt_sha256 = models.CharField(max_length=64, blank=True, default="")
     prompt_path = models.TextField(blank=True, default="")
     is_demo_model = models.BooleanField(
-        default=False, help_text="A plumbing/demo model (e.g. SmolLM2-135M): its judgments are not meaningful."
+        default=False,
+        help_text="A plumbing/demo model (e.g. SmolLM2-135M): its judgments are not meaningful.",
     )
     manifest = models.JSONField(
         default=dict, blank=True, help_text="judge_manifest.json as imported, written back verbatim"

@@ -138,9 +138,12 @@ class TopicLeaderboardRow:
     score: How2Score
 
     def as_json(self) -> dict[str, Any]:
-        return {"topic": self.topic, **LeaderboardRow(
-            self.generator_model, self.generator_id, self.judge_model, self.judge_id, self.score
-        ).as_json()}
+        return {
+            "topic": self.topic,
+            **LeaderboardRow(
+                self.generator_model, self.generator_id, self.judge_model, self.judge_id, self.score
+            ).as_json(),
+        }
 
 
 def _judgments(

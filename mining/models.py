@@ -46,7 +46,9 @@ class Procedure(models.Model):
     """A reference procedure (L1): a goal, its resources and its steps."""
 
     source_example_id = models.CharField(max_length=255, unique=True)
-    topic = models.ForeignKey(Topic, on_delete=models.PROTECT, null=True, blank=True, related_name="procedures")
+    topic = models.ForeignKey(
+        Topic, on_delete=models.PROTECT, null=True, blank=True, related_name="procedures"
+    )
     goal = models.TextField()
     resources = models.JSONField(default=list, blank=True)
     steps = models.JSONField(default=list)
