@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from django.core.exceptions import ImproperlyConfigured
+
 from .env import database_from_url, env_bool, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -18,7 +20,11 @@ DEBUG = env_bool("DEBUG", default=False)
 _INSECURE_DEV_KEY = "django-insecure-embedded-default-do-not-use-in-production"
 SECRET_KEY = env_str("SECRET_KEY", _INSECURE_DEV_KEY if DEBUG else "")
 if not SECRET_KEY:
-    raise RuntimeError("SECRET_KEY must be set when DEBUG is off (set DEBUG=1 for a local demo).")
+    raise ImproperlyConfigured(
+        "SECRET_KEY must be set when DEBUG is off. Generate one with "
+        '`python -c "import secrets; print(secrets.token_urlsafe(50))"`, '
+        "or set DEBUG=1 for a local demo."
+    )
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"] if DEBUG else [])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
@@ -119,13 +125,11 @@ SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", default=not DEBUG)
 CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", default=not DEBUG)
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 31536000)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = not DEBUG
-SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=not DEBUG)
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
-if not DEBUG and SECURE_HSTS_SECONDS and not SECURE_HSTS_PRELOAD:
-    SILENCED_SYSTEM_CHECKS.append("security.W021")  # preload is an opt-in decision for the operator
 
 # --- Django REST framework ---
 REST_FRAMEWORK = {
@@ -141,15 +145,25 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "How2Everything Studio API",
-    "DESCRIPTION": "Procedures (L1), generations (L2), How2Score judgments and leaderboards.",
+    "DESCRIPTION": (
+        "Procedures (L1), generations (L2), How2Score judgments and leaderboards. Staff only: sign in to the "
+        "site (session) or send `Authorization: Token <key>`; a staff user gets a key with "
+        "`python manage.py drf_create_token <username>`."
+    ),
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAdminUser"],
+    # Swagger UI / ReDoc assets come from drf-spectacular-sidecar (vendored), never from a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Celery: Redis when REDIS_URL is set, else an embedded SQLite broker (a real worker, never eager). ---
 REDIS_URL = env_str("REDIS_URL")
 CELERY_BROKER_URL = REDIS_URL or f"sqla+sqlite:///{VAR_DIR / 'celery-broker.sqlite3'}"
+if not REDIS_URL or DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    VAR_DIR.mkdir(parents=True, exist_ok=True)  # the embedded SQLite files live here
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

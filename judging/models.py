@@ -93,11 +93,10 @@ class Judge(models.Model):
 
     @property
     def short_name(self) -> str:
-        """The reference's folder prefix: the last piece of the model name split on [/_]+."""
-        import re
+        """The reference's judge folder prefix (last piece of the model name), made filesystem-safe."""
+        from .ids import judge_short_name
 
-        pieces = [p for p in re.split(r"[/_]+", self.model) if p]
-        return pieces[-1] if pieces else "judge"
+        return judge_short_name(self.model)
 
 
 class Judgment(models.Model):

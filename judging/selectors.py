@@ -8,7 +8,7 @@ every ratio is 0.0 when n_examples is 0. The strict score counts parse failures 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,7 +95,7 @@ class How2Score:
         return row
 
 
-def _score(row: dict[str, Any]) -> How2Score:
+def _score(row: Mapping[str, Any]) -> How2Score:
     return How2Score(
         total=row["total"],
         n_parse_failed=row["n_parse_failed"],
@@ -160,7 +160,7 @@ def _judgments(
 def how2score_leaderboard(
     *, judge_ids: Iterable[str] | None = None, generator_ids: Iterable[str] | None = None
 ) -> list[LeaderboardRow]:
-    """How2Score per generator x judge, best first (ties by generator model, then ids)."""
+    """How2Score per generator x judge, grouped by judge, best generator first (ties by model, then id)."""
     grouped = (
         _judgments(judge_ids=judge_ids, generator_ids=generator_ids)
         .values("generator_id", "judge_id")
@@ -172,7 +172,10 @@ def how2score_leaderboard(
         LeaderboardRow(*names[key], score=score)  # type: ignore[misc]
         for key, score in counts.items()
     ]
-    rows.sort(key=lambda r: (-r.score.how2score, r.judge_id, r.generator_model, r.generator_id))
+    # Scores are comparable only under one judge: group by judge, best generator first within it.
+    rows.sort(
+        key=lambda r: (r.judge_model, r.judge_id, -r.score.how2score, r.generator_model, r.generator_id)
+    )
     return rows
 
 

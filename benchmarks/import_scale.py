@@ -1,0 +1,386 @@
+"""Import at scale (issue #2): 20 generators x 7,000 examples x 2 judges into a fresh PostgreSQL database.
+
+    .venv/bin/python benchmarks/import_scale.py [--out /tmp/h2e_scale] [--db h2e_bench] [--append-doc]
+
+1. writes an h2e out_root (reference format, realistic text lengths, ~2% parse failures) unless --out
+   already holds one from an earlier run (same size parameters);
+2. drops and re-creates the database, migrates it;
+3. runs `manage.py import_h2e` in a subprocess: wall time and peak RSS (getrusage RUSAGE_CHILDREN);
+4. times the full leaderboard query (median of several runs) and a file-based recomputation of the same
+   leaderboard the way the reference CLI does it (read every judgments.jsonl and aggregate);
+5. checks both leaderboards agree, prints the figures, and with --append-doc adds them to
+   docs/benchmarks.md. Targets: import <= 60 s, peak RSS <= 1.5 GB, leaderboard <= 0.3 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "benchmarks.md"
+PROMPT = (ROOT / "prompts" / "inference_inst.txt").read_text(encoding="utf-8")
+TOPICS = [
+    "Art & Design", "Crime & Law", "Education & Jobs", "Electronics & Hardware", "Fashion & Beauty",
+    "Food & Dining", "Health", "Home & Hobbies", "Industrial", "Religion", "Science, Math & Technology",
+    "Sports & Fitness", "Transportation", "Travel & Tourism",
+]  # fmt: skip
+_WORD_TEXT = (
+    "the a to of and in with for on your it then until each before after remove place add check set "
+    "water heat cut mix apply open close turn press hold wait clean dry measure attach secure gently "
+    "slowly carefully board screw bolt panel cable tray sand bowl pan oven minutes seconds inches "
+    "surface edge corner side top bottom front back left right small large new old warm cold even "
+    "repeat ensure verify adjust tighten loosen connect disconnect fill empty pour stir fold wrap "
+    "résumé café naïve H₂O 中文 step tool part piece layer coat mark line hole"
+)
+WORDS = _WORD_TEXT.split(" ")
+
+
+def words(rng: random.Random, n: int) -> str:
+    text = " ".join(rng.choices(WORDS, k=n))
+    return text[0].upper() + text[1:] + "."
+
+
+def steps(rng: random.Random, n: int) -> list[str]:
+    return [words(rng, rng.randint(11, 19)) for _ in range(n)]
+
+
+# --- tree generation ------------------------------------------------------------------------------
+
+
+def make_examples(n: int, rng: random.Random) -> list[dict[str, Any]]:
+    return [
+        {
+            "source_example_id": f"bench-{i:05d}",
+            "topic": TOPICS[i % len(TOPICS)],
+            "goal": words(rng, rng.randint(18, 32)),
+            "steps": steps(rng, rng.randint(5, 15)),
+            "resources": [words(rng, 2)[:-1] for _ in range(rng.randint(0, 6))],
+        }
+        for i in range(n)
+    ]
+
+
+def write_tree(out: Path, *, n_generators: int, n_examples: int, n_judges: int, seed: int = 7) -> None:
+    rng = random.Random(seed)
+    examples = make_examples(n_examples, rng)
+    judges = [(f"judge-org/judge-model-{j}", f"j{j + 1:011d}") for j in range(n_judges)]
+    for g in range(n_generators):
+        model = f"org/generator-model-{g:02d}"
+        generator_id = f"{g + 1:012d}"
+        run_dir = out / f"generator-model-{g:02d}_{generator_id}"
+        preds = _write_generations(run_dir, model, generator_id, examples, rng)
+        for judge_model, judge_id in judges:
+            _write_judgments(run_dir, judge_model, judge_id, examples, preds, rng)
+        print(f"  wrote run {g + 1}/{n_generators}", file=sys.stderr, flush=True)
+
+
+def _manifest(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+
+
+def _write_generations(
+    run_dir: Path, model: str, generator_id: str, examples: list[dict[str, Any]], rng: random.Random
+) -> dict[str, list[str]]:
+    sha = "f" * 64
+    _manifest(
+        run_dir / "generation_manifest.json",
+        {
+            "generator_id": generator_id,
+            "generation_prompt_sha256": sha,
+            "generation_prompt_path": "prompts/inference_inst.txt",
+            "generation": {"model_type": "inst"},
+            "generator": {
+                "backend": "deluge", "provider": "openai", "model": model, "temperature": 0.0,
+                "max_new_tokens": 4096, "max_requests_per_minute": 1000, "max_tokens_per_minute": 100000,
+                "reasoning_effort": None, "vllm_overrides": {},
+            },
+        },
+    )  # fmt: skip
+    preds: dict[str, list[str]] = {}
+    with (run_dir / "generations.jsonl").open("w", encoding="utf-8") as f:
+        for ex in examples:
+            n = len(ex["steps"])
+            predicted = steps(rng, n)
+            preds[ex["source_example_id"]] = predicted
+            resources = json.dumps(ex["resources"], ensure_ascii=False) if ex["resources"] else "[]"
+            record = {
+                "schema_version": "how2bench.generation.v1",
+                "generator_id": generator_id,
+                "generation_prompt_sha256": sha,
+                "source_example_id": ex["source_example_id"],
+                "topic": ex["topic"],
+                "goal": ex["goal"],
+                "steps": ex["steps"],
+                "resources": ex["resources"],
+                "model_completion": "\n".join(f"{i}. {s}" for i, s in enumerate(predicted, 1)),
+                "predicted_steps": predicted,
+                "prompt": PROMPT.format(goal=ex["goal"], resources=resources, n=n),
+                "generator": {"backend": "deluge", "provider": "openai", "model": model},
+            }
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return preds
+
+
+def _write_judgments(
+    run_dir: Path,
+    judge_model: str,
+    judge_id: str,
+    examples: list[dict[str, Any]],
+    preds: dict[str, list[str]],
+    rng: random.Random,
+) -> None:
+    short = judge_model.split("/")[-1]
+    judge_dir = run_dir / "judgments" / f"{short}_{judge_id}"
+    sha = "e" * 64
+    judge_block = {"backend": "vllm", "provider": "local", "model": judge_model}
+    _manifest(
+        judge_dir / "judge_manifest.json",
+        {
+            "judge_id": judge_id,
+            "judge_prompt_sha256": sha,
+            "judge_prompt_path": "/abs/prompts/judge.txt",
+            "judge": {**judge_block, "temperature": 0.0, "max_new_tokens": 4096, "reasoning_effort": None,
+                      "vllm_overrides": {}},
+        },
+    )  # fmt: skip
+    with (judge_dir / "judgments.jsonl").open("w", encoding="utf-8") as f:
+        for ex in sorted(examples, key=lambda e: e["source_example_id"]):
+            parse_failed = rng.random() < 0.02
+            n_l1, n_l2 = len(ex["steps"]), len(preds[ex["source_example_id"]])
+            failures = [] if parse_failed else [
+                {"failure": words(rng, rng.randint(18, 32)),
+                 "L1_steps": sorted(rng.sample(range(1, n_l1 + 1), rng.randint(0, 2))),
+                 "L2_steps": sorted(rng.sample(range(1, n_l2 + 1), rng.randint(0, 2)))}
+                for _ in range(rng.choice((0, 0, 1, 1, 2, 3)))
+            ]  # fmt: skip
+            record = {
+                "schema_version": "how2bench.judgment.v1",
+                "judge_id": judge_id,
+                "judge_prompt_sha256": sha,
+                "source_example_id": ex["source_example_id"],
+                "topic": ex["topic"],
+                "goal": ex["goal"],
+                "steps": ex["steps"],
+                "resources": ex["resources"],
+                "predicted_steps": preds[ex["source_example_id"]],
+                "judge": judge_block,
+                "reasoning": "" if parse_failed else words(rng, rng.randint(120, 180)),
+                "critical_failures": failures,
+                "has_failure": bool(failures) or parse_failed,
+                "n_failures": len(failures),
+                "parse_failed": parse_failed,
+            }
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+# --- measurements ---------------------------------------------------------------------------------
+
+
+def tree_size(out: Path) -> int:
+    return sum(p.stat().st_size for p in out.rglob("*.jsonl"))
+
+
+def run(cmd: list[str], env: dict[str, str], *, quiet: bool = False) -> None:
+    subprocess.run(cmd, cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL if quiet else None)
+
+
+def fresh_database(db: str, env: dict[str, str]) -> None:
+    run(["dropdb", "-h", "127.0.0.1", "-U", "postgres", "--if-exists", db], env)
+    run(["createdb", "-h", "127.0.0.1", "-U", "postgres", db], env)
+    run([sys.executable, "manage.py", "migrate", "-v0"], env)
+
+
+def timed_import(out: Path, env: dict[str, str]) -> tuple[float, float]:
+    """(wall seconds, peak RSS MiB of the import process)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    start = time.perf_counter()
+    run([sys.executable, "manage.py", "import_h2e", str(out), "-v0"], env, quiet=True)
+    wall = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    if peak <= before:
+        print("  note: the import's peak RSS did not exceed an earlier child's", file=sys.stderr)
+    return wall, peak / 1024
+
+
+_LEADERBOARD_SCRIPT = """
+import json, statistics, sys, time
+import django
+django.setup()
+from judging.models import Judgment
+from judging.selectors import how2score_leaderboard
+n = Judgment.objects.count()
+times = []
+for _ in range(int(sys.argv[1])):
+    start = time.perf_counter()
+    rows = how2score_leaderboard()
+    times.append(time.perf_counter() - start)
+print(json.dumps({"n_judgments": n, "times": times,
+                  "rows": {f"{r.generator_id}|{r.judge_id}": r.score.how2score_percent for r in rows}}))
+"""
+
+
+def timed_leaderboard(env: dict[str, str], runs: int) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, "-c", _LEADERBOARD_SCRIPT, str(runs)],
+        cwd=ROOT, env={**env, "DJANGO_SETTINGS_MODULE": "h2e_site.settings"}, check=True,
+        capture_output=True, text=True,
+    )  # fmt: skip
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def file_leaderboard(out: Path) -> dict[str, float]:
+    """How2Score per run x judge recomputed from every judgments.jsonl, as the reference leaderboard does."""
+    scores: dict[str, float] = {}
+    for run_dir in sorted(p for p in out.iterdir() if p.is_dir()):
+        generator_id = run_dir.name.rsplit("_", 1)[-1]
+        for judge_dir in sorted((run_dir / "judgments").iterdir()):
+            counts: dict[str, int] = defaultdict(int)
+            with (judge_dir / "judgments.jsonl").open(encoding="utf-8") as f:
+                for line in f:
+                    if not line.strip():
+                        continue
+                    rec = json.loads(line)
+                    counts["total"] += 1
+                    if rec.get("parse_failed"):
+                        counts["parse_failed"] += 1
+                    elif rec.get("has_failure"):
+                        counts["with_failures"] += 1
+            n = counts["total"] - counts["parse_failed"]
+            judge_id = judge_dir.name.rsplit("_", 1)[-1]
+            scores[f"{generator_id}|{judge_id}"] = 100.0 * (1.0 - counts["with_failures"] / n) if n else 0.0
+    return scores
+
+
+def machine_info() -> dict[str, str]:
+    cpu = "unknown"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    mem_kb = next(
+        int(line.split()[1])
+        for line in Path("/proc/meminfo").read_text().splitlines()
+        if line.startswith("MemTotal")
+    )
+    pg = subprocess.run(
+        ["psql", "-h", "127.0.0.1", "-U", "postgres", "-tAc", "show server_version"],
+        capture_output=True, text=True, check=False,
+    ).stdout.strip()  # fmt: skip
+    return {
+        "nproc": str(os.cpu_count()),
+        "cpu": cpu,
+        "ram": f"{mem_kb / 1024 / 1024:.1f} GiB",
+        "python": platform.python_version(),
+        "postgresql": pg or "unknown",
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--out", type=Path, default=Path("/tmp/h2e_scale"))
+    parser.add_argument("--db", default="h2e_bench")
+    parser.add_argument("--generators", type=int, default=20)
+    parser.add_argument("--examples", type=int, default=7000)
+    parser.add_argument("--judges", type=int, default=2)
+    parser.add_argument("--leaderboard-runs", type=int, default=7)
+    parser.add_argument("--regenerate", action="store_true", help="rewrite the tree even if present")
+    parser.add_argument("--append-doc", action="store_true", help=f"append the figures to {DOC}")
+    parser.add_argument("--note", default="", help="a remark recorded with the figures")
+    args = parser.parse_args()
+
+    shape = {"generators": args.generators, "examples": args.examples, "judges": args.judges}
+    marker = args.out / ".shape.json"
+    if args.regenerate or not marker.is_file() or json.loads(marker.read_text()) != shape:
+        shutil.rmtree(args.out, ignore_errors=True)
+        print(f"writing the tree to {args.out} ...", file=sys.stderr)
+        start = time.perf_counter()
+        write_tree(args.out, n_generators=args.generators, n_examples=args.examples, n_judges=args.judges)
+        marker.write_text(json.dumps(shape))
+        print(f"  done in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    size = tree_size(args.out)
+
+    load_before = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    env = {**os.environ, "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{args.db}", "DEBUG": "1"}
+    fresh_database(args.db, env)
+    wall, rss = timed_import(args.out, env)
+    board = timed_leaderboard(env, args.leaderboard_runs)
+    start = time.perf_counter()
+    from_files = file_leaderboard(args.out)
+    files_seconds = time.perf_counter() - start
+    mismatches = {k for k, v in from_files.items() if abs(board["rows"].get(k, -1.0) - v) > 1e-9}
+
+    result = {
+        "shape": shape,
+        "judgments": board["n_judgments"],
+        "tree_bytes": size,
+        "import_seconds": wall,
+        "import_peak_rss_mib": rss,
+        "leaderboard_median_seconds": statistics.median(board["times"]),
+        "leaderboard_runs": [round(t, 4) for t in board["times"]],
+        "file_recompute_seconds": files_seconds,
+        "leaderboards_agree": not mismatches and len(from_files) == len(board["rows"]),
+        "load_before": load_before,
+    }
+    print(json.dumps(result, indent=2))
+    if args.append_doc:
+        append_doc(result, machine_info(), args.note)
+
+
+def append_doc(result: dict[str, Any], machine: dict[str, str], note: str) -> None:
+    s = result["shape"]
+    ok = {
+        "import": result["import_seconds"] <= 60,
+        "rss": result["import_peak_rss_mib"] <= 1536,
+        "board": result["leaderboard_median_seconds"] <= 0.3,
+    }
+    mark = {True: "met", False: "MISSED"}
+    lines = [
+        f"### Run of {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC",
+        "",
+        f"Machine: {machine['nproc']} cores ({machine['cpu']}), {machine['ram']} RAM, "
+        f"Python {machine['python']}, PostgreSQL {machine['postgresql']}.",
+        "",
+        "| measure | figure | target |",
+        "| --- | --- | --- |",
+        f"| tree | {s['generators']} generators x {s['examples']} examples x {s['judges']} judges, "
+        f"{result['judgments']:,} judgments, {result['tree_bytes'] / 1e9:.2f} GB of JSONL | |",
+        f"| import_h2e wall time | {result['import_seconds']:.1f} s | <= 60 s ({mark[ok['import']]}) |",
+        f"| import_h2e peak RSS | {result['import_peak_rss_mib']:.0f} MiB | <= 1.5 GB ({mark[ok['rss']]}) |",
+        f"| full leaderboard query (median of {len(result['leaderboard_runs'])}) | "
+        f"{result['leaderboard_median_seconds'] * 1000:.0f} ms | <= 300 ms ({mark[ok['board']]}) |",
+        f"| same leaderboard recomputed from the files | {result['file_recompute_seconds']:.1f} s "
+        "| (the reference's way) |",
+        f"| leaderboards agree | {'yes' if result['leaderboards_agree'] else 'NO'} | |",
+    ]
+    load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    lines += [
+        "",
+        f"Load average (1, 5, 15 min) before the import: {result['load_before']}; after the run: {load}.",
+    ]
+    if note:
+        lines += ["", f"Note: {note}"]
+    text = DOC.read_text(encoding="utf-8") if DOC.exists() else ""
+    separator = "" if not text or text.endswith("\n\n") else "\n" if text.endswith("\n") else "\n\n"
+    with DOC.open("a", encoding="utf-8") as f:
+        f.write(separator + "\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,207 @@
+"""REST API (DRF) for staff: leaderboards, procedures, generations, judgments, jobs and imports.
+
+Authentication: a staff session, or a token (`python manage.py drf_create_token <username>`, then send
+`Authorization: Token <key>`). Lists are paginated as {count, next, previous, results}.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import django_filters
+from django.contrib.auth.models import User
+from django.db.models import Prefetch, Q, QuerySet
+from django.urls import include, path
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, status, viewsets
+from rest_framework.parsers import MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.routers import DefaultRouter
+
+from mining.models import Procedure, Split
+
+from . import selectors
+from .models import CriticalFailure, Generation, Job, JobKind, JobStatus, Judgment
+from .serializers import (
+    GenerationSerializer,
+    ImportRequestSerializer,
+    JobSerializer,
+    JudgmentSerializer,
+    LeaderboardRowSerializer,
+    ProcedureSerializer,
+    TopicLeaderboardRowSerializer,
+)
+from .uploads import UploadError, uploads_save
+
+
+def query_ids(request: Request, name: str) -> list[str]:
+    """Values of a filter given repeated (?judge=a&judge=b) or as a comma list (?judge=a,b)."""
+    return [v.strip() for raw in request.query_params.getlist(name) for v in raw.split(",") if v.strip()]
+
+
+_LEADERBOARD_FILTERS = [
+    OpenApiParameter(
+        "judge", OpenApiTypes.STR, many=True, description="judge_id; repeat it or give a comma list"
+    ),
+    OpenApiParameter(
+        "generator", OpenApiTypes.STR, many=True, description="generator_id; repeat it or give a comma list"
+    ),
+]
+
+
+class LeaderboardView(generics.GenericAPIView):
+    """How2Score per generator x judge (h2e-compatible and strict), best first."""
+
+    serializer_class = LeaderboardRowSerializer
+    filter_backends: list[Any] = []
+
+    @extend_schema(parameters=_LEADERBOARD_FILTERS, responses=LeaderboardRowSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        rows = selectors.how2score_leaderboard(
+            judge_ids=query_ids(request, "judge"), generator_ids=query_ids(request, "generator")
+        )
+        page = self.paginate_queryset([row.as_json() for row in rows])  # type: ignore[arg-type]
+        return self.get_paginated_response(page)
+
+
+class TopicLeaderboardView(generics.GenericAPIView):
+    """How2Score per generator x judge x topic (topic "" for judgments without one)."""
+
+    serializer_class = TopicLeaderboardRowSerializer
+    filter_backends: list[Any] = []
+
+    @extend_schema(parameters=_LEADERBOARD_FILTERS, responses=TopicLeaderboardRowSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        rows = selectors.how2score_by_topic(
+            judge_ids=query_ids(request, "judge"), generator_ids=query_ids(request, "generator")
+        )
+        page = self.paginate_queryset([row.as_json() for row in rows])  # type: ignore[arg-type]
+        return self.get_paginated_response(page)
+
+
+class CharInFilter(django_filters.BaseInFilter, django_filters.CharFilter):
+    """A comma list of strings (?judge=a,b)."""
+
+
+class ProcedureFilter(django_filters.FilterSet):
+    topic = django_filters.CharFilter(field_name="topic__name", help_text="topic name")
+    split = django_filters.ChoiceFilter(choices=Split.choices)
+    q = django_filters.CharFilter(method="filter_q", help_text="text in the goal or source_example_id")
+
+    class Meta:
+        model = Procedure
+        fields = ["topic", "split", "q"]
+
+    def filter_q(self, queryset: QuerySet[Procedure], name: str, value: str) -> QuerySet[Procedure]:
+        return queryset.filter(Q(goal__icontains=value) | Q(source_example_id__icontains=value))
+
+
+class GenerationFilter(django_filters.FilterSet):
+    generator = CharInFilter(field_name="generator__generator_id", help_text="generator_id (comma list)")
+    procedure = django_filters.NumberFilter(field_name="procedure_id", help_text="procedure id")
+    source_example_id = django_filters.CharFilter(field_name="procedure__source_example_id")
+    topic = django_filters.CharFilter(field_name="procedure__topic__name", help_text="topic name")
+
+    class Meta:
+        model = Generation
+        fields = ["generator", "procedure", "source_example_id", "topic"]
+
+
+class JudgmentFilter(django_filters.FilterSet):
+    judge = CharInFilter(field_name="judge__judge_id", help_text="judge_id (comma list)")
+    generator = CharInFilter(field_name="generator__generator_id", help_text="generator_id (comma list)")
+    generation = django_filters.NumberFilter(field_name="generation_id", help_text="generation id")
+    topic = django_filters.CharFilter(field_name="topic__name", help_text="topic name")
+    parse_failed = django_filters.BooleanFilter()
+    has_failure = django_filters.BooleanFilter()
+
+    class Meta:
+        model = Judgment
+        fields = ["judge", "generator", "generation", "topic", "parse_failed", "has_failure"]
+
+
+class JobFilter(django_filters.FilterSet):
+    kind = django_filters.ChoiceFilter(choices=JobKind.choices)
+    status = django_filters.ChoiceFilter(choices=JobStatus.choices)
+
+    class Meta:
+        model = Job
+        fields = ["kind", "status"]
+
+
+class ProcedureViewSet(viewsets.ReadOnlyModelViewSet):
+    """Reference procedures (L1)."""
+
+    queryset = Procedure.objects.select_related("topic")
+    serializer_class = ProcedureSerializer
+    filterset_class = ProcedureFilter
+
+
+class GenerationViewSet(viewsets.ReadOnlyModelViewSet):
+    """Generations (L2) with their generator and procedure."""
+
+    queryset = Generation.objects.select_related("generator", "procedure__topic")
+    serializer_class = GenerationSerializer
+    filterset_class = GenerationFilter
+
+
+class JudgmentViewSet(viewsets.ReadOnlyModelViewSet):
+    """Judgments with their critical failures (L1/L2 step links) nested."""
+
+    queryset = Judgment.objects.select_related(
+        "judge", "generator", "topic", "generation__procedure"
+    ).prefetch_related(Prefetch("failures", queryset=CriticalFailure.objects.order_by("order")))
+    serializer_class = JudgmentSerializer
+    filterset_class = JudgmentFilter
+
+
+class JobViewSet(viewsets.ReadOnlyModelViewSet):
+    """Long-running jobs and their progress."""
+
+    queryset = Job.objects.select_related("created_by")
+    serializer_class = JobSerializer
+    filterset_class = JobFilter
+
+
+class ImportView(generics.GenericAPIView):
+    """Upload bench files, or a .zip/.tar of an h2e out_root, and start an import job."""
+
+    parser_classes = [MultiPartParser]
+    serializer_class = ImportRequestSerializer
+    filter_backends: list[Any] = []
+
+    @extend_schema(request=ImportRequestSerializer, responses={201: JobSerializer})
+    def post(self, request: Request) -> Response:
+        form = ImportRequestSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            paths = uploads_save(files=form.validated_data["files"], kind=form.validated_data["kind"])
+        except UploadError as exc:
+            return Response({"files": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
+        from .services import import_job_create
+
+        job = import_job_create(
+            paths=paths,
+            kind=form.validated_data["kind"],
+            split=form.validated_data["split"],
+            skip_invalid=form.validated_data["skip_invalid"],
+            created_by=request.user if isinstance(request.user, User) else None,
+        )
+        return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)
+
+
+router = DefaultRouter()
+router.register("procedures", ProcedureViewSet, basename="procedure")
+router.register("generations", GenerationViewSet, basename="generation")
+router.register("judgments", JudgmentViewSet, basename="judgment")
+router.register("jobs", JobViewSet, basename="job")
+
+app_name = "api"
+urlpatterns = [
+    path("leaderboard/", LeaderboardView.as_view(), name="leaderboard"),
+    path("leaderboard/by-topic/", TopicLeaderboardView.as_view(), name="leaderboard-by-topic"),
+    path("imports/", ImportView.as_view(), name="imports"),
+    path("", include(router.urls)),
+]

@@ -1,0 +1,13 @@
+from django.urls import path
+
+from . import views
+
+app_name = "judging"
+urlpatterns = [
+    path("", views.leaderboard, name="leaderboard"),
+    path("leaderboard.csv", views.leaderboard_csv, name="leaderboard_csv"),
+    path("generators/<int:pk>/", views.generator_detail, name="generator_detail"),
+    path("generations/<int:pk>/", views.generation_detail, name="generation_detail"),
+    path("jobs/", views.job_list, name="job_list"),
+    path("jobs/<int:pk>/", views.job_detail, name="job_detail"),
+]

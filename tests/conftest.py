@@ -1,0 +1,56 @@
+"""Session-wide checks and helpers shared by every test package.
+
+When CI is set, the suite must run against real PostgreSQL and Redis: if either is missing or unreachable the
+session stops at once with a non-zero status instead of skipping the tests that need them.
+"""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import urlparse
+
+import pytest
+
+CI_EXIT_STATUS = 3
+
+
+def _postgres_problem(url: str) -> str | None:
+    if urlparse(url).scheme not in {"postgres", "postgresql", "pgsql"}:
+        return f"DATABASE_URL must point at PostgreSQL in CI, got {url or '(unset)'!r}"
+    import psycopg
+
+    parsed = urlparse(url)
+    conninfo = url.replace(f"{parsed.scheme}://", "postgresql://", 1)
+    try:
+        with psycopg.connect(conninfo, connect_timeout=5) as connection:
+            connection.execute("SELECT 1")
+    except psycopg.Error as exc:
+        return f"PostgreSQL at DATABASE_URL={url} is unreachable: {exc}"
+    return None
+
+
+def _redis_problem(url: str) -> str | None:
+    if not url:
+        return "REDIS_URL must be set in CI (e.g. redis://127.0.0.1:6379/0)"
+    import redis
+
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=5).ping()
+    except redis.RedisError as exc:
+        return f"Redis at REDIS_URL={url} is unreachable: {exc}"
+    return None
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if not os.environ.get("CI"):
+        return
+    problems = [
+        problem
+        for problem in (
+            _postgres_problem(os.environ.get("DATABASE_URL", "")),
+            _redis_problem(os.environ.get("REDIS_URL", "")),
+        )
+        if problem
+    ]
+    if problems:
+        pytest.exit("CI needs real services:\n  " + "\n  ".join(problems), returncode=CI_EXIT_STATUS)

@@ -1,0 +1,216 @@
+"""`make demo` end to end: embedded SQLite database and broker in a temporary var dir, the paper's examples
+loaded, gunicorn and a Celery worker started together, the staff login works, Ctrl-C stops both.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import http.cookiejar
+import io
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+ROOT = Path(__file__).resolve().parent.parent
+PAPER_TREE = ROOT / "demo" / "paper-h2e"
+VENV = Path(sys.executable).parent.parent
+START_TIMEOUT_SECONDS = 90
+PAPER_GENERATOR_MODELS = ("claude-opus-4.5", "gpt-5", "gemini-2.5-pro", "qwen3-8b-instruct")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def port_open(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.settimeout(0.5)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+class Demo:
+    def __init__(self, var_dir: Path, port: int) -> None:
+        self.var_dir = var_dir
+        self.port = port
+        self.log = var_dir.parent / "make-demo.log"
+        env = {key: value for key, value in os.environ.items() if key not in {"DEBUG", "SECRET_KEY"}}
+        env["H2E_VAR_DIR"] = str(var_dir)
+        with self.log.open("wb") as log:
+            self.process = subprocess.Popen(
+                ["make", "--no-print-directory", "demo", f"PORT={self.port}", f"VENV={VENV}"],
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def output(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")
+
+    def wait_until_ready(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_SECONDS
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                pytest.fail(f"make demo exited with {self.process.returncode}:\n{self.output()}")
+            output = self.output()
+            if "Ctrl-C stops" in output and re.search(r"celery@\S+ ready", output):
+                return  # the web app answers and the worker is consuming
+            time.sleep(0.5)
+        pytest.fail(f"make demo did not come up in {START_TIMEOUT_SECONDS} s:\n{self.output()}")
+
+    def interrupt(self) -> int:
+        """Ctrl-C, as a person would press it: SIGINT to the whole foreground process group."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGINT)
+        try:
+            return self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+            raise
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> Iterator[Demo]:
+    running = Demo(tmp_path / "var", free_port())
+    try:
+        yield running
+    finally:
+        if running.process.poll() is None:
+            os.killpg(running.process.pid, signal.SIGKILL)
+            running.process.wait()
+
+
+def staff_login(var_dir: Path) -> tuple[str, str]:
+    fields = dict(
+        line.split(":", 1) for line in (var_dir / "demo-login.txt").read_text(encoding="utf-8").splitlines()
+    )
+    return fields["username"].strip(), fields["password"].strip()
+
+
+def logged_in_leaderboard(base: str, username: str, password: str) -> tuple[str, str]:
+    """Log in through the real login form and return (final URL, page HTML)."""
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    login_url = f"{base}/accounts/login/"
+    with opener.open(login_url, timeout=10) as response:
+        html = response.read().decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html)
+    assert token, "the login page has no CSRF token"
+    form = {"csrfmiddlewaretoken": token.group(1), "username": username, "password": password, "next": "/"}
+    request = urllib.request.Request(
+        login_url, data=urllib.parse.urlencode(form).encode(), headers={"Referer": login_url}
+    )
+    with opener.open(request, timeout=10) as response:
+        return response.geturl(), response.read().decode()
+
+
+@pytest.mark.slow
+def test_it_serves_the_paper_examples_with_a_staff_login_and_stops_on_ctrl_c(demo: Demo) -> None:
+    demo.wait_until_ready()
+    base = f"http://127.0.0.1:{demo.port}"
+    username, password = staff_login(demo.var_dir)
+
+    final_url, page = logged_in_leaderboard(base, username, password)
+
+    assert final_url == f"{base}/", final_url
+    scripts = re.findall(r'src="(/static/[^"]+\.js)"', page)
+    assert scripts, "the page loads no script"
+    for script in scripts:  # vendored htmx and our own JS, served without collectstatic
+        with urllib.request.urlopen(f"{base}{script}", timeout=10) as response:
+            assert response.status == 200
+    for model in PAPER_GENERATOR_MODELS:
+        assert model in page, f"{model} missing from the leaderboard"
+    assert (demo.var_dir / "h2e.sqlite3").exists()
+    assert (demo.var_dir / "celery-broker.sqlite3").exists()
+
+    demo.interrupt()
+    assert "Stopping the web app and the worker" in demo.output()
+    assert not port_open(demo.port), "the web app still listens after Ctrl-C"
+    with pytest.raises(ProcessLookupError):  # no process of the demo is left: not gunicorn, not celery
+        os.killpg(demo.process.pid, 0)
+
+
+@pytest.mark.slow
+def test_it_keeps_the_demo_password_across_setups(tmp_path: Path) -> None:
+    env = {key: value for key, value in os.environ.items() if key not in {"DATABASE_URL", "REDIS_URL"}}
+    env.update(DEBUG="1", H2E_VAR_DIR=str(tmp_path))
+    for _ in range(2):
+        result = subprocess.run(
+            [sys.executable, "manage.py", "demo_setup"], cwd=ROOT, env=env, capture_output=True, text=True
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+    username, password = staff_login(tmp_path)
+    assert f"Staff login: {username} / {password}" in result.stdout
+    check = subprocess.run(
+        [
+            sys.executable,
+            "manage.py",
+            "shell",
+            "--no-imports",
+            "-c",
+            "from django.contrib.auth import authenticate; from judging.models import Generation, Judgment;"
+            f"u = authenticate(username={username!r}, password={password!r});"
+            "print(u is not None and u.is_staff, Generation.objects.count(), Judgment.objects.count())",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert check.returncode == 0, check.stderr
+    assert check.stdout.split() == ["True", "11", "11"]
+
+
+def tree_files(root: Path) -> list[str]:
+    return sorted(str(path.relative_to(root)) for path in root.rglob("*") if path.is_file())
+
+
+def test_it_ships_the_paper_tree_its_builder_writes(tmp_path: Path) -> None:
+    out = tmp_path / "paper-h2e"
+    result = subprocess.run(
+        [sys.executable, "demo/build_paper_tree.py", "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    files = tree_files(out)
+    assert files == tree_files(PAPER_TREE)
+    assert len([f for f in files if f.endswith("generations.jsonl")]) == 5  # one run per generator model
+    _, mismatch, errors = filecmp.cmpfiles(out, PAPER_TREE, files, shallow=False)
+    assert (mismatch, errors) == ([], [])
+
+
+@pytest.mark.django_db
+def test_it_scores_the_paper_tree_as_its_aggregates_say() -> None:
+    call_command("import_bench", str(ROOT / "demo" / "paper-examples" / "bench.jsonl"), verbosity=0)
+    call_command("import_h2e", str(PAPER_TREE), verbosity=0)
+    output = io.StringIO()
+    call_command("leaderboard", format="json", stdout=output)
+    rows = {(row["generator_id"], row["judge_id"]): row for row in json.loads(output.getvalue())}
+
+    summaries = sorted(PAPER_TREE.glob("*/judgments/*/aggregate/summary.json"))
+    assert len(summaries) == len(rows) == 5
+    for path in summaries:
+        judge_dir, run_dir = path.parent.parent, path.parent.parent.parent.parent
+        key = (run_dir.name.rsplit("_", 1)[1], judge_dir.name.rsplit("_", 1)[1])
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        assert rows[key]["how2score_percent"] == pytest.approx(summary["how2score_percent"]), path
+        assert rows[key]["n_examples"] == summary["n_examples"], path

@@ -1,0 +1,194 @@
+"""A real Celery worker process runs an import job: on Redis, and on the embedded SQLite broker.
+
+The worker and the process that enqueues the job (`manage.py shell`, as the admin or API would) are separate
+processes configured only through the environment, pointed at pytest-django's test database. Rows are
+committed (transaction=True) so every process sees them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from django.db import connection
+
+from judging.models import Job, JobStatus
+from mining.models import Procedure
+
+ROOT = Path(__file__).resolve().parent.parent
+READY_TIMEOUT_SECONDS = 60
+JOB_TIMEOUT_SECONDS = 60
+BENCH_RECORDS = [
+    {
+        "source_example_id": f"worker-test-{n}",
+        "topic": "Home & Hobbies",
+        "goal": f"Repot a houseplant, variant {n}",
+        "resources": ["pot", "potting mix"],
+        "steps": ["Water the plant the day before.", "Ease the plant out.", "Set it in fresh mix."],
+    }
+    for n in range(3)
+]
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+RunImport = Callable[[dict[str, str]], Job]
+WORKER_OPTIONS = ["-Q", "default", "--concurrency", "1", "--without-mingle", "--without-gossip", "-l", "INFO"]
+
+
+def worker_database_url() -> str:
+    db = connection.settings_dict
+    if db["ENGINE"] != "django.db.backends.postgresql":
+        pytest.skip("a worker process needs a shared database: set DATABASE_URL to PostgreSQL")
+    credentials = quote(db["USER"] or "", safe="")
+    if db["PASSWORD"]:
+        credentials += ":" + quote(db["PASSWORD"], safe="")
+    host = db["HOST"] or "127.0.0.1"
+    port = db["PORT"] or "5432"
+    return f"postgres://{credentials}@{host}:{port}/{db['NAME']}"
+
+
+def process_env(*, redis_url: str | None, var_dir: Path) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if key not in {"REDIS_URL", "DATABASE_URL"}}
+    env.update(DEBUG="1", DATABASE_URL=worker_database_url(), H2E_VAR_DIR=str(var_dir))
+    if redis_url:
+        env["REDIS_URL"] = redis_url
+    return env
+
+
+class Worker:
+    """`celery -A h2e_site worker` in a subprocess; its log is collected so a failure can show it."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.lines: list[str] = []
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "h2e_site", "worker", *WORKER_OPTIONS],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        threading.Thread(target=self._collect, daemon=True).start()
+
+    def _collect(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line)
+
+    @property
+    def log(self) -> str:
+        return "".join(self.lines)
+
+    def wait_until_ready(self) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT_SECONDS
+        while time.monotonic() < deadline:
+            if " ready." in self.log:
+                return
+            if self.process.poll() is not None:
+                pytest.fail(f"the worker exited with {self.process.returncode}:\n{self.log}")
+            time.sleep(0.2)
+        pytest.fail(f"the worker was not ready after {READY_TIMEOUT_SECONDS} s:\n{self.log}")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+@pytest.fixture
+def bench_file(tmp_path: Path) -> Path:
+    path = tmp_path / "bench.jsonl"
+    path.write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in BENCH_RECORDS), encoding="utf-8"
+    )
+    return path
+
+
+def enqueue_import(env: dict[str, str], bench: Path) -> int:
+    """Create the import job from another process, exactly as the admin and the API do."""
+    code = (
+        "from pathlib import Path\n"
+        "from judging.services import import_job_create\n"
+        f"job = import_job_create(paths=[Path({str(bench)!r})], kind='bench', split='bench',"
+        " skip_invalid=False, created_by=None)\n"
+        "print('JOB', job.pk)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "manage.py", "shell", "--no-imports", "-c", code],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return int(result.stdout.split("JOB", 1)[1].split()[0])
+
+
+def wait_for_job(job_pk: int, worker: Worker) -> Job:
+    deadline = time.monotonic() + JOB_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        job = Job.objects.get(pk=job_pk)
+        if job.is_finished:
+            return job
+        if worker.process.poll() is not None:
+            pytest.fail(f"the worker died with {worker.process.returncode}:\n{worker.log}")
+        time.sleep(0.3)
+    pytest.fail(
+        f"job {job_pk} still {Job.objects.get(pk=job_pk).status} after {JOB_TIMEOUT_SECONDS} s:\n{worker.log}"
+    )
+
+
+@pytest.fixture
+def run_import_on_worker(bench_file: Path) -> Iterator[RunImport]:
+    workers: list[Worker] = []
+
+    def run(env: dict[str, str]) -> Job:
+        worker = Worker(env)
+        workers.append(worker)
+        worker.wait_until_ready()
+        job = wait_for_job(enqueue_import(env, bench_file), worker)
+        assert f"judging.run_import_job[{job.celery_task_id}] received" in worker.log, worker.log
+        return job
+
+    try:
+        yield run
+    finally:
+        for worker in workers:
+            worker.stop()
+
+
+def assert_imported(job: Job) -> None:
+    assert job.status == JobStatus.SUCCEEDED, (job.status, job.error)
+    assert job.finished_at is not None
+    stored = set(Procedure.objects.values_list("source_example_id", flat=True))
+    assert stored == {r["source_example_id"] for r in BENCH_RECORDS}
+
+
+def test_it_runs_an_import_job_on_a_worker_over_redis(
+    run_import_on_worker: RunImport, tmp_path: Path
+) -> None:
+    redis_url = os.environ.get("REDIS_URL")
+    if not redis_url:
+        pytest.skip("REDIS_URL is not set (CI sets it, and fails when Redis is unreachable)")
+    job = run_import_on_worker(process_env(redis_url=redis_url, var_dir=tmp_path))
+    assert_imported(job)
+
+
+def test_it_runs_an_import_job_on_the_embedded_sqlite_broker(
+    run_import_on_worker: RunImport, tmp_path: Path
+) -> None:
+    job = run_import_on_worker(process_env(redis_url=None, var_dir=tmp_path))
+    assert_imported(job)
+    assert (tmp_path / "celery-broker.sqlite3").exists()
