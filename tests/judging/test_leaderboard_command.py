@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 from pathlib import Path
 
@@ -53,7 +54,7 @@ def test_it_prints_csv_with_a_header() -> None:
     # Grouped by judge (scores compare only under one judge), best generator first within each judge.
     judges = [r["judge_id"] for r in rows]
     assert len(set(judges)) == 2
-    assert sum(a != b for a, b in zip(judges, judges[1:], strict=False)) == 1  # each judge's rows contiguous
+    assert sum(a != b for a, b in itertools.pairwise(judges)) == 1  # each judge's rows contiguous
     for judge_id in set(judges):
         scores = [float(r["how2score_percent"]) for r in rows if r["judge_id"] == judge_id]
         assert scores == sorted(scores, reverse=True)
