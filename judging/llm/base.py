@@ -1,0 +1,105 @@
+"""The one small interface every LLM backend implements.
+
+A caller (the generation or judging service) builds LLMRequests, hands them to a backend's `run`, and
+receives each LLMResult through `on_result` as soon as it is ready, so results are committed as they arrive
+rather than at the end of a batch. Backends never raise for a single failed request: they retry what is
+transient up to their bound and then report the request as failed (error set, `transient` saying whether a
+later retry could succeed). They raise only for misconfiguration (e.g. vllm not installed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+BackendName = Literal["openai", "vllm", "local"]
+
+
+@dataclass(frozen=True)
+class BackendConfig:
+    """How to reach a model. Built from a generator/judge YAML config (judging/configs.py)."""
+
+    backend: BackendName
+    model: str
+    provider: str | None = None
+    base_url: str | None = None  # openai: None = api.openai.com; local: the embedded server's URL
+    api_key_env: str = "OPENAI_API_KEY"  # the env var holding the key (never the key itself)
+    mode: Literal["chat", "generate"] = "chat"  # chat: one user message; generate: raw completion
+    max_concurrency: int = 8
+    max_requests_per_minute: int | None = None
+    max_tokens_per_minute: int | None = None
+    request_timeout_s: float = 120.0
+    max_attempts: int = 6
+    reasoning_effort: str | None = None
+    # vLLM offline engine (backend "vllm"): forwarded to vllm.LLM(**engine_kwargs),
+    # SamplingParams(**sampling_kwargs)
+    # and llm.chat(chat_template_kwargs=...).
+    engine_kwargs: dict[str, Any] = field(default_factory=dict)
+    sampling_kwargs: dict[str, Any] = field(default_factory=dict)
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LLMRequest:
+    """One prompt. `key` lets the caller match the result (e.g. the Generation or Judgment it is for)."""
+
+    key: str
+    prompt: str
+    max_tokens: int
+    temperature: float = 0.0
+    top_p: float | None = None
+    stop: tuple[str, ...] = ()
+    json_schema: dict[str, Any] | None = None  # constrain the output to this JSON schema (judge)
+    grammar: str | None = None  # GBNF grammar (llama.cpp), e.g. exactly n numbered steps (generation)
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
+class LLMResult:
+    key: str
+    text: str | None  # the raw completion (None when the request failed)
+    error: str = ""  # why it failed after the bounded retries ("" on success)
+    transient: bool = False  # the failure was transient (429/5xx/timeout/connection): worth retrying later
+    attempts: int = 1
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_s: float = 0.0  # wall time spent waiting on the model for the successful attempt
+
+    @property
+    def ok(self) -> bool:
+        return self.text is not None and not self.error
+
+
+OnResult = Callable[[LLMResult], None]
+
+
+class LLMBackend(Protocol):
+    config: BackendConfig
+
+    def run(
+        self,
+        requests: Sequence[LLMRequest],
+        on_result: OnResult,
+        *,
+        should_stop: Callable[[], bool] = lambda: False,
+    ) -> None:
+        """Run every request (concurrently where the backend can), calling on_result once per request
+        as it completes, from the calling thread. Stops starting new requests once should_stop() is true
+        (cancellation); requests not started get no result."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def backend_from_config(config: BackendConfig) -> LLMBackend:
+    """The backend implementation for a config (imports heavy modules lazily)."""
+    if config.backend == "openai" or config.backend == "local":
+        from .openai_http import OpenAICompatibleBackend
+
+        return OpenAICompatibleBackend(config)
+    if config.backend == "vllm":
+        from .vllm_offline import VLLMOfflineBackend
+
+        return VLLMOfflineBackend(config)
+    raise ValueError(f"unknown LLM backend {config.backend!r} (expected openai, vllm or local)")
