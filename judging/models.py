@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.db.models.functions import Now
 
 from mining.models import Procedure, Topic
 
@@ -28,6 +29,12 @@ class Generator(models.Model):
     manifest = models.JSONField(
         default=dict, blank=True, help_text="generation_manifest.json as imported, written back verbatim"
     )
+    config = models.JSONField(
+        default=dict,
+        db_default={},
+        blank=True,
+        help_text="the resolved YAML config this app runs it with (empty if imported)",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -49,9 +56,15 @@ class Generation(models.Model):
     model_completion = models.TextField(blank=True, default="")
     predicted_steps = models.JSONField(default=list, blank=True)
     n_tokens = models.IntegerField(null=True, blank=True, help_text="tiktoken o200k_base tokens of the steps")
-    error = models.TextField(blank=True, default="")
+    # Format proxies (paper D.3), computed with n_tokens (judging/metrics.py); NULL until computed.
+    step_count_mismatch = models.BooleanField(null=True, blank=True)
+    duplicate_step_rate = models.FloatField(null=True, blank=True)
+    duplicate_ngram_rate = models.FloatField(null=True, blank=True, help_text="averaged over n = 1..4")
+    error = models.TextField(blank=True, default="", help_text="why generating failed (then no L2 is stored)")
+    attempts = models.IntegerField(default=0, db_default=0)
     extra = models.JSONField(default=dict, blank=True, help_text="record fields outside the h2e schema")
     created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True, db_default=Now())
 
     class Meta:
         ordering = ["generator_id", "procedure_id"]
@@ -82,6 +95,12 @@ class Judge(models.Model):
     )
     manifest = models.JSONField(
         default=dict, blank=True, help_text="judge_manifest.json as imported, written back verbatim"
+    )
+    config = models.JSONField(
+        default=dict,
+        db_default={},
+        blank=True,
+        help_text="the resolved YAML config this app runs it with (empty if imported)",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -117,9 +136,13 @@ class Judgment(models.Model):
     parse_failed = models.BooleanField(default=False)
     has_failure = models.BooleanField(default=False)
     n_failures = models.IntegerField(default=0)
-    error = models.TextField(blank=True, default="")
+    error = models.TextField(
+        blank=True, default="", help_text="API error after retries (counts as parse failure)"
+    )
+    attempts = models.IntegerField(default=0, db_default=0)
     extra = models.JSONField(default=dict, blank=True, help_text="record fields outside the h2e schema")
     created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True, db_default=Now())
 
     class Meta:
         ordering = ["judge_id", "generation_id"]
@@ -152,6 +175,11 @@ class CriticalFailure(models.Model):
     description = models.TextField()
     l1_steps = models.JSONField(default=list, blank=True)
     l2_steps = models.JSONField(default=list, blank=True)
+    steps_out_of_range = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="cites an L1 or L2 step number that does not exist (kept as given)",
+    )
 
     class Meta:
         ordering = ["judgment_id", "order"]

@@ -55,6 +55,9 @@ class Procedure(models.Model):
     url = models.TextField(blank=True, default="")
     source_text = models.TextField(blank=True, default="")
     split = models.CharField(max_length=8, choices=Split.choices, default=Split.BENCH, db_index=True)
+    n_tokens = models.IntegerField(
+        null=True, blank=True, help_text="tiktoken o200k_base tokens of the L1 steps"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
