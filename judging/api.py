@@ -2,6 +2,8 @@
 
 Authentication: a staff session, or a token (`python manage.py drf_create_token <username>`, then send
 `Authorization: Token <key>`). Lists are paginated as {count, next, previous, results}.
+Starting, cancelling and retrying jobs (POST /api/jobs/, /api/jobs/<id>/cancel/, /api/jobs/<id>/retry/)
+also needs the judging.add_job permission; they call the services of judging/runs.py.
 """
 
 from __future__ import annotations
@@ -11,10 +13,11 @@ from typing import Any
 import django_filters
 from django.contrib.auth.models import User
 from django.db.models import Prefetch, Q, QuerySet
-from django.urls import include, path
+from django.urls import include, path, reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import generics, status, viewsets
+from rest_framework import generics, mixins, permissions, status, viewsets
+from rest_framework.decorators import action
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -27,6 +30,7 @@ from .models import CriticalFailure, Generation, Job, JobKind, JobStatus, Judgme
 from .serializers import (
     GenerationSerializer,
     ImportRequestSerializer,
+    JobCreateSerializer,
     JobSerializer,
     JudgmentSerializer,
     LeaderboardRowSerializer,
@@ -62,7 +66,7 @@ class LeaderboardView(generics.GenericAPIView):
         rows = selectors.how2score_leaderboard(
             judge_ids=query_ids(request, "judge"), generator_ids=query_ids(request, "generator")
         )
-        page = self.paginate_queryset([row.as_json() for row in rows])  # type: ignore[arg-type]
+        page = self.paginate_queryset(selectors.leaderboard_metrics_json(rows))  # type: ignore[arg-type]
         return self.get_paginated_response(page)
 
 
@@ -157,12 +161,92 @@ class JudgmentViewSet(viewsets.ReadOnlyModelViewSet):
     filterset_class = JudgmentFilter
 
 
-class JobViewSet(viewsets.ReadOnlyModelViewSet):
-    """Long-running jobs and their progress."""
+class CanRunJobs(permissions.BasePermission):
+    """Writes (start, cancel, retry a job) need judging.add_job; reads only the staff check."""
+
+    message = "Starting or cancelling jobs needs the 'add job' permission."
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        return request.method in permissions.SAFE_METHODS or request.user.has_perm("judging.add_job")
+
+
+class JobViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet
+):
+    """Long-running jobs with their progress, elapsed time and ETA; start generate and judge jobs."""
 
     queryset = Job.objects.select_related("created_by")
     serializer_class = JobSerializer
     filterset_class = JobFilter
+    permission_classes = [permissions.IsAdminUser, CanRunJobs]
+
+    @extend_schema(
+        request=JobCreateSerializer,
+        responses={201: JobSerializer},
+        description="Start a generate job (generator x procedures of a split) or a judge job (judge x the "
+        "generations of a generator, or given generations). It is queued for a worker at once.",
+    )
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        form = JobCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            job = _job_create(form.validated_data, created_by=_user(request))
+        except ValueError as exc:  # ConfigError: an imported generator/judge has no config to run with
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        headers = {"Location": reverse("api:job-detail", args=[job.pk])}
+        return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED, headers=headers)
+
+    @extend_schema(request=None, responses={200: JobSerializer, 409: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        """Cancel a queued or running job (a running one stops starting requests within a second)."""
+        from .runs import job_cancel
+
+        job = self.get_object()
+        if job.is_finished:
+            return Response(
+                {"detail": f"job {job.pk} is already {job.status}"}, status=status.HTTP_409_CONFLICT
+            )
+        return Response(JobSerializer(job_cancel(job=job)).data)
+
+    @extend_schema(request=None, responses={201: JobSerializer, 409: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["post"])
+    def retry(self, request: Request, pk: str | None = None) -> Response:
+        """Start a new job over the failed items of a generate or judge job."""
+        from .runs import job_retry_failed
+
+        job = self.get_object()
+        if job.kind not in {JobKind.GENERATE, JobKind.JUDGE} or not job.failed:
+            return Response(
+                {"detail": f"job {job.pk} has no failed generate or judge items to retry"},
+                status=status.HTTP_409_CONFLICT,
+            )
+        retry = job_retry_failed(job=job)
+        return Response(JobSerializer(retry).data, status=status.HTTP_201_CREATED)
+
+
+def _user(request: Request) -> User | None:
+    return request.user if isinstance(request.user, User) else None
+
+
+def _job_create(data: dict[str, Any], *, created_by: User | None) -> Job:
+    from .runs import generate_job_create, judge_job_create
+
+    if data["kind"] == "generate":
+        return generate_job_create(
+            generator=data["generator"],
+            split=data.get("split"),
+            procedure_ids=data.get("procedure_ids"),
+            limit=data.get("limit"),
+            created_by=created_by,
+        )
+    return judge_job_create(
+        judge=data["judge"],
+        generator=data["generator"],
+        generation_ids=data.get("generation_ids"),
+        mode=data["mode"],
+        created_by=created_by,
+    )
 
 
 class ImportView(generics.GenericAPIView):
@@ -187,7 +271,7 @@ class ImportView(generics.GenericAPIView):
             kind=form.validated_data["kind"],
             split=form.validated_data["split"],
             skip_invalid=form.validated_data["skip_invalid"],
-            created_by=request.user if isinstance(request.user, User) else None,
+            created_by=_user(request),
         )
         return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)
 

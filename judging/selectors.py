@@ -4,17 +4,22 @@ The h2e-compatible score follows the reference CLI's `aggregate_judgments` exact
 excluded (n_examples = total - n_parse_failed), n_with_failures counts has_failure among the rest,
 how2score = 1 - n_with_failures / n_examples, avg_failures_per_example = sum(n_failures) / n_examples, and
 every ratio is 0.0 when n_examples is 0. The strict score counts parse failures as failures.
+
+Per-generator metrics (generator_metrics) are SQL averages over Generation rows without an error: tokens and
+the gen/ref ratio (paper D.5), the format proxies (paper D.3); see GeneratorMetrics.
 """
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Avg, Case, Count, F, FloatField, Q, QuerySet, Sum, Value, When
+from django.utils import timezone
 
-from .models import Judgment
+from .models import Generation, Job, Judgment
 
 _SCORED = Q(parse_failed=False)
 _COUNTS = {
@@ -233,13 +238,144 @@ def leaderboard_json(rows: Iterable[LeaderboardRow]) -> list[dict[str, Any]]:
     return [row.as_json() for row in rows]
 
 
+def job_elapsed_seconds(job: Job, *, now: datetime.datetime | None = None) -> float | None:
+    """Seconds since the job started, up to its end when it is finished; None before it starts."""
+    if job.started_at is None:
+        return None
+    end = job.finished_at if job.is_finished and job.finished_at else (now or timezone.now())
+    return max(0.0, (end - job.started_at).total_seconds())
+
+
+# --- Per-generator metrics (paper D.3 format proxies, D.5 tokens) ---------------------------------------
+
+_HAS_METRICS = Q(
+    n_tokens__isnull=False,
+    step_count_mismatch__isnull=False,
+    duplicate_step_rate__isnull=False,
+    duplicate_ngram_rate__isnull=False,
+)
+_METRIC_AGGREGATES = {
+    "n_generations": Count("id"),
+    "n_with_metrics": Count("id", filter=_HAS_METRICS),
+    "avg_tokens": Avg("n_tokens", output_field=FloatField()),
+    # rho per example (paper D.5), then averaged; undefined where the reference has no tokens.
+    "avg_ratio": Avg(
+        Case(
+            When(
+                n_tokens__isnull=False,
+                procedure__n_tokens__gt=0,
+                then=Value(100.0) * F("n_tokens") / F("procedure__n_tokens"),
+            ),
+            output_field=FloatField(),
+        )
+    ),
+    "mismatch": Avg(
+        Case(
+            When(step_count_mismatch=True, then=Value(1.0)),
+            When(step_count_mismatch=False, then=Value(0.0)),
+            output_field=FloatField(),
+        )
+    ),
+    # The paper's "duplicate steps": share of examples with any verbatim repeated step.
+    "dup_step": Avg(
+        Case(
+            When(duplicate_step_rate__gt=0, then=Value(1.0)),
+            When(duplicate_step_rate__isnull=False, then=Value(0.0)),
+            output_field=FloatField(),
+        )
+    ),
+    "dup_ngram": Avg("duplicate_ngram_rate", output_field=FloatField()),
+}
+
+
+def _percent(value: float | None) -> float | None:
+    return None if value is None else 100.0 * value
+
+
+@dataclass(frozen=True)
+class GeneratorMetrics:
+    """Averages over a generator's generations that have no error; None where no generation has the metric.
+
+    Percentages as in the paper's Table 9: step-count mismatch = % of examples whose step count differs from
+    the reference; duplicate steps = % of examples with a verbatim repeated step; duplicate n-gram rate =
+    mean over examples of the per-example rate averaged over n = 1..4. gen/ref ratio = mean per-example
+    rho = 100 * |gen tokens| / |ref tokens| (paper D.5), examples without reference tokens left out.
+    """
+
+    n_generations: int = 0
+    n_with_metrics: int = 0
+    generator_pk: int | None = None  # the Generator row (not part of the JSON)
+    avg_tokens: float | None = None
+    gen_ref_ratio_percent: float | None = None
+    step_count_mismatch_percent: float | None = None
+    duplicate_step_percent: float | None = None
+    duplicate_ngram_percent: float | None = None
+
+    @property
+    def is_complete(self) -> bool:
+        return self.n_with_metrics == self.n_generations
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "n_generations": self.n_generations,
+            "n_with_metrics": self.n_with_metrics,
+            "avg_tokens": self.avg_tokens,
+            "gen_ref_ratio_percent": self.gen_ref_ratio_percent,
+            "step_count_mismatch_percent": self.step_count_mismatch_percent,
+            "duplicate_step_percent": self.duplicate_step_percent,
+            "duplicate_ngram_percent": self.duplicate_ngram_percent,
+        }
+
+
+def generator_metrics(*, generator_ids: Iterable[str] | None = None) -> dict[str, GeneratorMetrics]:
+    """generator_id -> its metrics, by one grouped SQL aggregate over Generation rows without an error."""
+    qs = Generation.objects.filter(error="")
+    if generator_ids is not None:
+        qs = qs.filter(generator__generator_id__in=list(generator_ids))
+    grouped: Iterable[dict[str, Any]] = (
+        qs.order_by().values("generator_id", "generator__generator_id").annotate(**_METRIC_AGGREGATES)  # type: ignore[assignment]
+    )
+    return {
+        row["generator__generator_id"]: GeneratorMetrics(
+            generator_pk=row["generator_id"],
+            n_generations=row["n_generations"],
+            n_with_metrics=row["n_with_metrics"],
+            avg_tokens=row["avg_tokens"],
+            gen_ref_ratio_percent=row["avg_ratio"],
+            step_count_mismatch_percent=_percent(row["mismatch"]),
+            duplicate_step_percent=_percent(row["dup_step"]),
+            duplicate_ngram_percent=_percent(row["dup_ngram"]),
+        )
+        for row in grouped
+    }
+
+
+def leaderboard_with_metrics(
+    rows: Iterable[LeaderboardRow],
+) -> list[tuple[LeaderboardRow, GeneratorMetrics]]:
+    """Each leaderboard row with its generator's metrics (empty metrics for a generator without L2)."""
+    rows = list(rows)
+    metrics = generator_metrics(generator_ids={r.generator_id for r in rows})
+    return [(row, metrics.get(row.generator_id, GeneratorMetrics())) for row in rows]
+
+
+def leaderboard_metrics_json(rows: Iterable[LeaderboardRow]) -> list[dict[str, Any]]:
+    """The leaderboard API/CSV objects: the h2e keys of LeaderboardRow.as_json(), then the metrics."""
+    return [{**row.as_json(), **metrics.as_json()} for row, metrics in leaderboard_with_metrics(rows)]
+
+
 __all__ = [
+    "GeneratorMetrics",
     "How2Score",
     "LeaderboardRow",
     "TopicLeaderboardRow",
+    "generator_metrics",
     "how2score_by_topic",
     "how2score_for",
     "how2score_leaderboard",
     "how2score_topics_for",
+    "job_elapsed_seconds",
     "leaderboard_json",
+    "leaderboard_metrics_json",
+    "leaderboard_with_metrics",
 ]

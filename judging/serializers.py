@@ -1,12 +1,17 @@
-"""DRF serializers of the read API: plain field mapping, no business logic."""
+"""DRF serializers of the API: plain field mapping and request validation, no business logic."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from mining.models import Procedure, Split
 
-from .models import CriticalFailure, Generation, Job, Judgment
+from .models import CriticalFailure, Generation, Generator, Job, Judge, Judgment
 
 
 class ProcedureSerializer(serializers.ModelSerializer):
@@ -97,9 +102,18 @@ class JudgmentSerializer(serializers.ModelSerializer):
 
 
 class JobSerializer(serializers.ModelSerializer):
+    """A job with its progress. `parameters` leaves out the item list (`items`: total says how many)."""
+
     created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
     progress_percent = serializers.FloatField(read_only=True)
     is_finished = serializers.BooleanField(read_only=True)
+    parameters = serializers.SerializerMethodField()
+    generator_id = serializers.SerializerMethodField(help_text="the generator's generator_id, if any")
+    judge_id = serializers.SerializerMethodField(help_text="the judge's judge_id, if any")
+    elapsed_seconds = serializers.SerializerMethodField(help_text="since it started (to its end if finished)")
+    eta_seconds = serializers.SerializerMethodField(
+        help_text="estimated seconds left for a running job, from its rate so far (null until known)"
+    )
 
     class Meta:
         model = Job
@@ -108,11 +122,15 @@ class JobSerializer(serializers.ModelSerializer):
             "kind",
             "status",
             "parameters",
+            "generator_id",
+            "judge_id",
             "total",
             "done",
             "failed",
             "progress_percent",
             "is_finished",
+            "elapsed_seconds",
+            "eta_seconds",
             "error",
             "created_by",
             "created_at",
@@ -120,6 +138,101 @@ class JobSerializer(serializers.ModelSerializer):
             "finished_at",
             "updated_at",
         ]
+
+    @extend_schema_field(OpenApiTypes.OBJECT)
+    def get_parameters(self, job: Job) -> dict[str, Any]:
+        return {key: value for key, value in job.parameters.items() if key != "items"}
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_generator_id(self, job: Job) -> str | None:
+        return job.parameters.get("generator_id")
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_judge_id(self, job: Job) -> str | None:
+        return job.parameters.get("judge_id")
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_elapsed_seconds(self, job: Job) -> float | None:
+        from .selectors import job_elapsed_seconds
+
+        return job_elapsed_seconds(job, now=self._now())
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_eta_seconds(self, job: Job) -> float | None:
+        from .runs import job_seconds_remaining
+
+        return job_seconds_remaining(job, now=self._now())
+
+    def _now(self) -> Any:
+        if "now" not in self.context:
+            self.context["now"] = timezone.now()
+        return self.context["now"]
+
+
+class JobCreateSerializer(serializers.Serializer):
+    """Body of POST /api/jobs/: a generate job (generator x procedures) or a judge job (judge x L2)."""
+
+    kind = serializers.ChoiceField(choices=[("generate", "generate L2"), ("judge", "judge (How2Score)")])
+    generator_id = serializers.CharField(
+        required=False,
+        allow_null=True,
+        help_text="generate: the generator to run (required); judge: judge this generator's generations",
+    )
+    judge_id = serializers.CharField(required=False, allow_null=True, help_text="judge: the judge (required)")
+    split = serializers.ChoiceField(
+        choices=Split.choices,
+        required=False,
+        allow_null=True,
+        default=Split.BENCH,
+        help_text="generate: procedures of this split (null: every split)",
+    )
+    limit = serializers.IntegerField(
+        min_value=1, required=False, allow_null=True, help_text="generate: at most this many procedures"
+    )
+    procedure_ids = serializers.ListField(
+        child=serializers.IntegerField(min_value=1),
+        required=False,
+        allow_null=True,
+        help_text="generate: only these procedures (ids)",
+    )
+    mode = serializers.ChoiceField(
+        choices=[
+            ("missing", "generations without a judgment by this judge"),
+            ("parse_failed", "generations whose judgment is a parse failure or an API error"),
+            ("replace", "all of them, replacing the judgments"),
+        ],
+        default="missing",
+        help_text="judge: which generations",
+    )
+    generation_ids = serializers.ListField(
+        child=serializers.IntegerField(min_value=1),
+        required=False,
+        allow_null=True,
+        help_text="judge: only these generations (ids)",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        generator_id, judge_id = attrs.get("generator_id"), attrs.get("judge_id")
+        attrs["generator"] = _row(Generator, "generator_id", generator_id) if generator_id else None
+        if attrs["kind"] == "generate":
+            if attrs["generator"] is None:
+                raise serializers.ValidationError({"generator_id": ["required for a generate job"]})
+            return attrs
+        if not judge_id:
+            raise serializers.ValidationError({"judge_id": ["required for a judge job"]})
+        attrs["judge"] = _row(Judge, "judge_id", judge_id)
+        if attrs["generator"] is None and attrs.get("generation_ids") is None:
+            raise serializers.ValidationError(
+                {"generator_id": ["a judge job needs generator_id or generation_ids"]}
+            )
+        return attrs
+
+
+def _row(model: type[Generator] | type[Judge], field: str, value: str) -> Any:
+    row = model.objects.filter(**{field: value}).first()
+    if row is None:
+        raise serializers.ValidationError({field: [f"no {model._meta.verbose_name} with {field} {value!r}"]})
+    return row
 
 
 class LeaderboardRowSerializer(serializers.Serializer):
@@ -135,6 +248,24 @@ class LeaderboardRowSerializer(serializers.Serializer):
     n_with_failures = serializers.IntegerField()
     n_parse_failed = serializers.IntegerField()
     avg_failures_per_example = serializers.FloatField()
+    # The generator's metrics (same for every judge); null where not computed (`manage.py compute_metrics`).
+    n_generations = serializers.IntegerField(help_text="the generator's generations without an error")
+    n_with_metrics = serializers.IntegerField(help_text="how many of them have their metrics computed")
+    avg_tokens = serializers.FloatField(
+        allow_null=True, help_text="mean tiktoken o200k_base tokens of the L2 steps (paper D.5)"
+    )
+    gen_ref_ratio_percent = serializers.FloatField(
+        allow_null=True, help_text="mean per-example 100 * L2 tokens / L1 tokens (paper D.5 rho)"
+    )
+    step_count_mismatch_percent = serializers.FloatField(
+        allow_null=True, help_text="% of examples whose L2 step count differs from L1 (paper D.3)"
+    )
+    duplicate_step_percent = serializers.FloatField(
+        allow_null=True, help_text="% of examples with a verbatim repeated step (paper D.3)"
+    )
+    duplicate_ngram_percent = serializers.FloatField(
+        allow_null=True, help_text="mean duplicate n-gram rate, n = 1..4, in % (paper D.3)"
+    )
 
 
 class TopicLeaderboardRowSerializer(LeaderboardRowSerializer):

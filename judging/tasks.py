@@ -5,8 +5,11 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
+from celery.signals import worker_ready
+from django import db
 
 from .models import Job, JobStatus
+from .runs import generate_job_run, judge_job_run, resume_orphaned_jobs
 from .services import import_job_run
 
 logger = logging.getLogger(__name__)
@@ -23,3 +26,29 @@ def run_import_job(job_pk: int) -> None:
         logger.warning("import job %s is %s, not queued; not running it again", job_pk, job.status)
         return
     import_job_run(job=job)
+
+
+@shared_task(name="judging.run_generate_job", acks_late=True, reject_on_worker_lost=True)
+def run_generate_job(job_id: int) -> None:
+    """Run or resume a generate Job (a redelivered message resumes it; a finished one is left)."""
+    generate_job_run(job_id=job_id)
+
+
+@shared_task(name="judging.run_judge_job", acks_late=True, reject_on_worker_lost=True)
+def run_judge_job(job_id: int) -> None:
+    """Run or resume a judge Job."""
+    judge_job_run(job_id=job_id)
+
+
+@worker_ready.connect
+def resume_jobs_of_dead_workers(**_: object) -> None:
+    """A starting worker re-enqueues generate/judge jobs left RUNNING by a worker that was killed."""
+    try:
+        resumed = resume_orphaned_jobs()
+    except Exception:  # never keep a worker from starting
+        logger.exception("could not check for orphaned jobs")
+        return
+    finally:
+        db.connections.close_all()
+    if resumed:
+        logger.warning("resumed orphaned jobs %s", resumed)

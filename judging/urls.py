@@ -10,4 +10,6 @@ urlpatterns = [
     path("generations/<int:pk>/", views.generation_detail, name="generation_detail"),
     path("jobs/", views.job_list, name="job_list"),
     path("jobs/<int:pk>/", views.job_detail, name="job_detail"),
+    path("jobs/<int:pk>/cancel/", views.job_cancel, name="job_cancel"),
+    path("jobs/<int:pk>/retry/", views.job_retry, name="job_retry"),
 ]

@@ -1,6 +1,8 @@
 """HTML pages for staff: leaderboard, generator, generation (L1 vs L2 with critical failures), jobs.
 
 A page and its htmx update render the same `{% partialdef %}` fragment; htmx links also work as plain links.
+Jobs: running ones poll their row (list) or panel (job page) every 2 s until they finish; staff with the
+judging.add_job permission can cancel them or retry their failed items (POST, CSRF).
 """
 
 from __future__ import annotations
@@ -12,18 +14,20 @@ from dataclasses import dataclass
 from functools import wraps
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_GET
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.middleware import HtmxDetails
 
 from . import selectors
-from .models import CriticalFailure, Generation, Generator, Job, Judge, Judgment
+from .models import CriticalFailure, Generation, Generator, Job, JobKind, JobStatus, Judge, Judgment
 
 View = Callable[..., HttpResponse]
 
@@ -59,15 +63,13 @@ class LeaderboardLine:
     rank: int  # among the generators scored by the same judge: scores by different judges don't compare
     generator_pk: int | None
     judge_is_demo: bool
+    metrics: selectors.GeneratorMetrics
 
 
 def _leaderboard_lines(judge_ids: list[str], judges: list[Judge]) -> list[LeaderboardLine]:
     rows = selectors.how2score_leaderboard(judge_ids=judge_ids)
-    generator_pks = dict(
-        Generator.objects.filter(generator_id__in={r.generator_id for r in rows}).values_list(
-            "generator_id", "pk"
-        )
-    )
+    # One grouped query gives each generator's metrics and its row id (every judged generator has L2).
+    metrics = selectors.generator_metrics(generator_ids={r.generator_id for r in rows}) if rows else {}
     demo = {j.judge_id for j in judges if j.is_demo_model}
     ranks: Counter[str] = Counter()
     lines = []
@@ -75,7 +77,11 @@ def _leaderboard_lines(judge_ids: list[str], judges: list[Judge]) -> list[Leader
         ranks[row.judge_id] += 1
         lines.append(
             LeaderboardLine(
-                row, ranks[row.judge_id], generator_pks.get(row.generator_id), row.judge_id in demo
+                row,
+                ranks[row.judge_id],
+                metrics[row.generator_id].generator_pk if row.generator_id in metrics else None,
+                row.judge_id in demo,
+                metrics.get(row.generator_id, selectors.GeneratorMetrics()),
             )
         )
     return lines
@@ -92,8 +98,10 @@ def wants_fragment(request: HtmxHttpRequest) -> bool:
 def leaderboard(request: HtmxHttpRequest) -> HttpResponse:
     judge_ids = _query_ids(request, "judge")
     judges = list(Judge.objects.order_by("model", "judge_id"))
+    lines = _leaderboard_lines(judge_ids, judges)
     context = {
-        "lines": _leaderboard_lines(judge_ids, judges),
+        "lines": lines,
+        "metrics_missing": any(not line.metrics.is_complete for line in lines),
         "judges": judges,
         "selected_judge": judge_ids[0] if len(judge_ids) == 1 else "",
         "judge_query": ",".join(judge_ids),
@@ -113,10 +121,13 @@ def leaderboard_csv(request: HttpRequest) -> HttpResponse:
     rows = selectors.how2score_leaderboard(judge_ids=_query_ids(request, "judge"))
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="how2score_leaderboard.csv"'
-    fields = list(selectors.LeaderboardRow("", "", "", "", selectors.How2Score(0, 0, 0, 0)).as_json())
+    fields = [
+        *selectors.LeaderboardRow("", "", "", "", selectors.How2Score(0, 0, 0, 0)).as_json(),
+        *selectors.GeneratorMetrics().as_json(),
+    ]
     writer = csv.DictWriter(response, fieldnames=fields)
     writer.writeheader()
-    writer.writerows(row.as_json() for row in rows)
+    writer.writerows(selectors.leaderboard_metrics_json(rows))
     return response
 
 
@@ -233,20 +244,159 @@ def generation_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 # --- Jobs ---
 
+RUN_PERMISSION = "judging.add_job"
+
+
+@dataclass(frozen=True)
+class JobLine:
+    """A job as the jobs pages show it: the row, what it runs on, its clock."""
+
+    job: Job
+    generator: Generator | None
+    judge: Judge | None
+    elapsed_seconds: float | None
+    eta_seconds: float | None
+
+    @property
+    def elapsed(self) -> str:
+        return format_duration(self.elapsed_seconds)
+
+    @property
+    def eta(self) -> str:
+        return format_duration(self.eta_seconds)
+
+    @property
+    def parameters_shown(self) -> dict[str, Any]:
+        """The parameters without the item list (thousands of ids) and the item errors (shown apart)."""
+        shown = {k: v for k, v in self.job.parameters.items() if k not in {"items", "errors"}}
+        if "items" in self.job.parameters:
+            shown["items"] = f"{len(self.job.parameters['items'])} ids"
+        return shown
+
+    @property
+    def can_retry(self) -> bool:
+        return self.job.is_finished and bool(self.job.failed) and self.job.kind in _RUN_KINDS
+
+
+_RUN_KINDS = {JobKind.GENERATE, JobKind.JUDGE}
+
+
+def format_duration(seconds: float | None) -> str:
+    """12 s, 3 min 05 s, 2 h 07 min; "" for None."""
+    if seconds is None:
+        return ""
+    total = round(seconds)
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes:02d} min"
+    if minutes:
+        return f"{minutes} min {secs:02d} s"
+    return f"{secs} s"
+
+
+def job_lines(jobs: list[Job]) -> list[JobLine]:
+    """JobLines for jobs; generators and judges are fetched only when a job names one (one query each)."""
+    from .runs import job_seconds_remaining
+
+    generator_pks = {j.parameters.get("generator") for j in jobs} - {None}
+    judge_pks = {j.parameters.get("judge") for j in jobs} - {None}
+    generators = Generator.objects.in_bulk(list(generator_pks)) if generator_pks else {}
+    judges = Judge.objects.in_bulk(list(judge_pks)) if judge_pks else {}
+    now = timezone.now()
+    return [
+        JobLine(
+            job=job,
+            generator=generators.get(job.parameters.get("generator")),
+            judge=judges.get(job.parameters.get("judge")),
+            elapsed_seconds=selectors.job_elapsed_seconds(job, now=now),
+            eta_seconds=job_seconds_remaining(job, now=now),
+        )
+        for job in jobs
+    ]
+
+
+def _can_run(request: HttpRequest) -> bool:
+    return request.user.has_perm(RUN_PERMISSION)
+
 
 @staff_required
 @require_GET
 def job_list(request: HttpRequest) -> HttpResponse:
-    page = Paginator(Job.objects.select_related("created_by"), 50).get_page(request.GET.get("page"))
-    return render(request, "judging/jobs.html", {"page": page})
+    """Queued and running jobs first (all of them), then finished ones, 50 a page."""
+    unfinished = [JobStatus.QUEUED, JobStatus.RUNNING]
+    active = list(Job.objects.select_related("created_by").filter(status__in=unfinished))
+    finished = Job.objects.select_related("created_by").exclude(status__in=unfinished)
+    page = Paginator(finished, 50).get_page(request.GET.get("page"))
+    lines = job_lines([*active, *page.object_list])
+    context = {
+        "active_lines": lines[: len(active)],
+        "finished_lines": lines[len(active) :],
+        "page": page,
+        "can_run": _can_run(request),
+    }
+    return render(request, "judging/jobs.html", context)
 
 
 @staff_required
 @require_GET
-@vary_on_headers("HX-Request")
+@vary_on_headers("HX-Request", "HX-Target")
 def job_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    """The job page; an htmx poll gets only its row (without the poll trigger once the job is finished)."""
+    """The job page. An htmx poll gets its panel (job page) or its row (jobs list), without the poll trigger
+    once the job is finished, so polling stops."""
     job = get_object_or_404(Job.objects.select_related("created_by"), pk=pk)
     if wants_fragment(request):
-        return render(request, "judging/jobs.html#job-row", {"job": job})
-    return render(request, "judging/job_detail.html", {"job": job})
+        return _job_fragment(request, job)
+    context = {"line": job_lines([job])[0], "can_run": _can_run(request)}
+    return render(request, "judging/job_detail.html", context)
+
+
+def _job_fragment(request: HtmxHttpRequest, job: Job) -> HttpResponse:
+    """The job's panel when the job page asks (target #job-panel), else its row of the jobs list."""
+    context = {"line": job_lines([job])[0], "can_run": _can_run(request)}
+    if request.htmx.target == "job-panel":
+        return render(request, "judging/job_detail.html#job-panel", context)
+    return render(request, "judging/jobs.html#job-row", context)
+
+
+def _run_permission_required(request: HttpRequest) -> None:
+    if not _can_run(request):
+        raise PermissionDenied("Cancelling or retrying jobs needs the 'add job' permission.")
+
+
+@staff_required
+@require_POST
+def job_cancel(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """Cancel a queued or running job; htmx gets the updated fragment, a form post the job page."""
+    from .runs import job_cancel as cancel
+
+    _run_permission_required(request)
+    job = get_object_or_404(Job.objects.select_related("created_by"), pk=pk)
+    was_finished = job.is_finished
+    if not was_finished:
+        job = cancel(job=job)
+    if wants_fragment(request):  # the button's row or panel, swapped in place: no message needed
+        return _job_fragment(request, job)
+    if was_finished:
+        messages.info(request, f"Job #{job.pk} had already finished ({job.get_status_display()}).")
+    else:
+        messages.success(request, f"Job #{job.pk} cancelled.")
+    return redirect("judging:job_detail", pk=job.pk)
+
+
+@staff_required
+@require_POST
+def job_retry(request: HttpRequest, pk: int) -> HttpResponse:
+    """Start a new job over the failed items of a finished generate or judge job."""
+    from .runs import job_retry_failed
+
+    _run_permission_required(request)
+    job = get_object_or_404(Job, pk=pk)
+    if not JobLine(job, None, None, None, None).can_retry:
+        messages.error(request, f"Job #{job.pk} has no failed generate or judge items to retry.")
+        return redirect("judging:job_detail", pk=job.pk)
+    retry = job_retry_failed(job=job)
+    messages.success(
+        request, f"Started job #{retry.pk} over the {retry.total} failed item(s) of job #{job.pk}."
+    )
+    return redirect("judging:job_detail", pk=retry.pk)

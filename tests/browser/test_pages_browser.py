@@ -179,3 +179,101 @@ def test_it_sends_anonymous_users_to_login_then_shows_the_empty_state(page: Any,
     page.wait_for_url(f"{live_server.url}/")
     assert page.get_by_text("No judgments yet").is_visible()
     screenshot(page, "leaderboard-empty")
+
+
+# --- Issue #3: watching runs and per-generator metrics (helper F) ---
+
+
+def _running_judge_job(*, total: int = 120, done: int = 45, failed: int = 3) -> Any:
+    """A judge job row as a worker leaves it mid-run (made directly: no task is enqueued)."""
+    import datetime
+
+    from django.utils import timezone
+
+    from judging.models import Job, JobKind
+
+    generator = make_generator(model="allenai/OLMo-3-7B-Instruct")
+    judge = make_judge(model="HuggingFaceTB/SmolLM2-135M-Instruct", is_demo=True)
+    return Job.objects.create(
+        kind=JobKind.JUDGE,
+        status=JobStatus.RUNNING,
+        total=total,
+        done=done,
+        failed=failed,
+        started_at=timezone.now() - datetime.timedelta(seconds=96),
+        parameters={
+            "judge": judge.pk,
+            "judge_id": judge.judge_id,
+            "generator": generator.pk,
+            "generator_id": generator.generator_id,
+            "mode": "missing",
+            "items": list(range(1, total + 1)),
+            "errors": ["item 17: HTTP 500 after 6 attempts"],
+        },
+    )
+
+
+def _allow_runs(username: str = "researcher") -> None:
+    from django.contrib.auth.models import Permission, User
+
+    User.objects.get(username=username).user_permissions.add(Permission.objects.get(codename="add_job"))
+
+
+def test_it_shows_a_running_jobs_progress_and_cancels_it(staff_page: Any, live_server: Any) -> None:
+    _allow_runs()
+    job = _running_judge_job()
+    make_job(status=JobStatus.SUCCEEDED, total=10, done=10)
+    staff_page.goto(f"{live_server.url}/jobs/")
+    row = staff_page.locator(f"#job-{job.pk}")
+    assert row.locator("progress").get_attribute("value") == "40"
+    assert "45 / 120" in row.inner_text() and "3 failed" in row.inner_text()
+    assert "ETA" in row.inner_text() and row.locator(".badge-warn").inner_text() == "demo model"
+    screenshot(staff_page, "jobs-running")
+
+    staff_page.click(f"#job-{job.pk} a[href='/jobs/{job.pk}/']")
+    staff_page.wait_for_url(f"**/jobs/{job.pk}/")
+    assert staff_page.locator("#job-panel").get_attribute("hx-trigger") == "every 2s"
+    assert staff_page.get_by_text("item 17: HTTP 500 after 6 attempts").is_visible()
+    screenshot(staff_page, "job-detail-running")
+    job.done = 57
+    job.save()
+    staff_page.wait_for_function(
+        f"document.querySelector('#job-{job.pk} progress').getAttribute('value') === '50'", timeout=8000
+    )
+    staff_page.on("dialog", lambda dialog: dialog.accept())
+    staff_page.click("#job-panel .job-actions button:has-text('Cancel job')")
+    staff_page.wait_for_function(
+        f"document.querySelector('#job-{job.pk} .status').textContent.trim() === 'Cancelled'", timeout=8000
+    )
+    assert staff_page.locator("#job-panel").get_attribute("hx-trigger") is None
+    job.refresh_from_db()
+    assert job.status == JobStatus.CANCELLED
+    screenshot(staff_page, "job-detail-cancelled")
+
+
+def test_it_shows_per_generator_metrics_on_the_leaderboard(staff_page: Any, live_server: Any) -> None:
+    from judging.metrics import metrics_backfill
+    from judging.models import Generation
+
+    generation = repotting_generation()
+    verbose = make_generator(model="Qwen/Qwen3-8B")
+    make_judgment(
+        generation=make_generation(
+            generator=verbose,
+            procedure=generation.procedure,
+            predicted_steps=[f"{step} Take your time and be careful while doing it." for step in L1]
+            + [L1[0]],
+        ),
+        judge=generation.judgments.get(judge__is_demo_model=False).judge,
+    )
+    Generation.objects.update(n_tokens=None)
+    staff_page.goto(f"{live_server.url}/")
+    assert staff_page.locator(".hint-box", has_text="compute_metrics").is_visible()
+    metrics_backfill()
+    staff_page.reload()
+    assert staff_page.locator(".hint-box").count() == 0
+    rows = staff_page.locator(".leaderboard-table tbody tr")
+    text = rows.all_inner_texts()
+    assert any("of ref" in t and "steps ≠ ref" in t for t in text)
+    assert staff_page.locator("#metrics-legend", has_text="verbosity bias").is_visible()
+    screenshot(staff_page, "leaderboard-metrics")

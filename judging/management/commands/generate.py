@@ -1,0 +1,66 @@
+"""python manage.py generate --generator-config FILE [--split bench] [--limit N] [--wait]"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
+from tqdm import tqdm
+
+from judging.configs import ConfigError, generator_for_config, load_config
+from judging.models import Job, JobStatus
+from judging.runs import generate_job_create
+
+POLL_SECONDS = 0.5
+
+
+class Command(BaseCommand):
+    help = (
+        "Generate L2 for the procedures of a split with the generator a YAML config describes, as a job run "
+        "by a Celery worker. Prints the job id, or with --wait follows it with a progress bar."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--generator-config", type=Path, required=True, metavar="FILE")
+        parser.add_argument("--split", default="bench", help="procedures of this split (default bench)")
+        parser.add_argument("--limit", type=int, default=None, help="at most N procedures (first by id)")
+        parser.add_argument("--wait", action="store_true", help="follow the job until it finishes")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            config = load_config(options["generator_config"], role="generator")
+            with transaction.atomic():
+                generator = generator_for_config(config)
+                job = generate_job_create(generator=generator, split=options["split"], limit=options["limit"])
+        except (ConfigError, ValueError) as exc:
+            raise CommandError(str(exc)) from exc
+        self.stdout.write(
+            f"job {job.pk}: generate with {generator.model} ({generator.generator_id}), "
+            f"{job.total} procedure(s)"
+        )
+        if options["wait"]:
+            follow_job(self, job, disable=options["verbosity"] == 0)
+
+
+def follow_job(command: BaseCommand, job: Job, *, disable: bool = False) -> Job:
+    """Poll the Job row with a progress bar (stderr) until it finishes; fail unless it succeeded."""
+    with tqdm(total=job.total, desc=f"job {job.pk} {job.kind}", file=sys.stderr, disable=disable) as bar:
+        while True:
+            job.refresh_from_db()
+            bar.total = job.total
+            bar.n = job.done + job.failed
+            bar.set_postfix(failed=job.failed, status=job.status, refresh=False)
+            bar.refresh()
+            if job.is_finished:
+                break
+            time.sleep(POLL_SECONDS)
+    command.stdout.write(f"job {job.pk} {job.status}: {job.done} done, {job.failed} failed of {job.total}")
+    if job.error:
+        command.stderr.write(job.error)
+    if job.status != JobStatus.SUCCEEDED:
+        raise CommandError(f"job {job.pk} {job.status}")
+    return job

@@ -1,0 +1,60 @@
+"""python manage.py judge --judge-config FILE --generator ID [--only-parse-failed | --replace] [--wait]"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
+
+from judging.configs import ConfigError, judge_for_config, load_config
+from judging.models import Generator
+from judging.runs import JudgeMode, judge_job_create
+
+from .generate import follow_job
+
+
+class Command(BaseCommand):
+    help = (
+        "Judge a generator's L2 with the judge a YAML config describes (How2Score), as a job run by a Celery "
+        "worker: by default the generations it has not judged yet."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--judge-config", type=Path, required=True, metavar="FILE")
+        parser.add_argument("--generator", required=True, metavar="ID", help="generator_id (or row id)")
+        which = parser.add_mutually_exclusive_group()
+        which.add_argument(
+            "--only-parse-failed", action="store_true", help="re-judge parse failures and API errors only"
+        )
+        which.add_argument("--replace", action="store_true", help="re-judge everything, replacing judgments")
+        parser.add_argument("--wait", action="store_true", help="follow the job until it finishes")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        generator = _generator(options["generator"])
+        mode: JudgeMode = (
+            "parse_failed" if options["only_parse_failed"] else "replace" if options["replace"] else "missing"
+        )
+        try:
+            config = load_config(options["judge_config"], role="judge")
+            with transaction.atomic():
+                judge = judge_for_config(config)
+                job = judge_job_create(judge=judge, generator=generator, mode=mode)
+        except (ConfigError, ValueError) as exc:
+            raise CommandError(str(exc)) from exc
+        self.stdout.write(
+            f"job {job.pk}: judge {generator.generator_id} with {judge.model} ({judge.judge_id}), "
+            f"mode {mode}, {job.total} generation(s)"
+        )
+        if options["wait"]:
+            follow_job(self, job, disable=options["verbosity"] == 0)
+
+
+def _generator(ref: str) -> Generator:
+    generator = Generator.objects.filter(generator_id=ref).first()
+    if generator is None and ref.isdigit():
+        generator = Generator.objects.filter(pk=int(ref)).first()
+    if generator is None:
+        raise CommandError(f"no generator {ref!r} (give a generator_id or a row id)")
+    return generator
