@@ -1,1 +1,268 @@
-"""Human annotation studies (Study, StudyItem, Participant, Assignment, Annotation) arrive with issue #4."""
+"""Human annotation studies: a Study of L1/L2 pairs, its Prolific participants, their leased Assignments and
+the Annotations they submit (critical failures stored like a judge's, so agreement treats both alike).
+
+What the database itself guarantees:
+- an item never has more live claims than its target of k annotations (`assigned_count <= target`), nor more
+  completed annotations than live claims;
+- a participant gets an item at most once (unique participant x item), holds at most one active assignment,
+  and submits at most one annotation per item (one per assignment, unique participant x item).
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+from judging.models import Generation
+
+from . import codebook
+
+
+class Study(models.Model):
+    """A Prolific study: which generations are annotated, by how many people, under which gates."""
+
+    slug = models.SlugField(max_length=64, unique=True)
+    title = models.CharField(max_length=200)
+    prolific_study_id = models.CharField(
+        max_length=64, blank=True, default="", help_text="when set, STUDY_ID in the entry URL must match it"
+    )
+    selection = models.JSONField(
+        default=dict, blank=True, help_text="how the generations were chosen (topics, generators, seed, ...)"
+    )
+    annotators_per_item = models.PositiveSmallIntegerField(default=3)
+    items_per_participant = models.PositiveIntegerField(
+        default=10, help_text="regular items each participant annotates (0: as many as remain)"
+    )
+    min_dwell_seconds = models.PositiveIntegerField(default=codebook.MIN_DWELL_SECONDS)
+    estimated_item_minutes = models.FloatField(default=codebook.ESTIMATED_ITEM_MINUTES)
+    lease_minutes = models.PositiveIntegerField(
+        default=codebook.prolific_max_minutes(codebook.ESTIMATED_ITEM_MINUTES),
+        help_text="how long an issued item stays reserved (Prolific's maximum time: 2 + X + 2*sqrt(X))",
+    )
+    instructions = models.TextField(default=codebook.GUIDELINES, help_text="one guideline per line")
+    consent_text = models.TextField(default=codebook.CONSENT)
+    training_text = models.TextField(
+        default=codebook.TRAINING,
+        help_text="'## ' starts a heading, '- ' a list item, blank lines paragraphs",
+    )
+    comprehension_questions = models.JSONField(
+        default=codebook.default_comprehension_questions,
+        help_text='list of {"question": str, "choices": [str, ...], "answer": index of the right choice}',
+    )
+    comprehension_attempts = models.PositiveSmallIntegerField(default=2)
+    attention_check_every = models.PositiveSmallIntegerField(
+        default=5, help_text="an attention-check item after every N regular items (0: none)"
+    )
+    completion_code = models.CharField(max_length=64)
+    screenout_code = models.CharField(max_length=64)
+    is_open = models.BooleanField(default=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "studies"
+        constraints = [
+            models.CheckConstraint(condition=Q(annotators_per_item__gte=1), name="study_k_positive"),
+            models.CheckConstraint(condition=Q(lease_minutes__gte=1), name="study_lease_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.title} ({self.slug})"
+
+    @property
+    def guidelines(self) -> list[str]:
+        return [line.strip() for line in self.instructions.splitlines() if line.strip()]
+
+
+class StudyItem(models.Model):
+    """One generation (L2 with its L1) in a study; counters are kept by the services, in the same
+    transaction as the rows they count."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items", db_index=False)
+    generation = models.ForeignKey(Generation, on_delete=models.PROTECT, related_name="study_items")
+    position = models.PositiveIntegerField(default=0)
+    target_annotations = models.PositiveSmallIntegerField(help_text="k, copied from the study")
+    assigned_count = models.PositiveIntegerField(default=0, help_text="active + submitted assignments")
+    completed_count = models.PositiveIntegerField(default=0, help_text="submitted annotations")
+    is_attention_check = models.BooleanField(default=False)
+    attention_expects_failure = models.BooleanField(
+        null=True, blank=True, help_text="attention checks: the answer the item's instruction asks for"
+    )
+
+    class Meta:
+        ordering = ["study_id", "position"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["study", "generation"],
+                condition=Q(is_attention_check=False),
+                name="study_item_unique_generation",
+            ),
+            models.CheckConstraint(
+                condition=Q(is_attention_check=True) | Q(assigned_count__lte=F("target_annotations")),
+                name="study_item_never_over_assigned",
+            ),
+            models.CheckConstraint(
+                condition=Q(completed_count__lte=F("assigned_count")), name="study_item_completed_le_assigned"
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["study", "is_attention_check", "assigned_count", "position"], name="study_item_next"
+            )
+        ]
+
+    def __str__(self) -> str:
+        kind = "attention check" if self.is_attention_check else "item"
+        return f"{kind} #{self.position} of {self.study_id}"
+
+
+class Stage(models.TextChoices):
+    CONSENT = "consent", "Consent"
+    TRAINING = "training", "Training"
+    COMPREHENSION = "comprehension", "Comprehension check"
+    ITEMS = "items", "Items"
+    DONE = "done", "Done"
+    SCREENED_OUT = "screened_out", "Screened out"
+
+
+class Participant(models.Model):
+    """A Prolific participant in one study, known only by their PROLIFIC_PID."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="participants", db_index=False)
+    prolific_pid = models.CharField(max_length=64)
+    prolific_study_id = models.CharField(max_length=64, blank=True, default="")
+    prolific_session_id = models.CharField(max_length=64, blank=True, default="")
+    stage = models.CharField(max_length=16, choices=Stage.choices, default=Stage.CONSENT)
+    comprehension_attempts = models.PositiveSmallIntegerField(default=0)
+    items_completed = models.PositiveIntegerField(default=0, help_text="regular items submitted")
+    user_agent = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    consented_at = models.DateTimeField(null=True, blank=True)
+    trained_at = models.DateTimeField(null=True, blank=True)
+    qualified_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["study_id", "created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "prolific_pid"], name="participant_unique_pid")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.prolific_pid} in {self.study_id}"
+
+
+class AssignmentStatus(models.TextChoices):
+    ACTIVE = "active", "Active (leased)"
+    SUBMITTED = "submitted", "Submitted"
+    EXPIRED = "expired", "Expired (lease reclaimed)"
+
+
+class Assignment(models.Model):
+    """An item leased to a participant, with the server's record of how it was read."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="assignments", db_index=False)
+    participant = models.ForeignKey(
+        Participant, on_delete=models.CASCADE, related_name="assignments", db_index=False
+    )
+    item = models.ForeignKey(StudyItem, on_delete=models.CASCADE, related_name="assignments")
+    status = models.CharField(
+        max_length=16, choices=AssignmentStatus.choices, default=AssignmentStatus.ACTIVE
+    )
+    issued_at = models.DateTimeField()
+    lease_expires_at = models.DateTimeField()
+    goal_acknowledged_at = models.DateTimeField(null=True, blank=True)
+    n_l2_steps = models.PositiveIntegerField(help_text="L2 steps when issued: all must be revealed")
+    step_revealed_at = models.JSONField(
+        default=list, blank=True, help_text="ISO time each L2 step was clicked, in order"
+    )
+
+    class Meta:
+        ordering = ["issued_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["participant", "item"], name="assignment_unique_participant_item"
+            ),
+            models.UniqueConstraint(
+                fields=["participant"],
+                condition=Q(status="active"),
+                name="assignment_one_active_per_participant",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["study", "lease_expires_at"],
+                condition=Q(status="active"),
+                name="assignment_active_lease",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"assignment {self.pk} ({self.status})"
+
+    @property
+    def n_revealed(self) -> int:
+        return len(self.step_revealed_at)
+
+    @property
+    def all_steps_revealed(self) -> bool:
+        return self.n_revealed >= self.n_l2_steps
+
+
+class Annotation(models.Model):
+    """A participant's verdict on one item: has L2 any critical failure, which ones, and the evidence."""
+
+    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="annotation")
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="annotations", db_index=False)
+    item = models.ForeignKey(StudyItem, on_delete=models.CASCADE, related_name="annotations")
+    participant = models.ForeignKey(
+        Participant, on_delete=models.CASCADE, related_name="annotations", db_index=False
+    )
+    has_failure = models.BooleanField()
+    n_failures = models.PositiveIntegerField(default=0)
+    comments = models.TextField(blank=True, default="")
+    attention_passed = models.BooleanField(null=True, blank=True, help_text="attention checks only")
+    # Evidence: the server's clock, and what the browser reported (kept, never trusted for the gates).
+    issued_at = models.DateTimeField()
+    goal_acknowledged_at = models.DateTimeField()
+    step_revealed_at = models.JSONField(default=list)
+    submitted_at = models.DateTimeField()
+    elapsed_seconds = models.FloatField(help_text="submitted_at - issued_at, server clock")
+    active_seconds = models.FloatField(
+        null=True, blank=True, help_text="time the tab was visible, as reported by the browser"
+    )
+    user_agent = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["study_id", "item_id", "submitted_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["participant", "item"], name="annotation_unique_participant_item")
+        ]
+
+    def __str__(self) -> str:
+        return f"annotation {self.pk} of item {self.item_id}"
+
+
+class AnnotatedFailure(models.Model):
+    """One critical failure a participant listed; same shape as judging.CriticalFailure."""
+
+    annotation = models.ForeignKey(
+        Annotation, on_delete=models.CASCADE, related_name="failures", db_index=False
+    )
+    order = models.PositiveIntegerField(default=0)
+    description = models.TextField()
+    l1_steps = models.JSONField(default=list, blank=True)
+    l2_steps = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["annotation_id", "order"]
+        constraints = [
+            models.UniqueConstraint(fields=["annotation", "order"], name="annotated_failure_unique_order")
+        ]
+
+    def __str__(self) -> str:
+        return self.description[:80]

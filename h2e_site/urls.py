@@ -14,5 +14,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/", include("judging.api")),
+    path("a/", include("annotation.urls_annotator")),
+    path("studies/", include("annotation.urls")),
     path("", include("judging.urls")),
 ]

@@ -1,0 +1,87 @@
+from django.contrib import admin
+
+from .models import AnnotatedFailure, Annotation, Assignment, Participant, Study, StudyItem
+
+
+@admin.register(Study)
+class StudyAdmin(admin.ModelAdmin):
+    list_display = ["slug", "title", "annotators_per_item", "min_dwell_seconds", "lease_minutes", "is_open"]
+    list_filter = ["is_open"]
+    search_fields = ["slug", "title", "prolific_study_id"]
+    readonly_fields = ["created_at", "created_by", "selection"]
+
+
+@admin.register(StudyItem)
+class StudyItemAdmin(admin.ModelAdmin):
+    list_display = [
+        "study",
+        "position",
+        "generation",
+        "assigned_count",
+        "completed_count",
+        "is_attention_check",
+    ]
+    list_filter = ["study", "is_attention_check"]
+    raw_id_fields = ["generation"]
+    readonly_fields = ["assigned_count", "completed_count"]
+
+
+@admin.register(Participant)
+class ParticipantAdmin(admin.ModelAdmin):
+    list_display = [
+        "prolific_pid",
+        "study",
+        "stage",
+        "comprehension_attempts",
+        "items_completed",
+        "created_at",
+    ]
+    list_filter = ["study", "stage"]
+    search_fields = ["prolific_pid", "prolific_session_id"]
+    readonly_fields = [
+        "items_completed",
+        "created_at",
+        "consented_at",
+        "trained_at",
+        "qualified_at",
+        "finished_at",
+    ]
+
+
+@admin.register(Assignment)
+class AssignmentAdmin(admin.ModelAdmin):
+    list_display = ["pk", "study", "participant", "item", "status", "issued_at", "lease_expires_at"]
+    list_filter = ["study", "status"]
+    raw_id_fields = ["participant", "item"]
+    readonly_fields = ["issued_at", "goal_acknowledged_at", "step_revealed_at", "n_l2_steps"]
+
+
+class AnnotatedFailureInline(admin.TabularInline):
+    model = AnnotatedFailure
+    extra = 0
+
+
+@admin.register(Annotation)
+class AnnotationAdmin(admin.ModelAdmin):
+    list_display = [
+        "pk",
+        "study",
+        "item",
+        "participant",
+        "has_failure",
+        "n_failures",
+        "attention_passed",
+        "submitted_at",
+    ]
+    list_filter = ["study", "has_failure", "attention_passed"]
+    raw_id_fields = ["assignment", "item", "participant"]
+    inlines = [AnnotatedFailureInline]
+    readonly_fields = [
+        "issued_at",
+        "goal_acknowledged_at",
+        "step_revealed_at",
+        "submitted_at",
+        "elapsed_seconds",
+        "active_seconds",
+        "user_agent",
+    ]

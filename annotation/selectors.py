@@ -1,0 +1,148 @@
+"""Reads of the annotation app: study progress per item and per annotator, and the export rows."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Count, Prefetch, Q, QuerySet, Sum
+
+from .models import AnnotatedFailure, Annotation, AssignmentStatus, Participant, Stage, Study, StudyItem
+
+
+@dataclass(frozen=True)
+class StudyProgress:
+    items: int
+    target: int  # items x k
+    completed: int
+    assigned: int
+    participants: int
+    done: int
+    screened_out: int
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.completed / self.target if self.target else 0.0
+
+
+def study_progress(*, study: Study) -> StudyProgress:
+    items = StudyItem.objects.filter(study=study, is_attention_check=False).aggregate(
+        n=Count("pk"),
+        target=Sum("target_annotations"),
+        completed=Sum("completed_count"),
+        assigned=Sum("assigned_count"),
+    )
+    people = Participant.objects.filter(study=study).aggregate(
+        n=Count("pk"),
+        done=Count("pk", filter=Q(stage=Stage.DONE)),
+        screened=Count("pk", filter=Q(stage=Stage.SCREENED_OUT)),
+    )
+    return StudyProgress(
+        items=items["n"],
+        target=items["target"] or 0,
+        completed=items["completed"] or 0,
+        assigned=items["assigned"] or 0,
+        participants=people["n"],
+        done=people["done"],
+        screened_out=people["screened"],
+    )
+
+
+def study_items_progress(*, study: Study) -> QuerySet[StudyItem, StudyItem]:
+    """Items with their generation, in position order; counters are on the rows."""
+    return (
+        StudyItem.objects.filter(study=study)
+        .select_related("generation__generator", "generation__procedure")
+        .annotate(
+            n_with_failure=Count("annotations", filter=Q(annotations__has_failure=True), distinct=True),
+            n_active=Count(
+                "assignments", filter=Q(assignments__status=AssignmentStatus.ACTIVE), distinct=True
+            ),
+        )
+        .order_by("is_attention_check", "position")
+    )
+
+
+def study_participants_progress(*, study: Study) -> QuerySet[Participant, Participant]:
+    return (
+        Participant.objects.filter(study=study)
+        .annotate(
+            n_attention=Count("annotations", filter=Q(annotations__attention_passed__isnull=False)),
+            n_attention_passed=Count("annotations", filter=Q(annotations__attention_passed=True)),
+            n_with_failure=Count("annotations", filter=Q(annotations__has_failure=True)),
+        )
+        .order_by("created_at")
+    )
+
+
+EXPORT_FIELDS = [
+    "study",
+    "item",
+    "is_attention_check",
+    "attention_passed",
+    "generation_pk",
+    "generator_id",
+    "source_example_id",
+    "prolific_pid",
+    "prolific_session_id",
+    "has_failure",
+    "n_failures",
+    "critical_failures",
+    "comments",
+    "issued_at",
+    "goal_acknowledged_at",
+    "step_revealed_at",
+    "submitted_at",
+    "elapsed_seconds",
+    "active_seconds",
+    "user_agent",
+]
+
+
+def _export_row(annotation: Annotation) -> dict[str, Any]:
+    item = annotation.item
+    return {
+        "study": annotation.study.slug,
+        "item": item.position,
+        "is_attention_check": item.is_attention_check,
+        "attention_passed": annotation.attention_passed,
+        "generation_pk": item.generation_id,
+        "generator_id": item.generation.generator.generator_id,
+        "source_example_id": item.generation.procedure.source_example_id,
+        "prolific_pid": annotation.participant.prolific_pid,
+        "prolific_session_id": annotation.participant.prolific_session_id,
+        "has_failure": annotation.has_failure,
+        "n_failures": annotation.n_failures,
+        # The judges' shape (h2e judgment records), so humans and judges compare directly.
+        "critical_failures": [
+            {"failure": f.description, "L1_steps": f.l1_steps, "L2_steps": f.l2_steps}
+            for f in annotation.failures.all()
+        ],
+        "comments": annotation.comments,
+        "issued_at": annotation.issued_at.isoformat(),
+        "goal_acknowledged_at": annotation.goal_acknowledged_at.isoformat(),
+        "step_revealed_at": annotation.step_revealed_at,
+        "submitted_at": annotation.submitted_at.isoformat(),
+        "elapsed_seconds": round(annotation.elapsed_seconds, 3),
+        "active_seconds": annotation.active_seconds,
+        "user_agent": annotation.user_agent,
+    }
+
+
+def annotations_export(*, study: Study) -> Iterator[dict[str, Any]]:
+    """Every annotation of the study with its evidence, one dict per annotation (JSON-ready)."""
+    annotations = (
+        Annotation.objects.filter(study=study)
+        .select_related("study", "participant", "item__generation__generator", "item__generation__procedure")
+        .prefetch_related(Prefetch("failures", queryset=AnnotatedFailure.objects.order_by("order")))
+        .order_by("item__position", "submitted_at", "pk")
+    )
+    for annotation in annotations.iterator(chunk_size=500):
+        yield _export_row(annotation)
+
+
+def csv_cell(value: Any) -> Any:
+    """Lists and dicts as JSON text in a CSV cell."""
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, list | dict) else value

@@ -1,0 +1,483 @@
+"""Writes of the annotation app: creating studies, moving participants through the flow, leasing items,
+recording how an item was read and accepting annotations under the server's gates.
+
+Concurrency: an item is claimed by locking one candidate StudyItem row with
+`select_for_update(skip_locked=True)` and bumping its `assigned_count` with a conditional UPDATE
+(`assigned_count < target`) that must change exactly one row; the
+check constraint on the table and the unique constraints on Assignment and Annotation back it up.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db import IntegrityError, transaction
+from django.db.models import Count, F, Q, QuerySet
+from django.utils import timezone
+
+from judging.models import Generation, Judgment
+
+from .models import (
+    AnnotatedFailure,
+    Annotation,
+    Assignment,
+    AssignmentStatus,
+    Participant,
+    Stage,
+    Study,
+    StudyItem,
+)
+
+MAX_DESCRIPTION_CHARS = 4000
+MAX_COMMENTS_CHARS = 10000
+MAX_FAILURES = 50
+
+
+class Refused(Exception):
+    """A request the rules turn away; `status` is the HTTP status a view answers with."""
+
+    def __init__(self, message: str, *, status: int = 400) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+# --- Studies ---
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which generations a study annotates. Empty lists mean "any"."""
+
+    topic_ids: list[int] = field(default_factory=list)
+    generator_ids: list[int] = field(default_factory=list)
+    disagreeing_judge_ids: list[int] = field(default_factory=list)  # two judges: keep items they disagree on
+    sample_size: int | None = None
+    seed: int = 0
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "topic_ids": self.topic_ids,
+            "generator_ids": self.generator_ids,
+            "disagreeing_judge_ids": self.disagreeing_judge_ids,
+            "sample_size": self.sample_size,
+            "seed": self.seed,
+        }
+
+
+def generations_selected(*, selection: Selection) -> list[int]:
+    """Ids of generations with L2 steps matching the selection (a seeded random sample if sample_size)."""
+    generations = Generation.objects.filter(error="").exclude(predicted_steps=[])
+    if selection.topic_ids:
+        generations = generations.filter(procedure__topic_id__in=selection.topic_ids)
+    if selection.generator_ids:
+        generations = generations.filter(generator_id__in=selection.generator_ids)
+    if selection.disagreeing_judge_ids:
+        generations = generations.filter(pk__in=_judge_disagreements(selection.disagreeing_judge_ids))
+    ids = sorted(generations.values_list("pk", flat=True))
+    if selection.sample_size is not None and selection.sample_size < len(ids):
+        ids = sorted(random.Random(selection.seed).sample(ids, selection.sample_size))
+    return ids
+
+
+def _judge_disagreements(judge_ids: list[int]) -> QuerySet[Judgment, Any]:
+    """Generations the given judges all judged (parsed) without giving the same has_failure verdict."""
+    return (
+        Judgment.objects.filter(judge_id__in=judge_ids, parse_failed=False)
+        .values("generation_id")
+        .annotate(
+            n_judges=Count("judge_id", distinct=True),
+            n_fail=Count("pk", filter=Q(has_failure=True)),
+        )
+        .filter(n_judges=len(set(judge_ids)), n_fail__gt=0)
+        .exclude(n_fail=F("n_judges"))
+        .values("generation_id")
+    )
+
+
+def _code() -> str:
+    return secrets.token_hex(4).upper()
+
+
+@transaction.atomic
+def study_create(
+    *,
+    title: str,
+    slug: str,
+    selection: Selection,
+    attention_checks: int = 0,
+    created_by: AbstractBaseUser | AnonymousUser | None = None,
+    **settings: Any,
+) -> Study:
+    """A study over the selected generations; `attention_checks` extra items ask for a stated answer.
+
+    `settings` are Study fields (annotators_per_item, min_dwell_seconds, lease_minutes, ...)."""
+    settings.setdefault("completion_code", _code())
+    settings.setdefault("screenout_code", _code())
+    user = created_by if isinstance(created_by, AbstractBaseUser) else None
+    study = Study.objects.create(
+        title=title,
+        slug=slug,
+        selection=selection.as_json(),
+        created_by_id=user.pk if user else None,
+        **settings,
+    )
+    generation_ids = generations_selected(selection=selection)
+    StudyItem.objects.bulk_create(
+        StudyItem(study=study, generation_id=g, position=i, target_annotations=study.annotators_per_item)
+        for i, g in enumerate(generation_ids, 1)
+    )
+    _attention_items_create(study=study, generation_ids=generation_ids, count=attention_checks)
+    return study
+
+
+def _attention_items_create(*, study: Study, generation_ids: list[int], count: int) -> None:
+    """Instructed-response items (Prolific's rule): the question itself tells which answer to give."""
+    if not generation_ids or count <= 0:
+        return
+    rng = random.Random(f"attention-{study.selection.get('seed', 0)}")
+    chosen = [rng.choice(generation_ids) for _ in range(count)]
+    StudyItem.objects.bulk_create(
+        StudyItem(
+            study=study,
+            generation_id=g,
+            position=len(generation_ids) + i,
+            target_annotations=0,
+            is_attention_check=True,
+            attention_expects_failure=bool(i % 2),
+        )
+        for i, g in enumerate(chosen, 1)
+    )
+
+
+# --- Participants ---
+
+
+def participant_enter(
+    *, study: Study, prolific_pid: str, prolific_study_id: str, prolific_session_id: str, user_agent: str
+) -> Participant:
+    """The participant for this PID, created on first arrival; a later arrival keeps its progress."""
+    defaults = {
+        "prolific_study_id": prolific_study_id,
+        "prolific_session_id": prolific_session_id,
+        "user_agent": user_agent[:1000],
+    }
+    try:
+        participant, _ = Participant.objects.get_or_create(
+            study=study, prolific_pid=prolific_pid, defaults=defaults
+        )
+    except IntegrityError:  # two first arrivals at once: the other one created it
+        participant = Participant.objects.get(study=study, prolific_pid=prolific_pid)
+    return participant
+
+
+def _advance(participant: Participant, *, expected: Stage, to: Stage, stamp: str) -> Participant:
+    """Move to the next stage when the participant is at `expected`; a repeated request changes nothing."""
+    if participant.stage == expected:
+        Participant.objects.filter(pk=participant.pk, stage=expected).update(
+            stage=to, **{stamp: timezone.now()}
+        )
+        participant.refresh_from_db()
+    return participant
+
+
+def participant_consent(*, participant: Participant) -> Participant:
+    return _advance(participant, expected=Stage.CONSENT, to=Stage.TRAINING, stamp="consented_at")
+
+
+def participant_finish_training(*, participant: Participant) -> Participant:
+    return _advance(participant, expected=Stage.TRAINING, to=Stage.COMPREHENSION, stamp="trained_at")
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    passed: bool
+    wrong: list[int]  # indexes of the questions answered wrongly
+    attempts_left: int
+
+
+@transaction.atomic
+def comprehension_grade(*, participant: Participant, answers: dict[int, int]) -> CheckResult:
+    """Grade one attempt; passing opens the items, using up the attempts screens the participant out."""
+    participant = Participant.objects.select_for_update().select_related("study").get(pk=participant.pk)
+    study = participant.study
+    if participant.stage != Stage.COMPREHENSION:
+        raise Refused("The comprehension check is not open for you now.", status=409)
+    questions = study.comprehension_questions
+    wrong = [i for i, q in enumerate(questions) if answers.get(i) != q["answer"]]
+    participant.comprehension_attempts += 1
+    left = max(study.comprehension_attempts - participant.comprehension_attempts, 0)
+    if not wrong:
+        participant.stage, participant.qualified_at = Stage.ITEMS, timezone.now()
+    elif left == 0:
+        participant.stage, participant.finished_at = Stage.SCREENED_OUT, timezone.now()
+    participant.save(update_fields=["comprehension_attempts", "stage", "qualified_at", "finished_at"])
+    return CheckResult(passed=not wrong, wrong=wrong, attempts_left=left)
+
+
+def participant_finish(*, participant: Participant) -> Participant:
+    return _advance(participant, expected=Stage.ITEMS, to=Stage.DONE, stamp="finished_at")
+
+
+# --- Assignments ---
+
+
+def leases_reclaim(*, study: Study, now: datetime | None = None) -> int:
+    """Expire the study's active assignments whose lease has run out and give their slots back."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        expired = list(
+            Assignment.objects.select_for_update(skip_locked=True)
+            .filter(study=study, status=AssignmentStatus.ACTIVE, lease_expires_at__lt=now)
+            .values_list("pk", "item_id")
+        )
+        if not expired:
+            return 0
+        Assignment.objects.filter(pk__in=[pk for pk, _ in expired]).update(status=AssignmentStatus.EXPIRED)
+        for _, item_id in expired:
+            StudyItem.objects.filter(pk=item_id, assigned_count__gt=0).update(
+                assigned_count=F("assigned_count") - 1
+            )
+    return len(expired)
+
+
+def assignment_current(*, participant: Participant) -> Assignment | None:
+    """The participant's active assignment, if any (leased, not yet submitted or reclaimed)."""
+    return (
+        Assignment.objects.select_related("item__generation__procedure")
+        .filter(participant=participant, status=AssignmentStatus.ACTIVE)
+        .first()
+    )
+
+
+def _wants_attention_check(participant: Participant, study: Study) -> bool:
+    every = study.attention_check_every
+    if not every or participant.items_completed == 0 or participant.items_completed % every:
+        return False
+    done_checks = Annotation.objects.filter(participant=participant, item__is_attention_check=True).count()
+    return done_checks < participant.items_completed // every
+
+
+def _claimable(participant: Participant, *, attention: bool) -> QuerySet[StudyItem, StudyItem]:
+    items = StudyItem.objects.filter(study_id=participant.study_id, is_attention_check=attention).exclude(
+        pk__in=Assignment.objects.filter(participant=participant).values("item_id")
+    )
+    if attention:
+        return items.order_by("position")
+    # Balanced: the items with the fewest claims first, so the study fills evenly.
+    return items.filter(assigned_count__lt=F("target_annotations")).order_by("assigned_count", "position")
+
+
+def _claim(participant: Participant, *, attention: bool) -> StudyItem | None:
+    """Lock one claimable item (skipping rows others hold) and take a slot with a conditional UPDATE."""
+    candidates = _claimable(participant, attention=attention).select_related("generation")
+    for item in candidates.select_for_update(skip_locked=True, of=("self",))[:1]:
+        slot = F("assigned_count") + 1
+        taken = StudyItem.objects.filter(pk=item.pk)
+        if not attention:
+            taken = taken.filter(assigned_count__lt=F("target_annotations"))
+        if taken.update(assigned_count=slot) == 1:
+            return item
+    return None
+
+
+def _quota_reached(participant: Participant, study: Study) -> bool:
+    cap = study.items_per_participant
+    return bool(cap) and participant.items_completed >= cap
+
+
+def assignment_next(*, participant: Participant, now: datetime | None = None) -> Assignment | None:
+    """The participant's current item, or a newly leased one; None when they have nothing more to do.
+
+    Never gives an item the participant had before, never more than k live claims on an item."""
+    current = assignment_current(participant=participant)
+    if current is not None:
+        return current
+    study = participant.study
+    if _quota_reached(participant, study):
+        return None
+    now = now or timezone.now()
+    leases_reclaim(study=study, now=now)
+    try:
+        with transaction.atomic():
+            item = _claim(participant, attention=True) if _wants_attention_check(participant, study) else None
+            item = item or _claim(participant, attention=False)
+            if item is None:
+                return None
+            Assignment.objects.create(
+                study=study,
+                participant=participant,
+                item=item,
+                issued_at=now,
+                lease_expires_at=now + timedelta(minutes=study.lease_minutes),
+                n_l2_steps=len(item.generation.predicted_steps),
+            )
+    except IntegrityError:  # the same participant's parallel request leased one first: the slot is given back
+        pass
+    return assignment_current(participant=participant)
+
+
+def _locked_active(assignment: Assignment) -> Assignment:
+    locked = Assignment.objects.select_for_update().get(pk=assignment.pk)
+    if locked.status == AssignmentStatus.EXPIRED:
+        raise Refused(
+            "Your time for this item ran out and it was given to someone else. Continue with the next item.",
+            status=409,
+        )
+    return locked
+
+
+@transaction.atomic
+def assignment_acknowledge_goal(*, assignment: Assignment) -> Assignment:
+    """Record when the goal was acknowledged (the first time only)."""
+    locked = _locked_active(assignment)
+    if locked.goal_acknowledged_at is None and locked.status == AssignmentStatus.ACTIVE:
+        locked.goal_acknowledged_at = timezone.now()
+        locked.save(update_fields=["goal_acknowledged_at"])
+    return locked
+
+
+@transaction.atomic
+def assignment_reveal_step(*, assignment: Assignment, number: int) -> Assignment:
+    """Record that L2 step `number` (1-based) was read; steps are read in order, each once."""
+    locked = _locked_active(assignment)
+    if locked.status != AssignmentStatus.ACTIVE or number <= locked.n_revealed:
+        return locked  # already recorded: a double click or a retry
+    if locked.goal_acknowledged_at is None:
+        raise Refused("Confirm that you have read the goal before reading L2.")
+    if number != locked.n_revealed + 1 or number > locked.n_l2_steps:
+        raise Refused(f"Read the L2 steps in order: the next one is step {locked.n_revealed + 1}.")
+    locked.step_revealed_at = [*locked.step_revealed_at, timezone.now().isoformat()]
+    locked.save(update_fields=["step_revealed_at"])
+    return locked
+
+
+# --- Submissions ---
+
+
+@dataclass(frozen=True)
+class FailureInput:
+    description: str
+    l1_steps: list[int]
+    l2_steps: list[int]
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What the participant's browser sent; `has_failure` is None when no choice was made."""
+
+    has_failure: bool | None
+    failures: list[FailureInput]
+    comments: str = ""
+    active_seconds: float | None = None
+    user_agent: str = ""
+
+
+def _check_gates(assignment: Assignment, study: Study, now: datetime) -> None:
+    if assignment.goal_acknowledged_at is None:
+        raise Refused("Confirm that you have read the goal before submitting.")
+    if not assignment.all_steps_revealed:
+        raise Refused(
+            f"Read every L2 step before submitting ({assignment.n_revealed} of {assignment.n_l2_steps} read)."
+        )
+    waited = (now - assignment.issued_at).total_seconds()
+    if waited < study.min_dwell_seconds:
+        raise Refused(
+            f"Submission opens {study.min_dwell_seconds} s after the item was shown; "
+            f"{int(study.min_dwell_seconds - waited) + 1} s to go."
+        )
+
+
+def _check_answer(submission: Submission, *, n_l1: int, n_l2: int) -> None:
+    if submission.has_failure is None:
+        raise Refused("Choose “No critical failures identified” or “Critical failures identified”.")
+    if len(submission.comments) > MAX_COMMENTS_CHARS:
+        raise Refused("The comments are too long.")
+    if not submission.has_failure:
+        return
+    if not submission.failures:
+        raise Refused("Describe at least one critical failure, or choose “No critical failures identified”.")
+    if len(submission.failures) > MAX_FAILURES:
+        raise Refused("Too many critical failures in one submission.")
+    for n, failure in enumerate(submission.failures, 1):
+        if not failure.description.strip():
+            raise Refused(f"Critical failure {n} needs a description.")
+        if len(failure.description) > MAX_DESCRIPTION_CHARS:
+            raise Refused(f"The description of critical failure {n} is too long.")
+        if any(not 1 <= s <= n_l1 for s in failure.l1_steps) or any(
+            not 1 <= s <= n_l2 for s in failure.l2_steps
+        ):
+            raise Refused(f"Critical failure {n} links to a step that does not exist.")
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    annotation: Annotation
+    created: bool  # False: this was a repeat of a submission already stored
+
+
+def annotation_submit(*, assignment: Assignment, submission: Submission) -> SubmitResult:
+    """Store the annotation when every gate holds; a repeated submission returns the stored one unchanged."""
+    with transaction.atomic():
+        locked = _locked_active(assignment)
+        if locked.status == AssignmentStatus.SUBMITTED:
+            return SubmitResult(Annotation.objects.get(assignment=locked), created=False)
+        item = StudyItem.objects.select_related("study", "generation__procedure").get(pk=locked.item_id)
+        now = timezone.now()
+        _check_gates(locked, item.study, now)
+        procedure = item.generation.procedure
+        _check_answer(submission, n_l1=len(procedure.steps), n_l2=locked.n_l2_steps)
+        annotation = _annotation_store(locked, item, submission, now)
+    return SubmitResult(annotation, created=True)
+
+
+def _annotation_store(
+    assignment: Assignment, item: StudyItem, submission: Submission, now: datetime
+) -> Annotation:
+    failures = submission.failures if submission.has_failure else []
+    has_failure = bool(submission.has_failure)
+    annotation = Annotation.objects.create(
+        assignment=assignment,
+        study_id=assignment.study_id,
+        item=item,
+        participant_id=assignment.participant_id,
+        has_failure=has_failure,
+        n_failures=len(failures),
+        comments=submission.comments.strip(),
+        attention_passed=has_failure == item.attention_expects_failure if item.is_attention_check else None,
+        issued_at=assignment.issued_at,
+        goal_acknowledged_at=assignment.goal_acknowledged_at or now,  # the gates made sure it is set
+        step_revealed_at=assignment.step_revealed_at,
+        submitted_at=now,
+        elapsed_seconds=(now - assignment.issued_at).total_seconds(),
+        active_seconds=submission.active_seconds,
+        user_agent=submission.user_agent[:1000],
+    )
+    AnnotatedFailure.objects.bulk_create(
+        AnnotatedFailure(
+            annotation=annotation,
+            order=i,
+            description=f.description.strip(),
+            l1_steps=sorted(set(f.l1_steps)),
+            l2_steps=sorted(set(f.l2_steps)),
+        )
+        for i, f in enumerate(failures)
+    )
+    Assignment.objects.filter(pk=assignment.pk).update(status=AssignmentStatus.SUBMITTED)
+    StudyItem.objects.filter(pk=item.pk).update(completed_count=F("completed_count") + 1)
+    if not item.is_attention_check:
+        Participant.objects.filter(pk=assignment.participant_id).update(
+            items_completed=F("items_completed") + 1
+        )
+    return annotation
+
+
+def study_set_open(*, study: Study, is_open: bool) -> Study:
+    Study.objects.filter(pk=study.pk).update(is_open=is_open)
+    study.is_open = is_open
+    return study

@@ -1,0 +1,120 @@
+// The annotator's item page: dwell countdown, the critical-failure entries, the unsubmitted-changes notice and
+// the active (tab visible) time. The server enforces every gate; this script only shows them.
+(function () {
+  "use strict";
+
+  var form = document.getElementById("item-form");
+  if (!form) return;
+  var button = document.getElementById("submit-button");
+  var clock = document.getElementById("clock");
+  var unsaved = document.getElementById("unsaved");
+  var loadedAt = Date.now();
+  var untilOpen = parseInt(form.dataset.secondsUntilOpen || "0", 10);
+  var elapsedAtLoad = parseInt(form.dataset.elapsed || "0", 10);
+  var activeMs = 0;
+  var activeSince = document.visibilityState === "visible" ? Date.now() : null;
+  var submitting = false;
+
+  function mmss(seconds) {
+    var s = Math.max(0, Math.floor(seconds));
+    var m = Math.floor(s / 60);
+    s = s % 60;
+    return m + ":" + (s < 10 ? "0" : "") + s;
+  }
+
+  function tick() {
+    var passed = (Date.now() - loadedAt) / 1000;
+    var remaining = untilOpen - passed;
+    if (remaining > 0) {
+      clock.textContent = mmss(Math.ceil(remaining)) + " until submission becomes open";
+      button.disabled = true;
+    } else {
+      clock.textContent = "Time elapsed: " + mmss(elapsedAtLoad + passed);
+      if (!submitting) button.disabled = false;
+    }
+  }
+
+  function markChanged() { unsaved.hidden = false; }
+
+  function showChoice() {
+    var choice = document.getElementById("has-failure").value;
+    document.querySelectorAll(".choice-meaning").forEach(function (p) { p.hidden = p.dataset.for !== choice; });
+    document.getElementById("failures-box").hidden = choice !== "yes";
+  }
+
+  function renumber() {
+    document.querySelectorAll("#failure-entries .failure-entry").forEach(function (entry, i) {
+      entry.querySelector(".failure-number").textContent = String(i + 1);
+    });
+  }
+
+  function nextIndex() {
+    var max = -1;
+    document.querySelectorAll("#failure-entries .failure-entry").forEach(function (entry) {
+      max = Math.max(max, parseInt(entry.dataset.index, 10));
+    });
+    return max + 1;
+  }
+
+  function addFailure() {
+    var template = document.getElementById("failure-template");
+    var html = template.innerHTML.replace(/__i__/g, String(nextIndex()));
+    var list = document.getElementById("failure-entries");
+    list.insertAdjacentHTML("beforeend", html);
+    renumber();
+    list.lastElementChild.querySelector("textarea").focus();
+    markChanged();
+  }
+
+  function removeFailure(entry) {
+    var list = document.getElementById("failure-entries");
+    if (list.children.length > 1) {
+      entry.remove();
+    } else {
+      entry.querySelector("textarea").value = "";
+      entry.querySelectorAll("input[type=checkbox]").forEach(function (box) { box.checked = false; });
+    }
+    renumber();
+    markChanged();
+  }
+
+  function trackVisibility() {
+    if (document.visibilityState === "visible") {
+      activeSince = Date.now();
+    } else if (activeSince !== null) {
+      activeMs += Date.now() - activeSince;
+      activeSince = null;
+    }
+  }
+
+  form.addEventListener("input", function (event) {
+    if (event.target.name !== "active_seconds") markChanged();
+  });
+  form.addEventListener("change", function (event) {
+    if (event.target.id === "has-failure") showChoice();
+  });
+  form.addEventListener("click", function (event) {
+    var remove = event.target.closest(".remove-failure");
+    if (remove) removeFailure(remove.closest(".failure-entry"));
+  });
+  document.getElementById("add-failure").addEventListener("click", addFailure);
+  document.addEventListener("visibilitychange", trackVisibility);
+  form.addEventListener("submit", function (event) {
+    var submitter = event.submitter;
+    if (submitter && submitter !== button) return; // a goal/step button posting without htmx
+    var total = activeMs + (activeSince !== null ? Date.now() - activeSince : 0);
+    document.getElementById("active-seconds").value = (total / 1000).toFixed(1);
+    if (submitting) { event.preventDefault(); return; }
+    submitting = true;
+    button.disabled = true;
+    unsaved.hidden = true;
+  });
+  window.addEventListener("beforeunload", function (event) {
+    if (!unsaved.hidden && !submitting) event.preventDefault();
+  });
+
+  renumber();
+  showChoice();
+  tick();
+  window.setInterval(tick, 1000);
+})();

@@ -1,0 +1,79 @@
+"""Helpers for the annotation tests: a small study over fresh generations, participants walked to items."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from annotation import services
+from annotation.models import Participant, Stage, Study
+from tests.factories import make_generation, make_generator, make_procedure
+
+L1 = [
+    "Place a spoonful of coconut oil in your mouth.",
+    "Swish it for 10-20 minutes.",
+    "Spit it into the trash.",
+]
+L2 = [
+    "Measure 1 tablespoon of coconut oil.",
+    "Swish it for 10-20 minutes.",
+    "Spit it out.",
+    "Rinse with water.",
+]
+
+
+def make_study(
+    *,
+    n_items: int = 3,
+    k: int = 3,
+    dwell: int = 0,
+    attention_checks: int = 0,
+    l1: Sequence[str] = L1,
+    l2: Sequence[str] = L2,
+    **settings: Any,
+) -> Study:
+    generator = make_generator(model="model-under-test")
+    for i in range(n_items):
+        procedure = make_procedure(goal=f"Do oil pulling, variant {i}", steps=l1, topic="Health")
+        make_generation(generator=generator, procedure=procedure, predicted_steps=l2)
+    settings.setdefault("attention_check_every", 0)
+    return services.study_create(
+        title="Coconut study",
+        slug=settings.pop("slug", f"coconut-{generator.pk}"),
+        selection=services.Selection(generator_ids=[generator.pk]),
+        attention_checks=attention_checks,
+        annotators_per_item=k,
+        min_dwell_seconds=dwell,
+        completion_code="C0MPLETE",
+        screenout_code="SCREEN0UT",
+        **settings,
+    )
+
+
+def pid(n: int) -> str:
+    return f"{n:024x}"
+
+
+def qualified(study: Study, n: int) -> Participant:
+    """A participant who has consented, trained and passed the comprehension check."""
+    participant = services.participant_enter(
+        study=study, prolific_pid=pid(n), prolific_study_id="S", prolific_session_id="X", user_agent="test"
+    )
+    services.participant_consent(participant=participant)
+    services.participant_finish_training(participant=participant)
+    answers = {i: q["answer"] for i, q in enumerate(study.comprehension_questions)}
+    services.comprehension_grade(participant=participant, answers=answers)
+    participant.refresh_from_db()
+    assert participant.stage == Stage.ITEMS
+    return participant
+
+
+def read_everything(assignment: Any) -> Any:
+    services.assignment_acknowledge_goal(assignment=assignment)
+    for n in range(1, assignment.n_l2_steps + 1):
+        assignment = services.assignment_reveal_step(assignment=assignment, number=n)
+    return assignment
+
+
+def no_failure() -> services.Submission:
+    return services.Submission(has_failure=False, failures=[], comments="", user_agent="test")
