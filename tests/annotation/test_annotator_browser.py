@@ -1,0 +1,197 @@
+"""The annotator's whole flow in headless Chromium: from the Prolific URL to the completion redirect, with
+the dwell gate, a refused early POST, keyboard reading, resume in a fresh browser, and screenshots."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from annotation.models import Annotation, Assignment
+from tests.annotation.conftest import make_study, pid
+from tests.browser.conftest import CHROMIUM_ARGS, STAFF_PASSWORD, browser  # noqa: F401 (fixture)
+from tests.factories import make_user
+
+pytestmark = pytest.mark.browser
+
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots" / "annotation"
+PROLIFIC = "https://app.prolific.com/"
+COCONUT_L1 = [
+    "Place a spoonful of coconut oil in your mouth.",
+    "Swish the oil around your mouth for 10-20 minutes without swallowing it.",
+    "Spit the oil into the trash to avoid clogging drains.",
+    "Rinse your mouth thoroughly with water after spitting out the oil.",
+]
+COCONUT_L2 = [
+    "Use a spoon to measure 1 tablespoon of coconut oil.",
+    "Swish the coconut oil in your mouth for 10-20 minutes.",
+    "Spit the coconut oil out in the trash.",
+    "Rinse your mouth with water.",
+]
+
+assert CHROMIUM_ARGS  # the shared launch options come with the browser fixture
+
+
+def shot(page: Any, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+@pytest.fixture
+def new_tab(browser: Any, live_server: Any, transactional_db: None) -> Iterator[Any]:  # noqa: F811
+    """Opens tabs in fresh browser contexts (a laptop-sized window); Prolific's completion URL is answered
+    locally, and nothing else may leave the live server."""
+    contexts: list[Any] = []
+    leaving: list[str] = []
+
+    def open_tab() -> Any:
+        context = browser.new_context(viewport={"width": 1366, "height": 800})
+        context.set_default_timeout(10_000)
+        context.route(
+            f"{PROLIFIC}**", lambda route: route.fulfill(body="<h1>Prolific: submission complete</h1>")
+        )
+        tab = context.new_page()
+        tab.on(
+            "request",
+            lambda r: leaving.append(r.url) if not r.url.startswith((live_server.url, PROLIFIC)) else None,
+        )
+        contexts.append(context)
+        return tab
+
+    yield open_tab
+    for context in contexts:
+        context.close()
+    assert not leaving, f"requests left the machine: {leaving}"
+
+
+def entry(live_server: Any, slug: str) -> str:
+    return f"{live_server.url}/a/{slug}/?PROLIFIC_PID={pid(7)}&STUDY_ID=abc123&SESSION_ID=sess42"
+
+
+def qualify(page: Any, live_server: Any, slug: str) -> None:
+    page.goto(entry(live_server, slug))
+    page.get_by_role("heading", name="Before you start").wait_for()
+    shot(page, "01-consent")
+    page.get_by_role("button", name="I agree").click()
+    page.get_by_role("heading", name="How to judge a procedure").wait_for()
+    shot(page, "02-training")
+    page.get_by_role("button", name=re.compile("I have read the training")).click()
+    page.get_by_role("heading", name="A short check").wait_for()
+    page.get_by_label("No: both are valid ways to achieve the goal").check()
+    page.get_by_label("Yes: L2 contradicts itself").check()
+    page.get_by_label("Whether L2 achieves the goal").check()
+    shot(page, "03-comprehension")
+    page.get_by_role("button", name="Check my answers").click()
+    page.get_by_text("Do you see any critical failures in L2?").wait_for()
+
+
+def read_steps(page: Any, upto: int, total: int) -> None:
+    for n in range(page_read_count(page) + 1, upto + 1):
+        page.locator(f"#l2-step-{n} button").click()
+        page.get_by_text(f"Reading progress: {n}/{total} steps").wait_for()
+
+
+def page_read_count(page: Any) -> int:
+    text = page.locator(".reading-progress strong").inner_text()
+    match = re.search(r"(\d+)/\d+ steps", text)
+    assert match
+    return int(match.group(1))
+
+
+def test_it_walks_an_annotator_from_prolific_to_the_completion_code(new_tab: Any, live_server: Any) -> None:
+    study = make_study(n_items=2, k=3, dwell=6, l1=COCONUT_L1, l2=COCONUT_L2, items_per_participant=2)
+    Assignment.objects.none()
+    page = new_tab()
+    qualify(page, live_server, study.slug)
+
+    # The item as first shown: L2 hidden, submission closed until the dwell time has passed.
+    submit = page.get_by_role("button", name="Submit & Continue")
+    assert submit.is_disabled()
+    assert "until submission becomes open" in page.locator("#clock").inner_text()
+    assert page.locator("#l2-step-1").count() == 0
+    shot(page, "04-item-start")
+
+    # A direct POST before the dwell time (and before any reading) is refused by the server.
+    token = page.locator("input[name=csrfmiddlewaretoken]").first.get_attribute("value")
+    action = page.locator("#item-form").get_attribute("action")
+    early = page.request.post(
+        f"{live_server.url}{action}",
+        form={"csrfmiddlewaretoken": token, "has_failure": "no"},
+        headers={"X-CSRFToken": token, "Referer": page.url},
+    )
+    assert early.status == 400 and "Confirm that you have read the goal" in early.text()
+
+    # Keyboard: acknowledge the goal, then read the first L2 step with Enter (it takes the focus).
+    page.locator("#ack-goal").focus()
+    page.keyboard.press("Enter")
+    page.get_by_text("Reading progress: 0/4 steps (0%)").wait_for()
+    page.locator("#l2-step-1 button").wait_for()
+    assert page.evaluate("document.activeElement.closest('#l2-step-1') !== null")
+    page.keyboard.press("Enter")
+    page.get_by_text("Reading progress: 1/4 steps (25%)").wait_for()
+    read_steps(page, 3, 4)
+    shot(page, "05-item-reading")
+
+    # Close the tab; the same PID in a fresh browser resumes with its reading and its clock.
+    page.context.close()
+    page = new_tab()
+    page.goto(entry(live_server, study.slug))
+    page.get_by_text("Reading progress: 3/4 steps (75%)").wait_for()
+    assert page.locator("#l2-step-4 button").count() == 1
+    read_steps(page, 4, 4)
+
+    # Critical failures: two entries with step chips.
+    page.get_by_label("Your answer").select_option("yes")
+    page.get_by_text("Selecting this option means that: L2 has major incoherence").wait_for()
+    page.locator("#failure-0-description").fill("L2 measures a tablespoon <b>not</b> a spoonful")
+    page.locator("label.step-chip", has_text="L1.1").first.click()
+    page.locator("label.step-chip", has_text="L2.1").first.click()
+    page.get_by_role("button", name="+ Add another critical failure").click()
+    page.locator("#failure-1-description").fill("second example (not a real failure)")
+    page.locator(".failure-entry").nth(1).locator("label.step-chip", has_text="L2.4").click()
+    page.get_by_label("Comments (optional)").fill("Demo of the interface")
+    assert page.get_by_text("You have unsubmitted changes").is_visible()
+    page.wait_for_function("!document.getElementById('submit-button').disabled", timeout=15_000)
+    assert "Time elapsed" in page.locator("#clock").inner_text()
+    shot(page, "06-item-failures")
+    page.get_by_role("button", name="Submit & Continue").click()
+
+    # Second item: no critical failure, then the completion redirect.
+    page.get_by_text("Reading progress: 0/4 steps (0%)").wait_for()
+    page.locator("#ack-goal").click()
+    read_steps(page, 4, 4)
+    page.get_by_label("Your answer").select_option("no")
+    page.get_by_text("Selecting this option means that: L2 reasonably achieves the goal.").wait_for()
+    shot(page, "07-item-no-failure")
+    page.wait_for_function("!document.getElementById('submit-button').disabled", timeout=15_000)
+    page.get_by_role("button", name="Submit & Continue").click()
+    page.wait_for_url(f"{PROLIFIC}submissions/complete?cc=C0MPLETE")
+
+    first, second = Annotation.objects.order_by("submitted_at")
+    assert first.has_failure and [f.l2_steps for f in first.failures.all()] == [[1], [4]]
+    assert first.failures.first().description == "L2 measures a tablespoon <b>not</b> a spoonful"  # type: ignore[union-attr]
+    assert first.elapsed_seconds >= 6 and len(first.step_revealed_at) == 4 and "Chrom" in first.user_agent
+    assert not second.has_failure and second.active_seconds is not None
+
+    # The finished PID sees its completion code again.
+    page.goto(entry(live_server, study.slug))
+    page.get_by_text("C0MPLETE").wait_for()
+    shot(page, "08-done")
+
+
+def test_it_shows_the_researcher_the_study_progress(new_tab: Any, live_server: Any) -> None:
+    study = make_study(n_items=3, k=3, attention_checks=1)
+    make_user(username="researcher", is_staff=True, password=STAFF_PASSWORD)
+    page = new_tab()
+    page.goto(f"{live_server.url}/accounts/login/?next=/studies/{study.slug}/")
+    page.fill("#id_username", "researcher")
+    page.fill("#id_password", STAFF_PASSWORD)
+    page.click("button[type=submit]")
+    page.get_by_role("heading", name=study.title).wait_for()
+    assert page.get_by_role("link", name="Export JSONL").is_visible()
+    shot(page, "09-study-detail")
+    page.goto(f"{live_server.url}/studies/new/")
+    shot(page, "10-study-form")
