@@ -246,10 +246,19 @@ def leases_reclaim(*, study: Study, now: datetime | None = None) -> int:
     return len(expired)
 
 
+# Long texts the item page never shows.
+UNSHOWN = (
+    "item__generation__prompt",
+    "item__generation__model_completion",
+    "item__generation__procedure__source_text",
+)
+
+
 def assignment_current(*, participant: Participant) -> Assignment | None:
     """The participant's active assignment, if any (leased, not yet submitted or reclaimed)."""
     return (
         Assignment.objects.select_related("item__generation__procedure")
+        .defer(*UNSHOWN)
         .filter(participant=participant, status=AssignmentStatus.ACTIVE)
         .first()
     )
@@ -332,6 +341,14 @@ def _locked_active(assignment: Assignment) -> Assignment:
     return locked
 
 
+def _refreshed(assignment: Assignment, locked: Assignment) -> Assignment:
+    """The caller's object (with its related rows loaded) brought up to date with the locked row."""
+    assignment.status = locked.status
+    assignment.goal_acknowledged_at = locked.goal_acknowledged_at
+    assignment.step_revealed_at = locked.step_revealed_at
+    return assignment
+
+
 @transaction.atomic
 def assignment_acknowledge_goal(*, assignment: Assignment) -> Assignment:
     """Record when the goal was acknowledged (the first time only)."""
@@ -339,7 +356,7 @@ def assignment_acknowledge_goal(*, assignment: Assignment) -> Assignment:
     if locked.goal_acknowledged_at is None and locked.status == AssignmentStatus.ACTIVE:
         locked.goal_acknowledged_at = timezone.now()
         locked.save(update_fields=["goal_acknowledged_at"])
-    return locked
+    return _refreshed(assignment, locked)
 
 
 @transaction.atomic
@@ -347,14 +364,14 @@ def assignment_reveal_step(*, assignment: Assignment, number: int) -> Assignment
     """Record that L2 step `number` (1-based) was read; steps are read in order, each once."""
     locked = _locked_active(assignment)
     if locked.status != AssignmentStatus.ACTIVE or number <= locked.n_revealed:
-        return locked  # already recorded: a double click or a retry
+        return _refreshed(assignment, locked)  # already recorded: a double click or a retry
     if locked.goal_acknowledged_at is None:
         raise Refused("Confirm that you have read the goal before reading L2.")
     if number != locked.n_revealed + 1 or number > locked.n_l2_steps:
         raise Refused(f"Read the L2 steps in order: the next one is step {locked.n_revealed + 1}.")
     locked.step_revealed_at = [*locked.step_revealed_at, timezone.now().isoformat()]
     locked.save(update_fields=["step_revealed_at"])
-    return locked
+    return _refreshed(assignment, locked)
 
 
 # --- Submissions ---

@@ -50,28 +50,25 @@ def _problem_page(request: HttpRequest, problem: Problem) -> HttpResponse:
     return render(request, "annotation/problem.html", context, status=problem.status)
 
 
-def _session_key(study: Study) -> str:
-    return f"annotation:participant:{study.pk}"
-
-
-def _session_participant(request: HttpRequest, study: Study) -> Participant | None:
-    pk = request.session.get(_session_key(study))
-    if pk is None:
-        return None
-    return Participant.objects.select_related("study").filter(pk=pk, study=study).first()
+def _session_key(slug: str) -> str:
+    return f"annotation:participant:{slug}"
 
 
 def _participant_for(request: HttpRequest, slug: str) -> Participant:
-    """The participant this session belongs to, or a Problem (no session, study closed)."""
-    study = get_object_or_404(Study, slug=slug)
-    participant = _session_participant(request, study)
+    """The participant this session belongs to (one query, with the study), or a Problem (no session, study
+    closed); 404 for an unknown study."""
+    pk = request.session.get(_session_key(slug))
+    participant = (
+        Participant.objects.select_related("study").filter(pk=pk, study__slug=slug).first() if pk else None
+    )
     if participant is None:
+        get_object_or_404(Study, slug=slug)
         raise Problem(
             "Please start from Prolific",
             "We could not find your session. Open this study again from the link on Prolific.",
             400,
         )
-    if not study.is_open and participant.stage not in {Stage.DONE, Stage.SCREENED_OUT}:
+    if not participant.study.is_open and participant.stage not in {Stage.DONE, Stage.SCREENED_OUT}:
         raise _closed()
     return participant
 
@@ -88,7 +85,7 @@ def _resume(participant: Participant) -> HttpResponseRedirect:
 
 def _bind(request: HttpRequest, study: Study, participant: Participant) -> None:
     """Bind the session to this participant; a new binding gets a new session key (no fixation)."""
-    key = _session_key(study)
+    key = _session_key(study.slug)
     if request.session.get(key) != participant.pk:
         request.session.cycle_key()
         request.session[key] = participant.pk
@@ -234,7 +231,7 @@ def done(request: HttpRequest, slug: str) -> HttpResponse:
 def _assignment_for(participant: Participant, pk: int) -> Assignment:
     """The only way views fetch an assignment: one of this participant's, or 404."""
     return get_object_or_404(
-        Assignment.objects.select_related("item__generation__procedure", "study"),
+        Assignment.objects.select_related("item__generation__procedure", "study").defer(*services.UNSHOWN),
         pk=pk,
         participant=participant,
     )
