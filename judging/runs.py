@@ -4,9 +4,10 @@ The admin, the API, the `generate` / `judge` commands and the Celery tasks all c
 
 How a job runs (generate_job_run / judge_job_run, called by the thin tasks in tasks.py):
 - The item set is fixed when the job is created (parameters["items"]: procedure or generation pks).
-- Items go to the backend in bounded batches; each result is written in its own short transaction as it
-  arrives (a Generation / Judgment upsert on its unique constraint), so nothing waits for a batch to end and a
-  crash loses at most the requests in flight.
+- Requests are built lazily, a bounded chunk of rows at a time, and streamed to the backend; results are
+  written as they arrive, grouped into short transactions (at most FLUSH_MAX results, at most ~FLUSH_S after
+  the first; a Generation / Judgment upsert on its unique constraint, judging/results.py), so nothing waits
+  for a batch to end and a crash loses at most a second of results and the requests in flight.
 - Resumable: a job redelivered after a crash (the task is acks_late) or re-enqueued by a starting worker
   (resume_orphaned_jobs) recomputes done/failed from the rows and runs only what is still missing. "Done by
   this job" is read off the rows: for mode missing any good row counts, for parse_failed / replace a row
@@ -38,9 +39,9 @@ from mining.models import Procedure
 
 from .configs import ModelConfig, config_for_generator, config_for_judge
 from .llm.base import LLMBackend, LLMRequest, LLMResult, backend_from_config
-from .models import CriticalFailure, Generation, Generator, Job, JobKind, JobStatus, Judge, Judgment
-from .parsing import extract_steps, parse_judge_output
+from .models import Generation, Generator, Job, JobKind, JobStatus, Judge, Judgment
 from .prompting import clean_steps, generation_prompt, generation_request, judge_prompt, judge_request
+from .results import generations_store, judgments_store
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -49,7 +50,9 @@ logger = logging.getLogger(__name__)
 
 JudgeMode = Literal["missing", "parse_failed", "replace"]
 JUDGE_MODES: tuple[str, ...] = ("missing", "parse_failed", "replace")
-MIN_BATCH = 64
+FETCH_CHUNK = 256  # rows read per query while building requests
+FLUSH_MAX = 32  # results written per transaction at most
+FLUSH_S = 0.25  # ... and at the latest this long after the first of them arrived
 STOP_CHECK_S = 1.0
 PROGRESS_WRITE_S = 0.5
 MAX_ERRORS_KEPT = 20
@@ -305,7 +308,14 @@ class _Progress:
 
 
 class _Run:
-    """The loop shared by both kinds: pending items in batches -> requests -> results written as they come."""
+    """The loop shared by both kinds: pending items -> a lazy stream of requests -> results written as they
+    come, a few at a time.
+
+    Requests are built a chunk of rows at a time as the backend asks for them, so the backend keeps every
+    slot busy across the whole job (no idle pool at chunk boundaries). Results are buffered and written in
+    one transaction when FLUSH_MAX have arrived or the oldest has waited FLUSH_S (checked on each result and
+    each time the backend asks should_stop, at least once a second): results are committed within about a
+    second of their arrival, and a crash loses at most those and the requests in flight."""
 
     def __init__(self, job: Job) -> None:
         self.job = job
@@ -316,6 +326,8 @@ class _Run:
         self._stop_checked_at = 0.0
         self._stopped = False
         self._written_at = 0.0
+        self._buffer: list[LLMResult] = []
+        self._buffered_at = 0.0
 
     # subclasses
     config: ModelConfig
@@ -323,11 +335,12 @@ class _Run:
     def pending_and_counts(self) -> tuple[list[int], _Progress]:
         raise NotImplementedError
 
-    def requests_for(self, pks: Sequence[int]) -> list[LLMRequest]:
+    def fetch(self, pks: Sequence[int]) -> list[LLMRequest]:
+        """The requests for these items (rows still present), remembering each row until it is stored."""
         raise NotImplementedError
 
-    def store(self, result: LLMResult) -> bool:
-        """Write one result; True when it counts as done, False as failed."""
+    def store(self, results: Sequence[LLMResult]) -> None:
+        """Write these results (one transaction)."""
         raise NotImplementedError
 
     # the loop
@@ -337,12 +350,8 @@ class _Run:
         own_backend = backend is None
         backend = backend or backend_from_config(self.config.backend_config())
         try:
-            batch_size = max(MIN_BATCH, self.config.max_concurrency * 4)
-            for start in range(0, len(pending), batch_size):
-                if self.should_stop():
-                    break
-                requests = self.requests_for(pending[start : start + batch_size])
-                backend.run(requests, self.on_result, should_stop=self.should_stop)
+            backend.run(self.requests(pending), self.on_result, should_stop=self.should_stop)
+            self.flush()
         finally:
             if own_backend:
                 backend.close()
@@ -354,25 +363,43 @@ class _Run:
             error = f"{self.progress.failed} item(s) failed; retry them later. " + "\n".join(self.errors[:5])
         _finish(self.job, JobStatus.SUCCEEDED, error=error)
 
+    def requests(self, pending: Sequence[int]) -> Iterator[LLMRequest]:
+        for start in range(0, len(pending), FETCH_CHUNK):
+            yield from self.fetch(pending[start : start + FETCH_CHUNK])
+
     def present(self, pks: Sequence[int], rows: dict[int, Any]) -> list[int]:
         """The pks whose rows still exist; one deleted since the job was created counts as failed."""
         for pk in pks:
             if pk not in rows:
                 self.progress.failed += 1
-                if len(self.errors) < MAX_ERRORS_KEPT:
-                    self.errors.append(f"item {pk}: deleted before it was run")
+                self._keep_error(f"item {pk}: deleted before it was run")
         return [pk for pk in pks if pk in rows]
 
     def on_result(self, result: LLMResult) -> None:
-        if self.store(result):
-            self.progress.done += 1
+        if not self._buffer:
+            self._buffered_at = time.monotonic()
+        self._buffer.append(result)
+        if len(self._buffer) >= FLUSH_MAX:
+            self.flush()
         else:
-            self.progress.failed += 1
-            if len(self.errors) < MAX_ERRORS_KEPT:
-                self.errors.append(f"item {result.key}: {result.error}")
+            self._flush_if_due()
+
+    def flush(self) -> None:
+        """Write the buffered results and count them."""
+        results, self._buffer = self._buffer, []
+        if not results:
+            return
+        self.store(results)
+        for result in results:
+            if result.ok:
+                self.progress.done += 1
+            else:
+                self.progress.failed += 1
+                self._keep_error(f"item {result.key}: {result.error}")
         self._write_progress()
 
     def should_stop(self) -> bool:
+        self._flush_if_due()
         if self._stopped:
             return True
         now = time.monotonic()
@@ -381,6 +408,14 @@ class _Run:
             status = Job.objects.filter(pk=self.job.pk).values_list("status", flat=True).first()
             self._stopped = status != JobStatus.RUNNING
         return self._stopped
+
+    def _flush_if_due(self) -> None:
+        if self._buffer and time.monotonic() - self._buffered_at >= FLUSH_S:
+            self.flush()
+
+    def _keep_error(self, message: str) -> None:
+        if len(self.errors) < MAX_ERRORS_KEPT:
+            self.errors.append(message)
 
     def _write_progress(self, *, force: bool = False) -> None:
         now = time.monotonic()
@@ -402,7 +437,7 @@ class _GenerateRun(_Run):
         self.generator = Generator.objects.get(pk=job.parameters["generator"])
         self.config = config_for_generator(self.generator)
         self.template = self.config.prompt_text()
-        self.procedures: dict[int, Procedure] = {}
+        self.in_flight: dict[int, tuple[Procedure, str]] = {}  # procedure pk -> (procedure, prompt)
 
     def pending_and_counts(self) -> tuple[list[int], _Progress]:
         rows = dict(
@@ -426,23 +461,20 @@ class _GenerateRun(_Run):
                 pending.append(pk)
         return pending, progress
 
-    def requests_for(self, pks: Sequence[int]) -> list[LLMRequest]:
-        self.procedures = Procedure.objects.in_bulk(list(pks))
+    def fetch(self, pks: Sequence[int]) -> list[LLMRequest]:
+        procedures = Procedure.objects.in_bulk(list(pks))
         requests = []
-        for pk in self.present(pks, self.procedures):
-            procedure = self.procedures[pk]
+        for pk in self.present(pks, procedures):
+            procedure = procedures[pk]
             n = len(procedure.steps)
             prompt = generation_prompt(self.template, goal=procedure.goal, resources=procedure.resources, n=n)
+            self.in_flight[pk] = (procedure, prompt)
             requests.append(generation_request(self.config, key=str(pk), prompt=prompt, n_steps=n))
         return requests
 
-    def store(self, result: LLMResult) -> bool:
-        procedure = self.procedures[int(result.key)]
-        prompt = generation_prompt(
-            self.template, goal=procedure.goal, resources=procedure.resources, n=len(procedure.steps)
-        )
-        store_generation(generator=self.generator, procedure=procedure, prompt=prompt, result=result)
-        return result.ok
+    def store(self, results: Sequence[LLMResult]) -> None:
+        rows = [(*self.in_flight.pop(int(result.key)), result) for result in results]
+        generations_store(generator=self.generator, results=rows)
 
 
 class _JudgeRun(_Run):
@@ -452,7 +484,7 @@ class _JudgeRun(_Run):
         self.mode: JudgeMode = job.parameters.get("mode", "missing")
         self.config = config_for_judge(self.judge)
         self.template = self.config.prompt_text()
-        self.generations: dict[int, Generation] = {}
+        self.in_flight: dict[int, Generation] = {}
 
     def pending_and_counts(self) -> tuple[list[int], _Progress]:
         rows = {
@@ -474,128 +506,19 @@ class _JudgeRun(_Run):
                 pending.append(pk)
         return pending, progress
 
-    def requests_for(self, pks: Sequence[int]) -> list[LLMRequest]:
-        self.generations = Generation.objects.select_related("procedure").in_bulk(list(pks))
+    def fetch(self, pks: Sequence[int]) -> list[LLMRequest]:
+        generations = Generation.objects.select_related("procedure").in_bulk(list(pks))
         requests = []
-        for pk in self.present(pks, self.generations):
-            generation = self.generations[pk]
+        for pk in self.present(pks, generations):
+            generation = generations[pk]
             l1, l2 = clean_steps(generation.procedure.steps), clean_steps(generation.predicted_steps)
             prompt = judge_prompt(self.template, goal=generation.procedure.goal, reference_steps=l1, steps=l2)
+            self.in_flight[pk] = generation
             requests.append(
                 judge_request(self.config, key=str(pk), prompt=prompt, n_l1=len(l1), n_l2=len(l2))
             )
         return requests
 
-    def store(self, result: LLMResult) -> bool:
-        generation = self.generations[int(result.key)]
-        store_judgment(judge=self.judge, generation=generation, result=result, keep_good=True)
-        return result.ok
-
-
-# --- writing one result -------------------------------------------------------------------------------------
-
-
-def store_generation(
-    *, generator: Generator, procedure: Procedure, prompt: str, result: LLMResult
-) -> Generation:
-    """Upsert the generator's L2 for a procedure: raw completion, steps and metrics, or the error."""
-    from .metrics import compute_generation_metrics
-
-    fields: dict[str, Any] = {
-        "prompt": prompt,
-        "model_completion": result.text or "",
-        "attempts": result.attempts,
-        "error": "" if result.ok else (result.error or "no completion"),
-        "predicted_steps": [],
-        "n_tokens": None,
-        "step_count_mismatch": None,
-        "duplicate_step_rate": None,
-        "duplicate_ngram_rate": None,
-    }
-    if result.ok:
-        steps = extract_steps(result.text)
-        fields["predicted_steps"] = steps
-        fields.update(compute_generation_metrics(steps, procedure.steps).as_fields())
-    generation = Generation(generator=generator, procedure=procedure, **fields)
-    with transaction.atomic():
-        Generation.objects.bulk_create(
-            [generation],
-            update_conflicts=True,
-            unique_fields=["generator", "procedure"],
-            update_fields=[*fields, "updated_at"],
-        )
-    return generation
-
-
-def store_judgment(
-    *, judge: Judge, generation: Generation, result: LLMResult, keep_good: bool = True
-) -> Judgment | None:
-    """Upsert the judge's judgment of the generation, with its critical failures, in one transaction.
-
-    An API error is stored as a parse failure with `error` set (re-judgeable), except that with keep_good a
-    good judgment already there is not overwritten by an error (returns None then)."""
-    procedure = generation.procedure
-    l1, l2 = clean_steps(procedure.steps), clean_steps(generation.predicted_steps)
-    extra: dict[str, Any] = {}
-    if result.ok:
-        parsed = parse_judge_output(result.text, n_l1=len(l1), n_l2=len(l2))
-        fields = {
-            "reasoning": parsed.reasoning,
-            "parse_failed": parsed.parse_failed,
-            "has_failure": parsed.has_failure,
-            "n_failures": parsed.n_failures,
-            "error": "",
-        }
-        failures = parsed.failures
-        if parsed.problem:
-            extra["parse_problem"] = parsed.problem
-    else:
-        fields = {"reasoning": "", "parse_failed": True, "has_failure": True, "n_failures": 0}
-        fields["error"] = result.error or "no completion"
-        failures = []
-    judgment = Judgment(
-        judge=judge,
-        generation=generation,
-        generator_id=generation.generator_id,
-        topic_id=procedure.topic_id,
-        raw_output=result.text or "",
-        attempts=result.attempts,
-        extra=extra,
-        **fields,
-    )
-    with transaction.atomic():
-        if not result.ok and keep_good:
-            existing = (
-                Judgment.objects.select_for_update()
-                .filter(judge=judge, generation=generation, error="", parse_failed=False)
-                .exists()
-            )
-            if existing:
-                return None
-        Judgment.objects.bulk_create(
-            [judgment],
-            update_conflicts=True,
-            unique_fields=["judge", "generation"],
-            update_fields=[
-                "generator",
-                "topic",
-                "raw_output",
-                "attempts",
-                "extra",
-                "updated_at",
-                *fields,
-            ],
-        )
-        CriticalFailure.objects.filter(judgment_id=judgment.pk).delete()
-        CriticalFailure.objects.bulk_create(
-            CriticalFailure(
-                judgment_id=judgment.pk,
-                order=order,
-                description=failure.description,
-                l1_steps=failure.l1_steps,
-                l2_steps=failure.l2_steps,
-                steps_out_of_range=failure.steps_out_of_range,
-            )
-            for order, failure in enumerate(failures)
-        )
-    return judgment
+    def store(self, results: Sequence[LLMResult]) -> None:
+        rows = [(self.in_flight.pop(int(result.key)), result) for result in results]
+        judgments_store(judge=self.judge, results=rows, keep_good=True)

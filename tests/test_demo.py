@@ -1,5 +1,6 @@
 """`make demo` end to end: embedded SQLite database and broker in a temporary var dir, the paper's examples
-loaded, gunicorn and a Celery worker started together, the staff login works, Ctrl-C stops both.
+loaded, gunicorn, a Celery worker and the embedded model server started together, the staff login works,
+Ctrl-C stops them all.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+
+from judging.llm.local import server_is_up
 
 ROOT = Path(__file__).resolve().parent.parent
 PAPER_TREE = ROOT / "demo" / "paper-h2e"
@@ -50,6 +53,8 @@ class Demo:
         self.log = var_dir.parent / "make-demo.log"
         env = {key: value for key, value in os.environ.items() if key not in {"DEBUG", "SECRET_KEY"}}
         env["H2E_VAR_DIR"] = str(var_dir)
+        self.llm_port = free_port()
+        env["H2E_LOCAL_LLM_URL"] = f"http://127.0.0.1:{self.llm_port}/v1"
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(
                 ["make", "--no-print-directory", "demo", f"PORT={self.port}", f"VENV={VENV}"],
@@ -140,9 +145,17 @@ def test_it_serves_the_paper_examples_with_a_staff_login_and_stops_on_ctrl_c(dem
     assert (demo.var_dir / "h2e.sqlite3").exists()
     assert (demo.var_dir / "celery-broker.sqlite3").exists()
 
+    llm_url = f"http://127.0.0.1:{demo.llm_port}/v1"
+    assert f"Embedded model (a plumbing/demo model): {llm_url}" in demo.output()
+    deadline = time.monotonic() + START_TIMEOUT_SECONDS
+    while not server_is_up(llm_url) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert server_is_up(llm_url), f"the embedded model does not answer at {llm_url}:\n{demo.output()}"
+
     demo.interrupt()
-    assert "Stopping the web app and the worker" in demo.output()
+    assert "Stopping the web app, the worker and the embedded model" in demo.output()
     assert not port_open(demo.port), "the web app still listens after Ctrl-C"
+    assert not port_open(demo.llm_port), "the embedded model still listens after Ctrl-C"
     with pytest.raises(ProcessLookupError):  # no process of the demo is left: not gunicorn, not celery
         os.killpg(demo.process.pid, 0)
 

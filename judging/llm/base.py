@@ -9,7 +9,7 @@ later retry could succeed). They raise only for misconfiguration (e.g. vllm not 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -79,14 +79,16 @@ class LLMBackend(Protocol):
 
     def run(
         self,
-        requests: Sequence[LLMRequest],
+        requests: Iterable[LLMRequest],
         on_result: OnResult,
         *,
         should_stop: Callable[[], bool] = lambda: False,
     ) -> None:
         """Run every request (concurrently where the backend can), calling on_result once per request
-        as it completes, from the calling thread. Stops starting new requests once should_stop() is true
-        (cancellation); requests not started get no result."""
+        as it completes, from the calling thread. `requests` may be a lazy iterator: it is consumed as
+        the backend has room, so a caller can stream a whole job through one call. Stops starting new
+        requests once should_stop() is true (cancellation); requests not started get no result.
+        should_stop() is also called at least once a second while requests are in flight."""
         ...
 
     def close(self) -> None: ...

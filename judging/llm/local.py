@@ -91,6 +91,17 @@ def server_command(host: str, port: int, threads: int | None = None) -> list[str
     ]
 
 
+def server_environment() -> dict[str, str]:
+    """This process's environment without the variables llama-cpp-python's server would read as its own
+    settings (HOST, PORT, MODEL, N_CTX, ... : any setting's name, in any case), which would override the
+    command line: `make demo` sets PORT for the web app, for one."""
+    from llama_cpp.server.settings import ModelSettings, ServerSettings
+
+    names = {name.lower() for name in (*ModelSettings.model_fields, *ServerSettings.model_fields)}
+    names.add("config_file")
+    return {key: value for key, value in os.environ.items() if key.lower() not in names}
+
+
 def server_is_up(base_url: str, timeout_s: float = 2.0) -> bool:
     try:
         with urllib.request.urlopen(f"{base_url}/models", timeout=timeout_s) as response:
@@ -106,7 +117,9 @@ def start_local_llm_server(
     url = urlparse(base_url or local_llm_url())
     host, port = url.hostname or "127.0.0.1", url.port or 8080
     output = log.open("ab") if log else subprocess.DEVNULL
-    process = subprocess.Popen(server_command(host, port), stdout=output, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        server_command(host, port), stdout=output, stderr=subprocess.STDOUT, env=server_environment()
+    )
     deadline = time.monotonic() + startup_timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:

@@ -9,10 +9,11 @@ asked before each chunk and each chunk's results reach on_result as soon as it f
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -96,18 +97,19 @@ class VLLMOfflineBackend:
 
     def run(
         self,
-        requests: Sequence[LLMRequest],
+        requests: Iterable[LLMRequest],
         on_result: OnResult,
         *,
         should_stop: Callable[[], bool] = lambda: False,
     ) -> None:
-        if not requests:
-            return
-        llm = engine_for(self._vllm, self.config)
-        for start in range(0, len(requests), CHUNK_SIZE):
-            if should_stop():
+        pending = iter(requests)
+        llm = None
+        while not should_stop():
+            chunk = list(itertools.islice(pending, CHUNK_SIZE))
+            if not chunk:
                 return
-            for result in self._run_chunk(llm, requests[start : start + CHUNK_SIZE]):
+            llm = llm or engine_for(self._vllm, self.config)
+            for result in self._run_chunk(llm, chunk):
                 on_result(result)
 
     def _run_chunk(self, llm: Any, chunk: Sequence[LLMRequest]) -> list[LLMResult]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import subprocess
 import sys
@@ -116,10 +117,12 @@ def test_it_makes_the_real_model_write_exactly_n_numbered_steps(local_llm_url: s
 
 @pytest.mark.slow
 def test_it_serves_the_embedded_model_from_the_command() -> None:
-    port = free_port()
+    port, web_port = free_port(), free_port()
     command = [sys.executable, "manage.py", "serve_local_llm", "--port", str(port), "--threads", "1"]
+    # HOST / PORT (the web app's, under make demo) and MODEL must not override the command line
+    env = dict(os.environ, HOST="0.0.0.0", PORT=str(web_port), MODEL="/nonexistent.gguf")
     process = subprocess.Popen(
-        command, cwd=settings.BASE_DIR, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        command, cwd=settings.BASE_DIR, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
     )
     try:
         assert process.stdout is not None

@@ -8,7 +8,7 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from judging.llm.local import server_command
+from judging.llm.local import server_command, server_environment
 
 
 class Command(BaseCommand):
@@ -32,4 +32,4 @@ class Command(BaseCommand):
         )
         self.stdout.flush()
         # become the server: signals (Ctrl-C, docker stop) reach it directly and no child is orphaned
-        os.execv(command[0], command)
+        os.execve(command[0], command, server_environment())

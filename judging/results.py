@@ -1,0 +1,155 @@
+"""Writing LLM results: a generator's L2 (Generation) and a judge's verdict (Judgment + CriticalFailure).
+
+Both writers take a group of results and write them in one transaction (an upsert on the unique constraint),
+so a run can commit results as they arrive without paying a transaction per row. Writing the same result
+again changes nothing but `updated_at`: the writes are idempotent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import transaction
+
+from mining.models import Procedure
+
+from .llm.base import LLMResult
+from .metrics import compute_generation_metrics
+from .models import CriticalFailure, Generation, Generator, Judge, Judgment
+from .parsing import ParsedFailure, extract_steps, parse_judge_output
+from .prompting import clean_steps
+
+GENERATION_FIELDS = (
+    "prompt",
+    "model_completion",
+    "attempts",
+    "error",
+    "predicted_steps",
+    "n_tokens",
+    "step_count_mismatch",
+    "duplicate_step_rate",
+    "duplicate_ngram_rate",
+)
+JUDGMENT_FIELDS = (
+    "generator",
+    "topic",
+    "reasoning",
+    "raw_output",
+    "parse_failed",
+    "has_failure",
+    "n_failures",
+    "error",
+    "attempts",
+    "extra",
+)
+
+
+def generations_store(
+    *, generator: Generator, results: Sequence[tuple[Procedure, str, LLMResult]]
+) -> list[Generation]:
+    """Upsert the generator's L2 for each (procedure, prompt, result): raw completion, steps and metrics,
+    or the error (then no steps)."""
+    rows = [_generation_row(generator, procedure, prompt, result) for procedure, prompt, result in results]
+    with transaction.atomic():
+        Generation.objects.bulk_create(
+            rows,
+            update_conflicts=True,
+            unique_fields=["generator", "procedure"],
+            update_fields=[*GENERATION_FIELDS, "updated_at"],
+        )
+    return rows
+
+
+def _generation_row(generator: Generator, procedure: Procedure, prompt: str, result: LLMResult) -> Generation:
+    row = Generation(
+        generator=generator,
+        procedure=procedure,
+        prompt=prompt,
+        model_completion=result.text or "",
+        attempts=result.attempts,
+        error="" if result.ok else (result.error or "no completion"),
+    )
+    if result.ok:
+        row.predicted_steps = extract_steps(result.text)
+        metrics = compute_generation_metrics(row.predicted_steps, procedure.steps)
+        for name, value in metrics.as_fields().items():
+            setattr(row, name, value)
+    return row
+
+
+def judgments_store(
+    *, judge: Judge, results: Sequence[tuple[Generation, LLMResult]], keep_good: bool = True
+) -> list[Judgment]:
+    """Upsert the judge's judgment of each (generation, result) with its critical failures, in one
+    transaction. An API error is stored as a parse failure with `error` set (re-judgeable), except that with
+    keep_good a good judgment already stored is not overwritten by an error. Returns the rows written."""
+    parsed = [_judgment_row(judge, generation, result) for generation, result in results]
+    with transaction.atomic():
+        if keep_good:
+            parsed = _without_good_overwritten_by_errors(judge, parsed)
+        if not parsed:
+            return []
+        rows = [row for row, _ in parsed]
+        Judgment.objects.bulk_create(
+            rows,
+            update_conflicts=True,
+            unique_fields=["judge", "generation"],
+            update_fields=[*JUDGMENT_FIELDS, "updated_at"],
+        )
+        CriticalFailure.objects.filter(judgment_id__in=[row.pk for row in rows]).delete()
+        CriticalFailure.objects.bulk_create(
+            CriticalFailure(
+                judgment_id=row.pk,
+                order=order,
+                description=failure.description,
+                l1_steps=failure.l1_steps,
+                l2_steps=failure.l2_steps,
+                steps_out_of_range=failure.steps_out_of_range,
+            )
+            for row, failures in parsed
+            for order, failure in enumerate(failures)
+        )
+    return rows
+
+
+def _judgment_row(
+    judge: Judge, generation: Generation, result: LLMResult
+) -> tuple[Judgment, list[ParsedFailure]]:
+    procedure = generation.procedure
+    row = Judgment(
+        judge=judge,
+        generation=generation,
+        generator_id=generation.generator_id,
+        topic_id=procedure.topic_id,
+        raw_output=result.text or "",
+        attempts=result.attempts,
+    )
+    if not result.ok:
+        row.parse_failed = row.has_failure = True
+        row.error = result.error or "no completion"
+        return row, []
+    l1, l2 = clean_steps(procedure.steps), clean_steps(generation.predicted_steps)
+    parsed = parse_judge_output(result.text, n_l1=len(l1), n_l2=len(l2))
+    row.reasoning = parsed.reasoning
+    row.parse_failed = parsed.parse_failed
+    row.has_failure = parsed.has_failure
+    row.n_failures = parsed.n_failures
+    extra: dict[str, Any] = {"parse_problem": parsed.problem} if parsed.problem else {}
+    row.extra = extra
+    return row, parsed.failures
+
+
+def _without_good_overwritten_by_errors(
+    judge: Judge, parsed: list[tuple[Judgment, list[ParsedFailure]]]
+) -> list[tuple[Judgment, list[ParsedFailure]]]:
+    """Drop the API errors whose generation already has a good judgment (locked until the commit)."""
+    errored = [row.generation_id for row, _ in parsed if row.error]
+    if not errored:
+        return parsed
+    good = set(
+        Judgment.objects.select_for_update()
+        .filter(judge=judge, generation_id__in=errored, error="", parse_failed=False)
+        .values_list("generation_id", flat=True)
+    )
+    return [(row, failures) for row, failures in parsed if not (row.error and row.generation_id in good)]
