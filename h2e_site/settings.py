@@ -187,4 +187,9 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # The HTTP clients under the openai package log every request at INFO: hundreds of lines a second in
+    # a judging worker. Their warnings and errors still show; LLM_HTTP_LOG_LEVEL=INFO brings them back.
+    "loggers": {
+        name: {"level": env_str("LLM_HTTP_LOG_LEVEL", "WARNING")} for name in ("httpx", "httpx2", "httpcore")
+    },
 }
