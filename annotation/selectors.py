@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, Prefetch, Q, QuerySet, Sum
+from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
+from django.db.models.functions import Coalesce
 
 from .models import AnnotatedFailure, Annotation, AssignmentStatus, Participant, Stage, Study, StudyItem
 
@@ -47,6 +48,23 @@ def study_progress(*, study: Study) -> StudyProgress:
         participants=people["n"],
         done=people["done"],
         screened_out=people["screened"],
+    )
+
+
+def _per_study(queryset: QuerySet[Any, Any], aggregate: Any) -> Subquery:
+    return Subquery(
+        queryset.filter(study=OuterRef("pk")).order_by().values("study").annotate(n=aggregate).values("n")
+    )
+
+
+def studies_with_progress() -> QuerySet[Study, Study]:
+    """Studies with their counts (items, target, completed, participants) in one query."""
+    items = StudyItem.objects.filter(is_attention_check=False)
+    return Study.objects.annotate(
+        n_items=Coalesce(_per_study(items, Count("pk")), 0),
+        n_target=Coalesce(_per_study(items, Sum("target_annotations")), 0),
+        n_completed=Coalesce(_per_study(items, Sum("completed_count")), 0),
+        n_participants=Coalesce(_per_study(Participant.objects.all(), Count("pk")), 0),
     )
 
 

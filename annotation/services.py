@@ -284,7 +284,11 @@ def _claimable(participant: Participant, *, attention: bool) -> QuerySet[StudyIt
 
 def _claim(participant: Participant, *, attention: bool) -> StudyItem | None:
     """Lock one claimable item (skipping rows others hold) and take a slot with a conditional UPDATE."""
-    candidates = _claimable(participant, attention=attention).select_related("generation")
+    candidates = (
+        _claimable(participant, attention=attention)
+        .select_related("generation__procedure")
+        .defer(*(field.removeprefix("item__") for field in UNSHOWN))
+    )
     for item in candidates.select_for_update(skip_locked=True, of=("self",))[:1]:
         slot = F("assigned_count") + 1
         taken = StudyItem.objects.filter(pk=item.pk)
@@ -311,24 +315,29 @@ def assignment_next(*, participant: Participant, now: datetime | None = None) ->
     if _quota_reached(participant, study):
         return None
     now = now or timezone.now()
-    leases_reclaim(study=study, now=now)
     try:
-        with transaction.atomic():
-            item = _claim(participant, attention=True) if _wants_attention_check(participant, study) else None
-            item = item or _claim(participant, attention=False)
-            if item is None:
-                return None
-            Assignment.objects.create(
-                study=study,
-                participant=participant,
-                item=item,
-                issued_at=now,
-                lease_expires_at=now + timedelta(minutes=study.lease_minutes),
-                n_l2_steps=len(item.generation.predicted_steps),
-            )
+        leased = _lease(participant, study, now)
+        if leased is None and leases_reclaim(study=study, now=now):  # expired leases, reclaimed when needed
+            leased = _lease(participant, study, now)
     except IntegrityError:  # the same participant's parallel request leased one first: the slot is given back
-        pass
-    return assignment_current(participant=participant)
+        return assignment_current(participant=participant)
+    return leased
+
+
+@transaction.atomic
+def _lease(participant: Participant, study: Study, now: datetime) -> Assignment | None:
+    item = _claim(participant, attention=True) if _wants_attention_check(participant, study) else None
+    item = item or _claim(participant, attention=False)
+    if item is None:
+        return None
+    return Assignment.objects.create(
+        study=study,
+        participant=participant,
+        item=item,
+        issued_at=now,
+        lease_expires_at=now + timedelta(minutes=study.lease_minutes),
+        n_l2_steps=len(item.generation.predicted_steps),
+    )
 
 
 def _locked_active(assignment: Assignment) -> Assignment:

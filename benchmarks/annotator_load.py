@@ -12,6 +12,8 @@
    Prolific entry URL, consent, training and the comprehension check, then annotates items until the run
    ends: fetch the item page (which leases the next item), acknowledge the goal, reveal every L2 step
    (htmx POSTs), submit. Between actions it waits an exponentially distributed think time (mean --think s).
+   Arrivals are spread evenly over --ramp seconds (Prolific releases places gradually; 50 people arriving
+   in the same second is measured with --ramp 0).
 4. Reports the latency of each kind of request as the client saw it (p50/p95/p99), the request rate, and
    every error (any status >= 400, or a connection error). Then checks the database: no item has more than
    k annotations, no participant has an item twice.
@@ -127,6 +129,19 @@ def start_gunicorn(env: dict[str, str], port: int, workers: int) -> subprocess.P
     raise RuntimeError("gunicorn did not start")
 
 
+def workers_cpu_seconds(master: int) -> float:
+    """CPU time (user + system) of the gunicorn master's children, from /proc."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == master:  # ppid
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
     if not ordered:
@@ -134,7 +149,7 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(p / 100 * len(ordered) + 0.5) - 1))]
 
 
-def run_load(base_url: str, n_annotators: int, seconds: float, think: float) -> dict[str, Any]:
+def run_load(base_url: str, n_annotators: int, seconds: float, think: float, ramp: float) -> dict[str, Any]:
     from tests.annotation.http_annotator import HttpAnnotator
 
     timings: dict[str, list[float]] = defaultdict(list)
@@ -155,7 +170,7 @@ def run_load(base_url: str, n_annotators: int, seconds: float, think: float) -> 
 
         try:
             start.wait()
-            time.sleep(rng.uniform(0, think))  # arrivals spread over the first think time
+            time.sleep(ramp * n / n_annotators)  # arrivals spread evenly over the ramp
             person.qualify(answers)
             while time.monotonic() < stop_at[0] and person.annotate_next(pause=pause):
                 pause()
@@ -209,8 +224,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--db", default="h2e_bench_annot", help="dropped and re-created")
     parser.add_argument("--annotators", type=int, default=50)
-    parser.add_argument("--seconds", type=float, default=60, help="how long annotators keep taking items")
+    parser.add_argument("--seconds", type=float, default=90, help="how long annotators keep taking items")
     parser.add_argument("--think", type=float, default=1.0, help="mean think time between actions (s)")
+    parser.add_argument("--ramp", type=float, default=20, help="arrivals spread over this many seconds")
     parser.add_argument("--items", type=int, default=600)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--port", type=int, default=8765)
@@ -224,17 +240,23 @@ def main() -> None:
     load_before = os.getloadavg()
     server = start_gunicorn(server_env(args.db, static_root), args.port, args.workers)
     try:
-        load = run_load(f"http://127.0.0.1:{args.port}", args.annotators, args.seconds, args.think)
+        cpu = workers_cpu_seconds(server.pid), time.process_time()
+        load = run_load(f"http://127.0.0.1:{args.port}", args.annotators, args.seconds, args.think, args.ramp)
+        server_cpu, client_cpu = workers_cpu_seconds(server.pid) - cpu[0], time.process_time() - cpu[1]
     finally:
         server.terminate()
         server.wait()
+    summary = summarise(load)
     report = {
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         "annotators": args.annotators,
         "think_s": args.think,
+        "ramp_s": args.ramp,
         "workers": args.workers,
-        **summarise(load),
+        **summary,
+        "server_cpu_ms_per_request": 1000 * server_cpu / summary["requests"],
+        "client_cpu_ms_per_request": 1000 * client_cpu / summary["requests"],
         "errors": load["errors"],
         "database": check_database(study),
         "loadavg_before": load_before,
@@ -261,11 +283,13 @@ def append_doc(report: dict[str, Any]) -> None:
 ### Run of {report["date"]}
 
 Machine: {report["machine"]}; gunicorn {report["workers"]} sync workers, DEBUG=0, PostgreSQL on loopback.
-{report["annotators"]} annotators, mean think time {report["think_s"]} s between actions, \
-{report["wall_s"]:.0f} s:
+{report["annotators"]} annotators arriving over {report["ramp_s"]:.0f} s, mean think time \
+{report["think_s"]} s between actions, {report["wall_s"]:.0f} s in all:
 {report["requests"]:,} requests ({report["per_s"]:.0f}/s), {len(report["errors"])} errors;
 {report["database"]["annotations"]:,} annotations stored, items over k: {report["database"]["over_k"]},
-participant x item twice: {report["database"]["twice"]}.
+participant x item twice: {report["database"]["twice"]}. CPU per request: gunicorn workers \
+{report["server_cpu_ms_per_request"]:.1f} ms, the load generator (same 2 cores) \
+{report["client_cpu_ms_per_request"]:.1f} ms.
 
 | request | n | p50 ms | p95 ms | p99 ms | max ms |
 | --- | --- | --- | --- | --- | --- |

@@ -34,7 +34,47 @@
     }
   }
 
-  function markChanged() { unsaved.hidden = false; }
+  var draftKey = "h2e-draft-" + form.dataset.assignment;
+
+  function markChanged() {
+    unsaved.hidden = false;
+    saveDraft();
+  }
+
+  // A draft of what was typed, kept in this browser so a reload or a closed tab loses nothing.
+  function saveDraft() {
+    var entries = [];
+    document.querySelectorAll("#failure-entries .failure-entry").forEach(function (entry) {
+      var checked = function (side) {
+        return Array.prototype.map.call(
+          entry.querySelectorAll("input[name$='-" + side + "']:checked"), function (box) { return box.value; });
+      };
+      entries.push({ d: entry.querySelector("textarea").value, l1: checked("l1"), l2: checked("l2") });
+    });
+    var draft = { choice: document.getElementById("has-failure").value, failures: entries,
+                  comments: document.getElementById("comments").value };
+    try { window.localStorage.setItem(draftKey, JSON.stringify(draft)); } catch (e) { /* storage off */ }
+  }
+
+  function restoreDraft() {
+    var draft = null;
+    try { draft = JSON.parse(window.localStorage.getItem(draftKey) || "null"); } catch (e) { draft = null; }
+    if (!draft || form.dataset.posted) return;
+    document.getElementById("has-failure").value = draft.choice || "";
+    document.getElementById("comments").value = draft.comments || "";
+    (draft.failures || []).forEach(function (saved, i) {
+      if (i > 0) addFailure();
+      var entry = document.querySelectorAll("#failure-entries .failure-entry")[i];
+      entry.querySelector("textarea").value = saved.d || "";
+      ["l1", "l2"].forEach(function (side) {
+        (saved[side] || []).forEach(function (n) {
+          var box = entry.querySelector("input[name$='-" + side + "'][value='" + n + "']");
+          if (box) box.checked = true;
+        });
+      });
+    });
+    unsaved.hidden = false;
+  }
 
   function showChoice() {
     var choice = document.getElementById("has-failure").value;
@@ -63,7 +103,7 @@
     list.insertAdjacentHTML("beforeend", html);
     renumber();
     list.lastElementChild.querySelector("textarea").focus();
-    markChanged();
+    unsaved.hidden = false;
   }
 
   function removeFailure(entry) {
@@ -92,12 +132,13 @@
   });
   form.addEventListener("change", function (event) {
     if (event.target.id === "has-failure") showChoice();
+    markChanged();
   });
   form.addEventListener("click", function (event) {
     var remove = event.target.closest(".remove-failure");
     if (remove) removeFailure(remove.closest(".failure-entry"));
   });
-  document.getElementById("add-failure").addEventListener("click", addFailure);
+  document.getElementById("add-failure").addEventListener("click", function () { addFailure(); saveDraft(); });
   document.addEventListener("visibilitychange", trackVisibility);
   form.addEventListener("submit", function (event) {
     var submitter = event.submitter;
@@ -108,12 +149,14 @@
     submitting = true;
     button.disabled = true;
     unsaved.hidden = true;
+    try { window.localStorage.removeItem(draftKey); } catch (e) { /* storage off */ }
   });
   window.addEventListener("beforeunload", function (event) {
     if (!unsaved.hidden && !submitting) event.preventDefault();
   });
 
   renumber();
+  restoreDraft();
   showChoice();
   tick();
   window.setInterval(tick, 1000);

@@ -105,11 +105,14 @@ def test_it_walks_an_annotator_from_prolific_to_the_completion_code(new_tab: Any
     study = make_study(n_items=2, k=3, dwell=6, l1=COCONUT_L1, l2=COCONUT_L2, items_per_participant=2)
     Assignment.objects.none()
     page = new_tab()
+    console: list[str] = []
+    page.on("console", lambda message: console.append(message.text))
+    page.on("pageerror", lambda error: console.append(str(error)))
     qualify(page, live_server, study.slug)
 
     # The item as first shown: L2 hidden, submission closed until the dwell time has passed.
     submit = page.get_by_role("button", name="Submit & Continue")
-    assert submit.is_disabled()
+    assert submit.is_disabled(), (page.locator("#clock").inner_text(), console)
     assert "until submission becomes open" in page.locator("#clock").inner_text()
     assert page.locator("#l2-step-1").count() == 0
     shot(page, "04-item-start")
@@ -154,6 +157,14 @@ def test_it_walks_an_annotator_from_prolific_to_the_completion_code(new_tab: Any
     page.locator(".failure-entry").nth(1).locator("label.step-chip", has_text="L2.4").click()
     page.get_by_label("Comments (optional)").fill("Demo of the interface")
     assert page.get_by_text("You have unsubmitted changes").is_visible()
+
+    # A reload keeps what was typed (a draft in this browser); the leave-page warning is accepted.
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.reload()
+    page.get_by_text("Reading progress: 4/4 steps (100%)").wait_for()
+    assert page.locator("#failure-1-description").input_value() == "second example (not a real failure)"
+    assert page.locator(".failure-entry").nth(1).locator("input[value='4'][name$='-l2']").is_checked()
+    assert page.get_by_label("Comments (optional)").input_value() == "Demo of the interface"
     page.wait_for_function("!document.getElementById('submit-button').disabled", timeout=15_000)
     assert "Time elapsed" in page.locator("#clock").inner_text()
     shot(page, "06-item-failures")

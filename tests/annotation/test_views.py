@@ -357,13 +357,12 @@ def test_it_shows_progress_per_item_and_per_annotator(staff: Client) -> None:
     assert pid(1).encode() in page.content and b"1 / 4" in page.content
 
 
-def test_it_lists_studies_in_a_fixed_number_of_queries(
-    staff: Client, django_assert_max_num_queries: Any
-) -> None:
-    for _ in range(3):
-        make_study(n_items=1)
-    with django_assert_max_num_queries(12):
-        assert staff.get(reverse("annotation:study_list")).status_code == 200
+def test_it_lists_studies_in_a_fixed_number_of_queries(staff: Client, django_assert_num_queries: Any) -> None:
+    for _ in range(4):
+        make_study(n_items=2, k=3)
+    with django_assert_num_queries(3):  # session, user, studies with their counts
+        page = staff.get(reverse("annotation:study_list"))
+    assert page.status_code == 200 and b"0 / 6" in page.content
 
 
 def test_it_exports_jsonl_and_csv(staff: Client) -> None:
@@ -392,3 +391,21 @@ def test_it_closes_and_reopens_a_study(staff: Client) -> None:
     staff.post(reverse("annotation:study_toggle_open", args=[study.slug]))
     study.refresh_from_db()
     assert not study.is_open
+
+
+def test_it_asks_for_the_stated_answer_on_an_attention_check(client: Client) -> None:
+    study = make_study(n_items=2, k=1, attention_checks=1, attention_check_every=1, items_per_participant=0)
+    qualify(client, study)
+    first = current(client, study)
+    read_all(client, study, first)
+    client.post(url("submit", study, first), {"has_failure": "no"})
+    page = client.get(reverse("annotator:item", args=[study.slug]))
+    check = page.context["assignment"]
+    assert check.item.is_attention_check
+    expected = (
+        "Critical failures identified" if check.item.attention_expects_failure else "No critical failures"
+    )
+    assert (
+        f"Attention check: whatever you think of L2, please answer this question with “{expected}".encode()
+        in (page.content)
+    )
