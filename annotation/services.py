@@ -405,17 +405,17 @@ class Submission:
 
 
 def _check_gates(assignment: Assignment, study: Study, now: datetime) -> None:
-    if assignment.goal_acknowledged_at is None:
-        raise Refused("Confirm that you have read the goal before submitting.")
-    if not assignment.all_steps_revealed:
-        raise Refused(
-            f"Read every L2 step before submitting ({assignment.n_revealed} of {assignment.n_l2_steps} read)."
-        )
     waited = (now - assignment.issued_at).total_seconds()
     if waited < study.min_dwell_seconds:
         raise Refused(
             f"Submission opens {study.min_dwell_seconds} s after the item was shown; "
             f"{int(study.min_dwell_seconds - waited) + 1} s to go."
+        )
+    if assignment.goal_acknowledged_at is None:
+        raise Refused("Confirm that you have read the goal before submitting.")
+    if not assignment.all_steps_revealed:
+        raise Refused(
+            f"Read every L2 step before submitting ({assignment.n_revealed} of {assignment.n_l2_steps} read)."
         )
 
 

@@ -101,6 +101,17 @@ def page_read_count(page: Any) -> int:
     return int(match.group(1))
 
 
+def direct_submit(page: Any, live_server: Any) -> Any:
+    """POST the item form as a script would, with the page's cookies and CSRF token, bypassing the UI."""
+    token = page.locator("input[name=csrfmiddlewaretoken]").first.get_attribute("value")
+    action = page.locator("#item-form").get_attribute("action")
+    return page.request.post(
+        f"{live_server.url}{action}",
+        form={"csrfmiddlewaretoken": token, "has_failure": "no"},
+        headers={"X-CSRFToken": token, "Referer": page.url},
+    )
+
+
 def test_it_walks_an_annotator_from_prolific_to_the_completion_code(new_tab: Any, live_server: Any) -> None:
     study = make_study(n_items=2, k=3, dwell=6, l1=COCONUT_L1, l2=COCONUT_L2, items_per_participant=2)
     Assignment.objects.none()
@@ -117,15 +128,9 @@ def test_it_walks_an_annotator_from_prolific_to_the_completion_code(new_tab: Any
     assert page.locator("#l2-step-1").count() == 0
     shot(page, "04-item-start")
 
-    # A direct POST before the dwell time (and before any reading) is refused by the server.
-    token = page.locator("input[name=csrfmiddlewaretoken]").first.get_attribute("value")
-    action = page.locator("#item-form").get_attribute("action")
-    early = page.request.post(
-        f"{live_server.url}{action}",
-        form={"csrfmiddlewaretoken": token, "has_failure": "no"},
-        headers={"X-CSRFToken": token, "Referer": page.url},
-    )
-    assert early.status == 400 and "Confirm that you have read the goal" in early.text()
+    # A direct POST before the dwell time is refused by the server.
+    early = direct_submit(page, live_server)
+    assert early.status == 400 and "Submission opens 6 s after the item was shown" in early.text()
 
     # Keyboard: acknowledge the goal, then read the first L2 step with Enter (it takes the focus).
     page.locator("#ack-goal").focus()
@@ -144,6 +149,11 @@ def test_it_walks_an_annotator_from_prolific_to_the_completion_code(new_tab: Any
     page.goto(entry(live_server, study.slug))
     page.get_by_text("Reading progress: 3/4 steps (75%)").wait_for()
     assert page.locator("#l2-step-4 button").count() == 1
+
+    # Once the dwell time has passed, a direct POST with an L2 step unread is still refused.
+    page.wait_for_function("!document.getElementById('submit-button').disabled", timeout=15_000)
+    unread = direct_submit(page, live_server)
+    assert unread.status == 400 and "Read every L2 step before submitting (3 of 4 read)" in unread.text()
     read_steps(page, 4, 4)
 
     # Critical failures: two entries with step chips.
