@@ -283,13 +283,21 @@ def _claimable(participant: Participant, *, attention: bool) -> QuerySet[StudyIt
 
 
 def _claim(participant: Participant, *, attention: bool) -> StudyItem | None:
-    """Lock one claimable item (skipping rows others hold) and take a slot with a conditional UPDATE."""
+    """Lock one claimable item and take a slot with a conditional UPDATE. Rows other requests hold are
+    skipped; if every candidate is held (the last open slots, each in another request's transaction), wait
+    once for them rather than tell the participant that nothing is left."""
+    return _claim_one(participant, attention=attention, skip_locked=True) or _claim_one(
+        participant, attention=attention, skip_locked=False
+    )
+
+
+def _claim_one(participant: Participant, *, attention: bool, skip_locked: bool) -> StudyItem | None:
     candidates = (
         _claimable(participant, attention=attention)
         .select_related("generation__procedure")
         .defer(*(field.removeprefix("item__") for field in UNSHOWN))
     )
-    for item in candidates.select_for_update(skip_locked=True, of=("self",))[:1]:
+    for item in candidates.select_for_update(skip_locked=skip_locked, of=("self",))[:1]:
         slot = F("assigned_count") + 1
         taken = StudyItem.objects.filter(pk=item.pk)
         if not attention:

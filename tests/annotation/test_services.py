@@ -298,3 +298,33 @@ def test_it_exports_every_annotation_with_its_evidence() -> None:
     assert len(rows) == 1 and list(rows[0]) == EXPORT_FIELDS
     assert rows[0]["critical_failures"] == [{"failure": "No rinse", "L1_steps": [3], "L2_steps": [4]}]
     assert rows[0]["active_seconds"] == 12.5 and len(rows[0]["step_revealed_at"]) == 4
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_waits_for_the_last_open_item_rather_than_turning_the_participant_away() -> None:
+    import threading
+    import time
+
+    from django.db import connection
+
+    study = make_study(n_items=1, k=2)
+    participant = qualified(study, 1)
+    item = StudyItem.objects.get(study=study)
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_the_row() -> None:  # another request's transaction holding the item's row (e.g. a submit)
+        with transaction.atomic():
+            StudyItem.objects.select_for_update().get(pk=item.pk)
+            locked.set()
+            release.wait(5)
+        connection.close()
+
+    holder = threading.Thread(target=hold_the_row)
+    holder.start()
+    locked.wait(5)
+    threading.Timer(0.5, release.set).start()
+    started = time.monotonic()
+    assignment = services.assignment_next(participant=participant)
+    holder.join()
+    assert assignment is not None and assignment.item_id == item.pk
+    assert time.monotonic() - started >= 0.4
