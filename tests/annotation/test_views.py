@@ -409,3 +409,18 @@ def test_it_asks_for_the_stated_answer_on_an_attention_check(client: Client) -> 
         f"Attention check: whatever you think of L2, please answer this question with “{expected}".encode()
         in (page.content)
     )
+
+
+def test_it_refuses_the_wrong_method_on_researcher_pages(staff: Client) -> None:
+    study = make_study(n_items=1)
+    assert staff.get(reverse("annotation:study_toggle_open", args=[study.slug])).status_code == 405
+    assert staff.post(reverse("annotation:study_detail", args=[study.slug])).status_code == 405
+    assert staff.post(reverse("annotation:study_export_csv", args=[study.slug])).status_code == 405
+
+
+def test_it_refuses_to_close_a_study_for_non_staff(client: Client) -> None:
+    study = make_study(n_items=1)
+    client.force_login(make_user(is_staff=False))
+    assert client.post(reverse("annotation:study_toggle_open", args=[study.slug])).status_code == 403
+    study.refresh_from_db()
+    assert study.is_open
