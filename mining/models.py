@@ -58,6 +58,12 @@ class Procedure(models.Model):
     n_tokens = models.IntegerField(
         null=True, blank=True, help_text="tiktoken o200k_base tokens of the L1 steps"
     )
+    mining_run = models.ForeignKey(
+        "MiningRun", on_delete=models.SET_NULL, null=True, blank=True, related_name="procedures"
+    )
+    source_document = models.ForeignKey(
+        "SourceDocument", on_delete=models.SET_NULL, null=True, blank=True, related_name="procedures"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -70,3 +76,96 @@ class Procedure(models.Model):
     @property
     def n_steps(self) -> int:
         return len(self.steps)
+
+
+# --- How2Mine: documents, runs and the outcome of each stage per document ---------------------------------
+
+
+class SourceDocument(models.Model):
+    """A web document procedures are mined from (the reference's `source_example`)."""
+
+    doc_id = models.CharField(max_length=255, unique=True)
+    text = models.TextField()
+    url = models.TextField(blank=True, default="")
+    topic = models.ForeignKey(
+        Topic, on_delete=models.PROTECT, null=True, blank=True, related_name="documents"
+    )
+    extra = models.JSONField(default=dict, blank=True, help_text="the record's other fields, as imported")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["doc_id"]
+
+    def __str__(self) -> str:
+        return self.doc_id
+
+
+class Stage(models.TextChoices):
+    """The How2Mine stages, in pipeline order (paper §3.2)."""
+
+    EXTRACTION = "extraction", "Procedure extraction"
+    PREFILTER = "prefilter", "Heuristics filter"
+    FILTER = "filter", "LLM filter"
+    POSTPROCESS = "postprocess", "Postprocess rewrite"
+    RESOURCES = "resources", "Resource extraction"
+    FINAL_FILTER = "final_filter", "Final validation"
+
+
+STAGE_ORDER: tuple[str, ...] = tuple(Stage.values)
+
+
+class RunStatus(models.TextChoices):
+    DRAFT = "draft", "Draft"
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class MiningRun(models.Model):
+    """One How2Mine run: a config (backend/model per stage, thresholds, candidates per topic, seed) over a
+    fixed set of documents. Executed by MINE jobs; the latest is `job`."""
+
+    name = models.CharField(max_length=200)
+    config = models.JSONField(default=dict, help_text="the resolved run config (mining/config.py)")
+    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.DRAFT)
+    documents = models.ManyToManyField(SourceDocument, related_name="mining_runs", blank=True)
+    job = models.ForeignKey("judging.Job", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} (#{self.pk})"
+
+
+class StageOutcome(models.Model):
+    """What one stage of a run made of one document. A document reaches a stage only if it passed the one
+    before; a missing outcome is work still to do."""
+
+    run = models.ForeignKey(MiningRun, on_delete=models.CASCADE, related_name="outcomes")
+    document = models.ForeignKey(SourceDocument, on_delete=models.CASCADE, related_name="outcomes")
+    stage = models.CharField(max_length=16, choices=Stage.choices)
+    passed = models.BooleanField()
+    reason = models.TextField(blank=True, default="", help_text="why it was rejected")
+    payload = models.JSONField(default=dict, blank=True, help_text="the parsed stage output")
+    prompt_tokens = models.IntegerField(null=True, blank=True)
+    completion_tokens = models.IntegerField(null=True, blank=True)
+    cost = models.FloatField(default=0.0, help_text="USD, from the run config's prices")
+    raw_output = models.TextField(blank=True, default="")
+    error = models.TextField(blank=True, default="", help_text="API error or unparsable output")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run_id", "document_id", "stage"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "document", "stage"], name="outcome_unique_per_stage")
+        ]
+        indexes = [models.Index(fields=["run", "stage", "passed"], name="outcome_run_stage_passed")]
+
+    def __str__(self) -> str:
+        verdict = "passed" if self.passed else "rejected"
+        return f"{self.stage} {verdict}: document {self.document_id} in run {self.run_id}"

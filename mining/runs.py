@@ -1,0 +1,494 @@
+"""Mining runs as jobs: the How2Mine stages over a run's documents, each stage's outcome per document stored.
+
+How a run is executed (mine_job_run, called by the thin task in tasks.py, one MINE Job per execution):
+- The stages run in order (models.STAGE_ORDER). A stage's work is the documents that passed the stage before
+  (extraction: every document of the run) and have no outcome at this stage yet: so a run resumed after a
+  crash, or started again, sends only what has no outcome.
+- LLM stages stream their requests to the stage's backend (judging.llm: OpenAI-compatible, vLLM, the embedded
+  model) a chunk of documents at a time; results are written as they arrive, in short transactions (at most
+  FLUSH_MAX outcomes, at most ~FLUSH_S after the first). A crash loses at most those and the requests in
+  flight. An API error or an unparsable answer is a failed outcome (passed false, error and reason set).
+- The heuristics filter runs in-process, PREFILTER_CHUNK documents per transaction.
+- A final-validation pass makes the document's procedure a Procedure row in the pool (split "pool").
+- One runner per job: a PostgreSQL session advisory lock, as judging.runs does; a starting worker resumes MINE
+  jobs left RUNNING by a dead one (resume_orphaned_mine_jobs).
+- Re-running a stage (mining_run_rerun_stage) deletes the outcomes of that stage and every later one (and the
+  run's procedures still in the pool), then starts the run again.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections import defaultdict
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from django.db import connection, transaction
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.utils import timezone
+
+from judging.llm.base import LLMBackend, LLMResult, backend_from_config
+from judging.models import Job, JobKind, JobStatus
+
+from .config import LLM_STAGES, RunConfig, run_config_from_mapping
+from .models import STAGE_ORDER, MiningRun, Procedure, RunStatus, SourceDocument, Split, Stage, StageOutcome
+from .prefilter import prefilter_steps
+from .stages import StageVerdict, parse_stage_output, stage_prompt, stage_request
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+logger = logging.getLogger(__name__)
+
+FETCH_CHUNK = 256
+PREFILTER_CHUNK = 5000
+FLUSH_MAX = 32
+FLUSH_S = 0.25
+STOP_CHECK_S = 1.0
+PROGRESS_WRITE_S = 1.0
+ADVISORY_LOCK_CLASS = 0x48_32_45  # judging.runs' class: job pks are unique across job kinds
+INPUT_STAGES: dict[str, tuple[str, ...]] = {
+    Stage.PREFILTER: (Stage.EXTRACTION,),
+    Stage.FILTER: (Stage.EXTRACTION,),
+    Stage.POSTPROCESS: (Stage.EXTRACTION,),
+    Stage.RESOURCES: (Stage.POSTPROCESS,),
+    Stage.FINAL_FILTER: (Stage.POSTPROCESS, Stage.RESOURCES),
+}
+_JOB_TO_RUN_STATUS: dict[str, str] = {
+    JobStatus.SUCCEEDED: RunStatus.SUCCEEDED,
+    JobStatus.FAILED: RunStatus.FAILED,
+    JobStatus.CANCELLED: RunStatus.CANCELLED,
+}
+
+
+class RunBusy(ValueError):
+    """The run has a job queued or running: cancel it first."""
+
+
+# --- creating, starting, re-running ---------------------------------------------------------------------
+
+
+def mining_run_create(
+    *,
+    config: RunConfig,
+    documents: QuerySet[SourceDocument] | None = None,
+    name: str = "",
+    created_by: User | None = None,
+    enqueue: bool = True,
+) -> MiningRun:
+    """A run over `config.candidates_per_topic` documents per topic (sampled with `config.seed`) of
+    `documents` (default: all), started at once (enqueue=False: the job is created but not queued)."""
+    with transaction.atomic():
+        run = MiningRun.objects.create(name=name or config.name, config=config.data)
+        through = MiningRun.documents.through
+        pks = select_documents(config, documents)
+        for start in range(0, len(pks), 5000):
+            through.objects.bulk_create(
+                [through(miningrun_id=run.pk, sourcedocument_id=pk) for pk in pks[start : start + 5000]]
+            )
+        mining_run_start(run=run, created_by=created_by, enqueue=enqueue)
+    return run
+
+
+def select_documents(config: RunConfig, documents: QuerySet[SourceDocument] | None = None) -> list[int]:
+    """The candidate documents: per topic, all of them or a seeded sample of candidates_per_topic."""
+    queryset = documents if documents is not None else SourceDocument.objects.all()
+    if config.topics:
+        queryset = queryset.filter(topic__name__in=config.topics)
+    by_topic: dict[int | None, list[int]] = defaultdict(list)
+    for topic_id, pk in queryset.order_by("doc_id").values_list("topic_id", "pk").iterator(chunk_size=10_000):
+        by_topic[topic_id].append(pk)
+    rng = random.Random(config.seed)
+    chosen: list[int] = []
+    cap = config.candidates_per_topic
+    for topic in sorted(by_topic, key=lambda t: -1 if t is None else t):
+        in_topic = by_topic[topic]
+        chosen.extend(rng.sample(in_topic, cap) if cap is not None and len(in_topic) > cap else in_topic)
+    return sorted(chosen)
+
+
+def mining_run_start(*, run: MiningRun, created_by: User | None = None, enqueue: bool = True) -> Job:
+    """A new MINE job executing (or resuming) the run: only what has no outcome yet is sent."""
+    config = run_config_from_mapping(run.config, source=f"mining run {run.pk}")
+    if (
+        run.job_id
+        and Job.objects.filter(pk=run.job_id, status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).exists()
+    ):
+        raise RunBusy(f"mining run {run.pk} already has job {run.job_id} queued or running: cancel it first")
+    backends = {config.stage_config(stage).backend for stage in LLM_STAGES}
+    parameters = {"run": run.pk, "backend": "vllm" if "vllm" in backends else "openai"}
+    job = Job.objects.create(
+        kind=JobKind.MINE, parameters=parameters, total=run.documents.count(), created_by=created_by
+    )
+    MiningRun.objects.filter(pk=run.pk).update(job=job, status=RunStatus.QUEUED, updated_at=timezone.now())
+    run.job, run.status = job, RunStatus.QUEUED
+    if enqueue:
+        queue = "gpu" if parameters["backend"] == "vllm" else "default"
+        transaction.on_commit(lambda: _enqueue(job.pk, queue))
+    return job
+
+
+def mining_run_rerun_stage(
+    *,
+    run: MiningRun,
+    stage: str,
+    config: Mapping[str, Any] | None = None,
+    created_by: User | None = None,
+    enqueue: bool = True,
+) -> Job:
+    """Run `stage` again for the run (optionally with a new run config, e.g. another prompt_path or model
+    for that stage): its outcomes and those of every later stage are deleted, so is each procedure the run
+    made that is still in the pool; then the run starts again from that stage."""
+    if stage not in STAGE_ORDER:
+        raise ValueError(f"unknown stage {stage!r}: expected one of {', '.join(STAGE_ORDER)}")
+    with transaction.atomic():
+        run = MiningRun.objects.select_for_update().get(pk=run.pk)
+        if config is not None:
+            run.config = run_config_from_mapping(config, source=f"mining run {run.pk}").data
+            run.save(update_fields=["config", "updated_at"])
+        mining_run_invalidate(run=run, stage=stage)
+        return mining_run_start(run=run, created_by=created_by, enqueue=enqueue)
+
+
+def mining_run_invalidate(*, run: MiningRun, stage: str) -> int:
+    """Delete the outcomes of `stage` and the stages after it, and the run's procedures still in the pool.
+    Refused while a job of the run is queued or running."""
+    if (
+        run.job_id
+        and Job.objects.filter(pk=run.job_id, status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).exists()
+    ):
+        raise RunBusy(f"mining run {run.pk} has job {run.job_id} queued or running: cancel it first")
+    later = STAGE_ORDER[STAGE_ORDER.index(stage) :]
+    Procedure.objects.filter(mining_run=run, split=Split.POOL).delete()
+    deleted, _ = StageOutcome.objects.filter(run=run, stage__in=later).delete()
+    return deleted
+
+
+def mining_run_retry_errors(*, run: MiningRun, created_by: User | None = None, enqueue: bool = True) -> Job:
+    """Start the run again after deleting its failed outcomes (API errors, unparsable answers)."""
+    with transaction.atomic():
+        StageOutcome.objects.filter(run=run).exclude(error="").delete()
+        return mining_run_start(run=run, created_by=created_by, enqueue=enqueue)
+
+
+def resume_orphaned_mine_jobs() -> list[int]:
+    """Re-enqueue MINE jobs left RUNNING by a worker that died (nobody holds their lock)."""
+    resumed = []
+    for job in Job.objects.filter(status=JobStatus.RUNNING, kind=JobKind.MINE):
+        with _job_lock(job.pk) as held:
+            if not held:
+                continue
+        logger.warning("mining job %s was left running by a worker that died: resuming it", job.pk)
+        _enqueue(job.pk, "gpu" if job.parameters.get("backend") == "vllm" else "default")
+        resumed.append(job.pk)
+    return resumed
+
+
+def _enqueue(job_pk: int, queue: str) -> None:
+    from .tasks import run_mine_job
+
+    result = run_mine_job.apply_async(args=[job_pk], queue=queue)
+    Job.objects.filter(pk=job_pk).update(celery_task_id=result.id or "")
+
+
+# --- running ---------------------------------------------------------------------------------------------
+
+
+def mine_job_run(*, job_id: int, backends: Mapping[str, LLMBackend] | None = None) -> Job | None:
+    """Run or resume a MINE job. `backends` (stage -> backend) is for callers that bring their own."""
+    with _job_lock(job_id) as held:
+        if not held:
+            logger.warning("mining job %s is being run by another worker; leaving it", job_id)
+            return None
+        job = Job.objects.filter(pk=job_id, kind=JobKind.MINE).first()
+        if job is None or job.is_finished:
+            return job
+        run = MiningRun.objects.filter(pk=job.parameters.get("run")).first()
+        if run is None:
+            _finish(job, None, JobStatus.FAILED, error="the mining run was deleted")
+            return job
+        _mark_running(job, run)
+        try:
+            _MineRun(job, run, backends or {}).run()
+        except Exception as exc:
+            logger.exception("mining job %s failed", job_id)
+            _finish(job, run, JobStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
+            raise
+        job.refresh_from_db()
+        return job
+
+
+def prefilter_stage_run(*, run: MiningRun) -> int:
+    """The heuristics filter over every document of the run waiting for it; the number of outcomes written."""
+    config = run_config_from_mapping(run.config, source=f"mining run {run.pk}")
+    pending = pending_documents(run, Stage.PREFILTER)
+    for start in range(0, len(pending), PREFILTER_CHUNK):
+        _prefilter_chunk(run, config, pending[start : start + PREFILTER_CHUNK])
+    return len(pending)
+
+
+def _prefilter_chunk(run: MiningRun, config: RunConfig, pks: Sequence[int]) -> None:
+    inputs = stage_inputs(run, Stage.PREFILTER, pks)
+    outcomes = []
+    for pk in pks:
+        steps = inputs.get(pk, {}).get("steps", [])
+        verdict = prefilter_steps(steps, config.prefilter)
+        outcomes.append(
+            StageOutcome(
+                run=run,
+                document_id=pk,
+                stage=Stage.PREFILTER,
+                passed=verdict.passed,
+                reason=verdict.reason,
+                payload=verdict.payload(len(steps)),
+            )
+        )
+    with transaction.atomic():
+        StageOutcome.objects.bulk_create(outcomes, batch_size=2000, ignore_conflicts=True)
+
+
+def pending_documents(run: MiningRun, stage: str) -> list[int]:
+    """Document pks that reached `stage` (passed the one before) and have no outcome at it yet."""
+    has_outcome = StageOutcome.objects.filter(run=run, stage=stage, document_id=OuterRef("pk"))
+    if stage == Stage.EXTRACTION:
+        documents = run.documents.all()
+    else:
+        before = STAGE_ORDER[STAGE_ORDER.index(stage) - 1]
+        passed = StageOutcome.objects.filter(run=run, stage=before, passed=True, document_id=OuterRef("pk"))
+        documents = SourceDocument.objects.filter(Exists(passed))
+    return list(documents.exclude(Exists(has_outcome)).order_by("pk").values_list("pk", flat=True))
+
+
+def stage_inputs(run: MiningRun, stage: str, pks: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """What `stage` reads for each document: the goal and steps (and resources) earlier stages produced."""
+    inputs: dict[int, dict[str, Any]] = defaultdict(dict)
+    rows = StageOutcome.objects.filter(run=run, document_id__in=pks, stage__in=INPUT_STAGES[stage])
+    for document_id, source, payload in rows.values_list("document_id", "stage", "payload"):
+        if source == Stage.RESOURCES:
+            inputs[document_id]["resources"] = payload.get("resources", [])
+        else:
+            inputs[document_id] |= {"goal": payload.get("goal", ""), "steps": payload.get("steps", [])}
+    return inputs
+
+
+def run_counts(run: MiningRun) -> tuple[int, int]:
+    """(documents finished cleanly, documents that failed with an error), from the outcomes."""
+    terminal = StageOutcome.objects.filter(run=run).filter(Q(passed=False) | Q(stage=Stage.FINAL_FILTER))
+    counts = terminal.aggregate(
+        finished=Count("document_id", distinct=True),
+        failed=Count("document_id", filter=~Q(error=""), distinct=True),
+    )
+    return counts["finished"] - counts["failed"], counts["failed"]
+
+
+class _MineRun:
+    """One execution of a run: the stages in order, stopping early when the job is cancelled."""
+
+    def __init__(self, job: Job, run: MiningRun, backends: Mapping[str, LLMBackend]) -> None:
+        self.job = job
+        self.run_row = run
+        self.config = run_config_from_mapping(run.config, source=f"mining run {run.pk}")
+        self.backends = backends
+        self.stopped = False
+        self._stop_checked_at = 0.0
+        self._progress_at = 0.0
+
+    def run(self) -> None:
+        self.write_progress(force=True)
+        for stage in STAGE_ORDER:
+            if self.should_stop():
+                break
+            if stage == Stage.PREFILTER:
+                prefilter_stage_run(run=self.run_row)
+            else:
+                _LLMStage(self, stage).run()
+            self.write_progress(force=True)
+        if self.stopped:
+            _finish(self.job, self.run_row, JobStatus.CANCELLED)
+            return
+        failed = self.job.failed
+        _finish(
+            self.job,
+            self.run_row,
+            JobStatus.SUCCEEDED,
+            error=f"{failed} document(s) failed" if failed else "",
+        )
+
+    def should_stop(self) -> bool:
+        if self.stopped:
+            return True
+        now = time.monotonic()
+        if now - self._stop_checked_at >= STOP_CHECK_S:
+            self._stop_checked_at = now
+            status = Job.objects.filter(pk=self.job.pk).values_list("status", flat=True).first()
+            self.stopped = status != JobStatus.RUNNING
+        return self.stopped
+
+    def write_progress(self, *, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._progress_at < PROGRESS_WRITE_S:
+            return
+        self._progress_at = now
+        self.job.done, self.job.failed = run_counts(self.run_row)
+        Job.objects.filter(pk=self.job.pk).update(
+            done=self.job.done, failed=self.job.failed, updated_at=timezone.now()
+        )
+
+
+class _LLMStage:
+    """One LLM stage: pending documents -> a lazy stream of requests -> outcomes written a few at a time."""
+
+    def __init__(self, mine: _MineRun, stage: str) -> None:
+        self.mine = mine
+        self.run_row = mine.run_row
+        self.stage = stage
+        self.model_config = mine.config.stage_config(stage)
+        self.template = self.model_config.prompt_text()
+        self.price = mine.config.price_for(self.model_config.model)
+        self.in_flight: dict[int, dict[str, Any]] = {}
+        self.buffer: list[LLMResult] = []
+        self.buffered_at = 0.0
+
+    def run(self) -> None:
+        pending = pending_documents(self.run_row, self.stage)
+        if not pending:
+            return
+        backend = self.mine.backends.get(self.stage)
+        own = backend is None
+        backend = backend or backend_from_config(self.model_config.backend_config())
+        try:
+            backend.run(self.requests(pending), self.on_result, should_stop=self.should_stop)
+            self.flush()
+        finally:
+            if own:
+                backend.close()
+
+    def requests(self, pending: Sequence[int]) -> Iterator[Any]:
+        for start in range(0, len(pending), FETCH_CHUNK):
+            chunk = pending[start : start + FETCH_CHUNK]
+            for pk, inputs in self.inputs(chunk).items():
+                self.in_flight[pk] = inputs
+                prompt = stage_prompt(self.template, self.stage, inputs)
+                yield stage_request(self.model_config, self.stage, key=str(pk), prompt=prompt)
+
+    def inputs(self, pks: Sequence[int]) -> dict[int, dict[str, Any]]:
+        if self.stage == Stage.EXTRACTION:
+            limit = self.mine.config.max_document_chars
+            texts = SourceDocument.objects.filter(pk__in=pks).values_list("pk", "text")
+            return {pk: {"document": text[:limit] if limit else text} for pk, text in sorted(texts)}
+        inputs = stage_inputs(self.run_row, self.stage, pks)
+        return {pk: inputs[pk] for pk in pks if pk in inputs}
+
+    def should_stop(self) -> bool:
+        if self.buffer and time.monotonic() - self.buffered_at >= FLUSH_S:
+            self.flush()
+        return self.mine.should_stop()
+
+    def on_result(self, result: LLMResult) -> None:
+        if not self.buffer:
+            self.buffered_at = time.monotonic()
+        self.buffer.append(result)
+        if len(self.buffer) >= FLUSH_MAX or time.monotonic() - self.buffered_at >= FLUSH_S:
+            self.flush()
+
+    def flush(self) -> None:
+        results, self.buffer = self.buffer, []
+        if not results:
+            return
+        outcomes = [self.outcome(result) for result in results]
+        with transaction.atomic():
+            StageOutcome.objects.bulk_create(outcomes, ignore_conflicts=True)
+            if self.stage == Stage.FINAL_FILTER:
+                _store_procedures(self.run_row, [o for o in outcomes if o.passed], self.in_flight)
+        for result in results:
+            self.in_flight.pop(int(result.key), None)
+        self.mine.write_progress()
+
+    def outcome(self, result: LLMResult) -> StageOutcome:
+        if result.ok:
+            verdict = parse_stage_output(self.stage, result.text)
+        else:
+            verdict = StageVerdict(
+                False, f"API error: {result.error}", error=result.error or "request failed"
+            )
+        return StageOutcome(
+            run=self.run_row,
+            document_id=int(result.key),
+            stage=self.stage,
+            passed=verdict.passed,
+            reason=verdict.reason,
+            payload=verdict.payload,
+            prompt_tokens=result.prompt_tokens,
+            completion_tokens=result.completion_tokens,
+            cost=self.price.cost(result.prompt_tokens, result.completion_tokens),
+            raw_output=result.text or "",
+            error=verdict.error,
+        )
+
+
+def _store_procedures(
+    run: MiningRun, passed: Sequence[StageOutcome], inputs: Mapping[int, dict[str, Any]]
+) -> None:
+    """Each final-validation pass as a pool Procedure (a stored source_example_id is never overwritten)."""
+    documents = SourceDocument.objects.in_bulk([o.document_id for o in passed])
+    procedures = [
+        Procedure(
+            source_example_id=documents[o.document_id].doc_id,
+            topic_id=documents[o.document_id].topic_id,
+            goal=inputs[o.document_id]["goal"],
+            steps=inputs[o.document_id]["steps"],
+            resources=inputs[o.document_id].get("resources", []),
+            url=documents[o.document_id].url,
+            source_text=documents[o.document_id].text,
+            split=Split.POOL,
+            mining_run=run,
+            source_document=documents[o.document_id],
+        )
+        for o in passed
+    ]
+    Procedure.objects.bulk_create(procedures, ignore_conflicts=True)
+
+
+# --- job bookkeeping ---------------------------------------------------------------------------------------
+
+
+def _mark_running(job: Job, run: MiningRun) -> None:
+    now = timezone.now()
+    job.started_at = job.started_at or now
+    job.status = JobStatus.RUNNING
+    Job.objects.filter(pk=job.pk, status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).update(
+        status=JobStatus.RUNNING, started_at=job.started_at, updated_at=now
+    )
+    MiningRun.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, updated_at=now)
+
+
+def _finish(job: Job, run: MiningRun | None, status: str, *, error: str = "") -> None:
+    now = timezone.now()
+    Job.objects.filter(pk=job.pk).exclude(status=JobStatus.CANCELLED).update(
+        status=status, error=error, finished_at=now, updated_at=now
+    )
+    if run is not None:
+        final = Job.objects.filter(pk=job.pk).values_list("status", flat=True).first() or status
+        MiningRun.objects.filter(pk=run.pk, job=job).update(
+            status=_JOB_TO_RUN_STATUS.get(final, RunStatus.FAILED), updated_at=now
+        )
+
+
+@contextmanager
+def _job_lock(job_pk: int) -> Iterator[bool]:
+    """A session advisory lock on the job (PostgreSQL); elsewhere (SQLite) always granted."""
+    if connection.vendor != "postgresql":
+        yield True
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [ADVISORY_LOCK_CLASS, job_pk])
+        held = bool(cursor.fetchone()[0])
+    try:
+        yield held
+    finally:
+        if held:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [ADVISORY_LOCK_CLASS, job_pk])
