@@ -13,8 +13,11 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/", include("annotation.api")),
+    path("api/mining/", include("mining.api")),
     path("api/", include("judging.api")),
     path("a/", include("annotation.urls_annotator")),
     path("studies/", include("annotation.urls")),
+    path("agreement/", include("annotation.urls_agreement")),
     path("", include("judging.urls")),
 ]

@@ -7,6 +7,8 @@ session stops at once with a non-zero status instead of skipping the tests that 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from typing import Any
 from urllib.parse import urlparse
 
 import pytest
@@ -54,3 +56,18 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     ]
     if problems:
         pytest.exit("CI needs real services:\n  " + "\n  ".join(problems), returncode=CI_EXIT_STATUS)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """Headless Debian Chromium through Playwright's sync API: one for the whole session, shared by every
+    test package (tests/browser/conftest.py has the launch options and the page fixtures)."""
+    from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
+
+    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()

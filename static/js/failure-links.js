@@ -1,12 +1,15 @@
-// Generation page: hovering or focusing a critical failure highlights the L1/L2 steps it links to.
+// Generation and disagreement pages: hovering or focusing a critical failure highlights the L1/L2 steps it links to.
 (function () {
   "use strict";
 
   function linkedSteps(failure) {
     var steps = [];
+    // Pages showing several L1/L2 pairs prefix their step ids: <section data-step-prefix="g12-">.
+    var scope = failure.closest("[data-step-prefix]");
+    var prefix = scope ? scope.dataset.stepPrefix : "";
     ["l1", "l2"].forEach(function (side) {
       (failure.dataset[side] || "").split(" ").forEach(function (n) {
-        var step = n && document.getElementById(side + "-step-" + n);
+        var step = n && document.getElementById(prefix + side + "-step-" + n);
         if (step) steps.push(step);
       });
     });

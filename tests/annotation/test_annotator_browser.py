@@ -12,7 +12,7 @@ import pytest
 
 from annotation.models import Annotation, Assignment
 from tests.annotation.conftest import make_study, pid
-from tests.browser.conftest import CHROMIUM_ARGS, STAFF_PASSWORD, browser  # noqa: F401 (fixture)
+from tests.browser.conftest import CHROMIUM_ARGS, STAFF_PASSWORD
 from tests.factories import make_user
 
 pytestmark = pytest.mark.browser
@@ -41,7 +41,7 @@ def shot(page: Any, name: str) -> None:
 
 
 @pytest.fixture
-def new_tab(browser: Any, live_server: Any, transactional_db: None) -> Iterator[Any]:  # noqa: F811
+def new_tab(browser: Any, live_server: Any, transactional_db: None) -> Iterator[Any]:
     """Opens tabs in fresh browser contexts (a laptop-sized window); Prolific's completion URL is answered
     locally, and nothing else may leave the live server."""
     contexts: list[Any] = []

@@ -1,4 +1,5 @@
-"""Playwright fixtures: headless Debian Chromium against pytest-django's live_server.
+"""Playwright fixtures: headless Debian Chromium against pytest-django's live_server. The one `browser`
+(a session fixture) lives in tests/conftest.py: a second sync Playwright in the same session would fail.
 
 The sync Playwright API runs an event loop in the test thread, so Django's async-safety check must be relaxed
 (DJANGO_ALLOW_ASYNC_UNSAFE) for the test's own database calls. Data is created with transactional_db so the
@@ -7,7 +8,6 @@ live server thread sees it.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,17 +26,6 @@ CHROMIUM_ARGS = [
 ]
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
 STAFF_PASSWORD = "browser-pass-123"
-
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
-    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture
