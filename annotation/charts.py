@@ -3,6 +3,7 @@ templates/annotation/_bars.svg.html (no chart library, no CDN)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 LABEL_WIDTH = 260
@@ -55,7 +56,7 @@ def bar_chart(
 ) -> BarChart:
     """Horizontal bars on a [lowest, 1] axis (below 0 for negative alphas), CI whiskers, an optional band."""
     low_end = min([lowest, *(b.low for b in bars if b.low is not None), *(b.value or 0 for b in bars)])
-    low_end = min(0.0, max(-1.0, low_end))
+    low_end = math.floor(min(0.0, max(-1.0, low_end)) * 4) / 4  # ticks every 0.25 from a round start
 
     def x(value: float) -> float:
         return LABEL_WIDTH + (value - low_end) / (1 - low_end) * BAR_WIDTH
@@ -69,7 +70,7 @@ def bar_chart(
         whisker = (x(bar.low), x(bar.high)) if bar.low is not None and bar.high is not None else None
         right = max(end, whisker[1] if whisker else end)
         drawn.append(DrawnBar(bar, y, end - start, start, whisker, right + 6))
-    steps = [low_end + (1 - low_end) * k / 4 for k in range(5)]
+    steps = [low_end + k / 4 for k in range(round((1 - low_end) * 4) + 1)]
     ticks = [(x(v), f"{v * 100:.0f}%" if percent else f"{v:.2f}") for v in steps]
     band_x = (x(band[0]), max(x(band[1]) - x(band[0]), 2.0)) if band else None
     height = TOP + len(bars) * ROW_HEIGHT + 24
