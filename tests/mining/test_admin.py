@@ -1,0 +1,77 @@
+"""Admin actions on mining runs: re-run from a stage (invalidating the later stages), start/resume."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+from django.test import Client
+from django.urls import reverse
+
+from judging.models import Job, JobKind, JobStatus
+from mining.config import run_config_from_mapping
+from mining.models import MiningRun, StageOutcome
+from mining.runs import mine_job_run, mining_run_create
+from tests.factories import make_user
+from tests.llm_server import LoopbackLLM, llm_server
+from tests.mining.canned import canned_responder, loopback_config, make_document
+
+__all__ = ["llm_server"]
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def run(llm_server: LoopbackLLM) -> MiningRun:
+    for i, marker in enumerate(["", "BRAND", "FEWSTEPS"]):
+        make_document(f"a-{i}", marker)
+    llm_server.responder = canned_responder
+    run = mining_run_create(
+        config=run_config_from_mapping(loopback_config(llm_server.base_url)), enqueue=False
+    )
+    mine_job_run(job_id=run.job_id or 0)
+    return run
+
+
+def admin_client() -> Client:
+    user = get_user_model().objects.create_superuser("root", "root@example.com", "pw")
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_it_reruns_a_run_from_a_stage_from_the_admin(
+    run: MiningRun, django_capture_on_commit_callbacks
+) -> None:
+    client = admin_client()
+    url = reverse("admin:mining_miningrun_changelist")
+    with mock.patch("mining.runs._enqueue") as enqueue, django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            url, {"action": "rerun_from_filter", "_selected_action": [run.pk]}, follow=True
+        )
+    assert response.status_code == 200
+    run.refresh_from_db()
+    assert run.job is not None and run.job.status == JobStatus.QUEUED and run.job.kind == JobKind.MINE
+    assert enqueue.call_count == 1
+    stages = set(StageOutcome.objects.filter(run=run).values_list("stage", flat=True))
+    assert stages == {"extraction", "prefilter"}
+
+
+def test_it_refuses_to_start_a_run_whose_job_is_running(run: MiningRun) -> None:
+    Job.objects.filter(pk=run.job_id).update(status=JobStatus.RUNNING)
+    client = admin_client()
+    url = reverse("admin:mining_miningrun_changelist")
+    response = client.post(url, {"action": "start_or_resume", "_selected_action": [run.pk]}, follow=True)
+    assert "cancel it first" in response.content.decode()
+    assert Job.objects.filter(kind=JobKind.MINE).count() == 1
+
+
+def test_it_hides_run_actions_from_staff_without_the_run_permission(run: MiningRun) -> None:
+    user = make_user(is_staff=True)
+    user.user_permissions.add(*Permission.objects.filter(codename="view_miningrun"))
+    client = Client()
+    client.force_login(user)
+    html = client.get(reverse("admin:mining_miningrun_changelist")).content.decode()
+    assert "rerun_from_filter" not in html
+    assert "Funnel" in html
