@@ -15,7 +15,6 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/", include("annotation.api")),
     path("api/mining/", include("mining.api")),
-    path("api/mining/", include("mining.api")),
     path("api/", include("judging.api")),
     path("a/", include("annotation.urls_annotator")),
     path("studies/", include("annotation.urls")),
