@@ -144,22 +144,45 @@ class Interval:
 def bootstrap_alpha_ci(
     labels: Sequence[Label], *, samples: int = BOOTSTRAP_SAMPLES, seed: int = 0, level: float = CI_LEVEL
 ) -> Interval:
-    """Percentile bootstrap CI of the binary alpha, resampling units (items) with replacement."""
+    """Percentile bootstrap CI of the binary alpha, resampling units (items) with replacement.
+
+    Every resample's alpha is the package's nominal alpha of the resampled count matrix; it is computed for
+    all resamples at once from each unit's coincidences (nominal_alpha_of_resamples, which the tests check
+    against the package) so that 1,000 resamples cost milliseconds, not a second."""
     counts, _ = value_counts(labels, lambda label: label.has_failure)
     counts = counts[counts.sum(axis=1) >= 2]
     if counts.shape[0] < 2:
         return Interval(None, None, 0)
     rng = np.random.default_rng(seed)
-    alphas = []
-    for _ in range(samples):
-        alpha = nominal_alpha(counts[rng.integers(0, counts.shape[0], counts.shape[0])])
-        if alpha is not None and math.isfinite(alpha):
-            alphas.append(alpha)
-    if not alphas:
+    n_units = counts.shape[0]
+    multiplicities = rng.multinomial(n_units, np.full(n_units, 1 / n_units), size=samples)
+    alphas = nominal_alpha_of_resamples(counts, multiplicities)
+    alphas = alphas[np.isfinite(alphas)]
+    if alphas.size == 0:
         return Interval(None, None, 0)
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(alphas, [tail, 100 - tail])
-    return Interval(float(low), float(high), len(alphas))
+    return Interval(float(low), float(high), int(alphas.size))
+
+
+def nominal_alpha_of_resamples(counts: np.ndarray, multiplicities: np.ndarray) -> np.ndarray:
+    """Nominal alpha of many resamples of the units of a units x values count matrix (every unit pairable),
+    a resample given by how many times it takes each unit (a row of `multiplicities`); NaN where undefined.
+
+    A unit with value counts n_c (m of them) adds (n_c n_k - [c = k] n_c) / (m - 1) to the coincidence o_ck;
+    alpha = 1 - (n - 1) (n - sum_c o_cc) / (n^2 - sum_c n_c^2) with n_c = sum_k o_ck (Krippendorff 2011)."""
+    m = counts.sum(axis=1)
+    per_unit = counts[:, :, None] * counts[:, None, :] - np.einsum(
+        "uc,ck->uck", counts, np.eye(counts.shape[1])
+    )
+    per_unit /= (m - 1)[:, None, None]
+    coincidences = np.einsum("bu,uck->bck", multiplicities, per_unit)
+    n_c = coincidences.sum(axis=2)
+    n = n_c.sum(axis=1)
+    observed = n - np.trace(coincidences, axis1=1, axis2=2)
+    expected = n**2 - (n_c**2).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(expected > 0, 1 - (n - 1) * observed / expected, np.nan)
 
 
 # --- majorities and leave-one-out --------------------------------------------------------------------------

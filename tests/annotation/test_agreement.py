@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+import krippendorff
+import numpy as np
 import pytest
 
 from annotation.agreement import (
@@ -19,6 +21,7 @@ from annotation.agreement import (
     leave_one_out,
     majority,
     masi_distance,
+    nominal_alpha_of_resamples,
     wilson_interval,
 )
 
@@ -173,3 +176,19 @@ def test_it_computes_wilson_intervals() -> None:
     low, high = wilson_interval(8, 10) or (math.nan, math.nan)
     assert (low, high) == (pytest.approx(0.4902, abs=1e-4), pytest.approx(0.9433, abs=1e-4))
     assert wilson_interval(0, 0) is None
+
+
+def test_it_computes_every_resamples_alpha_as_the_package_does() -> None:
+    rng = np.random.default_rng(3)
+    counts = rng.integers(0, 3, size=(30, 3)).astype(float)  # three values, 0-6 labels per unit
+    counts = counts[counts.sum(axis=1) >= 2]
+    n = counts.shape[0]
+    multiplicities = rng.multinomial(n, np.full(n, 1 / n), size=20)
+    ours = nominal_alpha_of_resamples(counts, multiplicities)
+    for row, alpha in zip(multiplicities, ours, strict=True):
+        resample = np.repeat(counts, row, axis=0)
+        assert alpha == pytest.approx(
+            krippendorff.alpha(value_counts=resample, level_of_measurement="nominal")
+        )
+    same = np.array([[2.0, 0.0], [3.0, 0.0]])  # one value only: undefined
+    assert np.isnan(nominal_alpha_of_resamples(same, np.array([[1, 1]]))).all()
