@@ -25,9 +25,10 @@ from rest_framework.routers import DefaultRouter
 
 from mining.models import Procedure, Split
 
-from . import selectors
+from . import failures, rankings, selectors
 from .models import CriticalFailure, Generation, Job, JobKind, JobStatus, Judgment
 from .serializers import (
+    FailurePageSerializer,
     GenerationSerializer,
     ImportRequestSerializer,
     JobCreateSerializer,
@@ -35,6 +36,7 @@ from .serializers import (
     JudgmentSerializer,
     LeaderboardRowSerializer,
     ProcedureSerializer,
+    RankCorrelationsSerializer,
     TopicLeaderboardRowSerializer,
 )
 from .uploads import UploadError, uploads_save
@@ -83,6 +85,87 @@ class TopicLeaderboardView(generics.GenericAPIView):
         )
         page = self.paginate_queryset([row.as_json() for row in rows])  # type: ignore[arg-type]
         return self.get_paginated_response(page)
+
+
+_STRICT = OpenApiParameter(
+    "score",
+    OpenApiTypes.STR,
+    enum=["h2e", "strict"],
+    description="rank by How2Score (h2e, default) or strict",
+)
+
+
+class RankCorrelationView(generics.GenericAPIView):
+    """Cross-judge robustness (paper figure 5): Kendall tau-b and Spearman rho between every two judges'
+    rankings of the generators both judged, with the number of shared generators."""
+
+    serializer_class = RankCorrelationsSerializer
+    filter_backends: list[Any] = []
+    pagination_class = None
+
+    @extend_schema(parameters=[_STRICT, _LEADERBOARD_FILTERS[0]], responses=RankCorrelationsSerializer)
+    def get(self, request: Request) -> Response:
+        result = rankings.judge_rank_correlations(
+            strict=request.query_params.get("score") == "strict", judge_ids=query_ids(request, "judge")
+        )
+        return Response(result.as_json())
+
+
+_FAILURE_FILTERS = [
+    OpenApiParameter("topic", OpenApiTypes.STR, description="topic name"),
+    OpenApiParameter("generator", OpenApiTypes.STR, description="generator_id"),
+    OpenApiParameter("judge", OpenApiTypes.STR, description="judge_id (judges' failures only)"),
+    OpenApiParameter("study", OpenApiTypes.STR, description="study slug (human failures only)"),
+    OpenApiParameter("source", OpenApiTypes.STR, enum=["judge", "human"], description="absent: both"),
+    OpenApiParameter(
+        "q",
+        OpenApiTypes.STR,
+        description="text search (PostgreSQL: full text, websearch syntax; else substring)",
+    ),
+    OpenApiParameter("cursor", OpenApiTypes.STR, description="next_cursor of the previous page"),
+    OpenApiParameter("counts", OpenApiTypes.BOOL, description="also return counts_by_topic"),
+]
+
+
+class FailureListView(generics.GenericAPIView):
+    """Critical failures from judges and human annotators, newest generation first, then judge before
+    human, then judgment/annotation, then order; keyset-paginated (50 a page) by an opaque cursor."""
+
+    serializer_class = FailurePageSerializer
+    filter_backends: list[Any] = []
+    pagination_class = None
+
+    @extend_schema(
+        parameters=_FAILURE_FILTERS, responses={200: FailurePageSerializer, 400: OpenApiTypes.OBJECT}
+    )
+    def get(self, request: Request) -> Response:
+        query = failures.FailureQuery.from_params(request.query_params)
+        token = request.query_params.get("cursor", "")
+        try:
+            cursor = failures.Cursor.decode(token) if token else None
+        except ValueError as exc:
+            return Response({"cursor": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
+        filters = failures.failure_filters_resolve(query, failures.filter_choices_for(query))
+        page = failures.failure_page(filters=filters, cursor=cursor)
+        data: dict[str, Any] = {
+            "results": [row.as_json() for row in page.rows],
+            "next_cursor": page.next_cursor,
+            "next": _next_url(request, page.next_cursor),
+        }
+        if request.query_params.get("counts", "").lower() in {"1", "true", "yes"}:
+            data["counts_by_topic"] = [
+                {"topic": c.topic, "judge": c.judge, "human": c.human, "total": c.total}
+                for c in failures.failure_counts_by_topic(filters=filters)
+            ]
+        return Response(data)
+
+
+def _next_url(request: Request, cursor: str | None) -> str | None:
+    if cursor is None:
+        return None
+    params = request.query_params.copy()
+    params["cursor"] = cursor
+    return request.build_absolute_uri(f"{request.path}?{params.urlencode()}")
 
 
 class CharInFilter(django_filters.BaseInFilter, django_filters.CharFilter):
@@ -286,6 +369,8 @@ app_name = "api"
 urlpatterns = [
     path("leaderboard/", LeaderboardView.as_view(), name="leaderboard"),
     path("leaderboard/by-topic/", TopicLeaderboardView.as_view(), name="leaderboard-by-topic"),
+    path("judges/rank-correlation/", RankCorrelationView.as_view(), name="judge-rank-correlation"),
+    path("failures/", FailureListView.as_view(), name="failures"),
     path("imports/", ImportView.as_view(), name="imports"),
     path("", include(router.urls)),
 ]

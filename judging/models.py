@@ -160,6 +160,29 @@ class Judgment(models.Model):
                 include=["parse_failed", "has_failure", "n_failures", "topic"],
             ),
             models.Index(fields=["judge", "topic"], name="judgment_judge_topic"),
+            # Failure browser (judging/failures.py): judgments with failures, newest generation first, so
+            # a page is found by walking one of these, whichever filter is given.
+            models.Index(
+                fields=["-generation", "id"],
+                name="judgment_failures_walk",
+                condition=models.Q(n_failures__gt=0),
+                include=["judge", "generator", "topic", "n_failures"],
+            ),
+            models.Index(
+                fields=["judge", "-generation", "id"],
+                name="judgment_failures_judge",
+                condition=models.Q(n_failures__gt=0),
+            ),
+            models.Index(
+                fields=["generator", "-generation", "id"],
+                name="judgment_failures_generator",
+                condition=models.Q(n_failures__gt=0),
+            ),
+            models.Index(
+                fields=["topic", "-generation", "id"],
+                name="judgment_failures_topic",
+                condition=models.Q(n_failures__gt=0),
+            ),
         ]
 
     def __str__(self) -> str:

@@ -279,3 +279,59 @@ class ImportRequestSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=[("bench", "bench files"), ("h2e", "h2e out_root archive")])
     split = serializers.ChoiceField(choices=Split.choices, default=Split.BENCH)
     skip_invalid = serializers.BooleanField(default=False)
+
+
+class RankCorrelationPairSerializer(serializers.Serializer):
+    judge_a = serializers.CharField()
+    judge_b = serializers.CharField()
+    n_generators = serializers.IntegerField(help_text="generators both judges judged")
+    kendall_tau = serializers.FloatField(allow_null=True, help_text="Kendall tau-b; null when undefined")
+    spearman_rho = serializers.FloatField(allow_null=True, help_text="Spearman rho; null when undefined")
+
+
+class RankCorrelationJudgeSerializer(serializers.Serializer):
+    judge_id = serializers.CharField()
+    model = serializers.CharField()
+    is_demo_model = serializers.BooleanField()
+    n_generators = serializers.IntegerField()
+
+
+class RankCorrelationsSerializer(serializers.Serializer):
+    judges = RankCorrelationJudgeSerializer(many=True)
+    pairs = RankCorrelationPairSerializer(many=True)
+
+
+class FailureSerializer(serializers.Serializer):
+    """A critical failure from a judge (judgment set) or a human annotator (annotation and study set)."""
+
+    id = serializers.CharField(help_text="judge-<id> or human-<id>")
+    source = serializers.ChoiceField(choices=["judge", "human"])
+    generation = serializers.IntegerField()
+    judgment = serializers.IntegerField(allow_null=True)
+    annotation = serializers.IntegerField(allow_null=True)
+    order = serializers.IntegerField()
+    description = serializers.CharField()
+    L1_steps = serializers.JSONField()
+    L2_steps = serializers.JSONField()
+    topic = serializers.CharField(allow_null=True)
+    generator_id = serializers.CharField()
+    generator_model = serializers.CharField()
+    source_example_id = serializers.CharField()
+    goal = serializers.CharField()
+    judge_id = serializers.CharField(allow_null=True)
+    judge_model = serializers.CharField(allow_null=True)
+    study = serializers.CharField(allow_null=True)
+
+
+class FailureTopicCountSerializer(serializers.Serializer):
+    topic = serializers.CharField()
+    judge = serializers.IntegerField()
+    human = serializers.IntegerField()
+    total = serializers.IntegerField()
+
+
+class FailurePageSerializer(serializers.Serializer):
+    results = FailureSerializer(many=True)
+    next_cursor = serializers.CharField(allow_null=True, help_text="pass as ?cursor= for the next page")
+    next = serializers.CharField(allow_null=True, help_text="the next page's URL")
+    counts_by_topic = FailureTopicCountSerializer(many=True, required=False, help_text="with ?counts=true")

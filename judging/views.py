@@ -1,4 +1,5 @@
-"""HTML pages for staff: leaderboard, generator, generation (L1 vs L2 with critical failures), jobs.
+"""HTML pages for staff: leaderboard, How2Score by topic (heatmap), judges' rank correlations, failure
+browser, generator, generation (L1 vs L2 with critical failures, judges' and humans'), jobs.
 
 A page and its htmx update render the same `{% partialdef %}` fragment; htmx links also work as plain links.
 Jobs: running ones poll their row (list) or panel (job page) every 2 s until they finish; staff with the
@@ -19,14 +20,14 @@ from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Prefetch
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.middleware import HtmxDetails
 
-from . import selectors
+from . import charts, failures, rankings, selectors
 from .models import CriticalFailure, Generation, Generator, Job, JobKind, JobStatus, Judge, Judgment
 
 View = Callable[..., HttpResponse]
@@ -131,6 +132,157 @@ def leaderboard_csv(request: HttpRequest) -> HttpResponse:
     return response
 
 
+# --- How2Score by topic (heatmap) ---
+
+
+def _heatmap_judge(request: HttpRequest, judges: list[Judge]) -> Judge | None:
+    """The judge asked for, else the first judge that is not a demo model, else the first judge."""
+    wanted = request.GET.get("judge", "").strip()
+    if wanted:
+        return next((j for j in judges if j.judge_id == wanted), None)
+    return next((j for j in judges if not j.is_demo_model), judges[0] if judges else None)
+
+
+def _heatmap_for(judge: Judge | None, strict: bool) -> charts.Heatmap | None:
+    if judge is None:
+        return None
+    rows = selectors.how2score_by_topic(judge_ids=[judge.judge_id])
+    return charts.heatmap(rows, judge_id=judge.judge_id, strict=strict)
+
+
+@staff_required
+@require_GET
+@vary_on_headers("HX-Request")
+def topic_heatmap(request: HtmxHttpRequest) -> HttpResponse:
+    """How2Score per generator x topic for one judge (h2e or strict), as an SVG heatmap."""
+    judges = list(Judge.objects.order_by("model", "judge_id"))
+    judge = _heatmap_judge(request, judges)
+    strict = request.GET.get("score") == "strict"
+    grid = _heatmap_for(judge, strict)
+    svg = charts.heatmap_svg(grid, judge_label=judge.model) if judge and grid and grid.rows else None
+    context = {
+        "judges": judges,
+        "judge": judge,
+        "unknown_judge": request.GET.get("judge", "").strip() if judge is None else "",
+        "strict": strict,
+        "grid": grid,
+        "svg": svg,
+        "query": _query({"judge": judge.judge_id if judge else "", "score": "strict" if strict else ""}),
+    }
+    template = "judging/heatmap.html#heatmap" if wants_fragment(request) else "judging/heatmap.html"
+    return render(request, template, context)
+
+
+@staff_required
+@require_GET
+def topic_heatmap_csv(request: HttpRequest) -> HttpResponse:
+    judges = list(Judge.objects.order_by("model", "judge_id"))
+    judge = _heatmap_judge(request, judges)
+    strict = request.GET.get("score") == "strict"
+    grid = _heatmap_for(judge, strict)
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="how2score_by_topic.csv"'
+    writer = csv.DictWriter(response, fieldnames=charts.HEATMAP_CSV_FIELDS)
+    writer.writeheader()
+    writer.writerows(grid.csv_rows() if grid else [])
+    return response
+
+
+def _query(params: dict[str, str]) -> str:
+    """A query string of the non-empty params ("" when there are none)."""
+    query = QueryDict(mutable=True)
+    query.update({k: v for k, v in params.items() if v})
+    return query.urlencode()
+
+
+# --- Judges' rank correlations (cross-judge robustness) ---
+
+
+@staff_required
+@require_GET
+def rank_correlation(request: HttpRequest) -> HttpResponse:
+    """Kendall tau-b and Spearman rho between every two judges' rankings of the generators both judged."""
+    strict = request.GET.get("score") == "strict"
+    result = rankings.judge_rank_correlations(strict=strict)
+    context = {"result": result, "matrix": result.matrix(), "strict": strict}
+    return render(request, "judging/rank_correlation.html", context)
+
+
+# --- Failure browser ---
+
+
+@dataclass(frozen=True)
+class FailureOptions:
+    """What the failure filters offer (also the name -> id maps that resolve them: no extra query)."""
+
+    topics: list[tuple[int, str]]
+    generators: list[tuple[int, str, str]]
+    judges: list[tuple[int, str, str]]
+    studies: list[tuple[int, str, str]]
+
+    def choices(self) -> failures.FilterChoices:
+        return failures.FilterChoices(
+            topics={name: pk for pk, name in self.topics},
+            generators={gid: pk for pk, gid, _ in self.generators},
+            judges={jid: pk for pk, jid, _ in self.judges},
+            studies={slug: pk for pk, slug, _ in self.studies},
+        )
+
+
+def _failure_options() -> FailureOptions:
+    from annotation.models import Study
+    from mining.models import Topic
+
+    return FailureOptions(
+        topics=list(Topic.objects.order_by("name").values_list("pk", "name")),
+        generators=list(
+            Generator.objects.order_by("model", "generator_id").values_list("pk", "generator_id", "model")
+        ),
+        judges=list(Judge.objects.order_by("model", "judge_id").values_list("pk", "judge_id", "model")),
+        studies=list(Study.objects.order_by("slug").values_list("pk", "slug", "title")),
+    )
+
+
+def _cursor(token: str | None) -> failures.Cursor | None:
+    try:
+        return failures.Cursor.decode(token) if token else None
+    except ValueError:
+        return None  # a mangled link starts again at the first page
+
+
+@staff_required
+@require_GET
+@vary_on_headers("HX-Request")
+def failure_list(request: HtmxHttpRequest) -> HttpResponse:
+    """Critical failures from judges and humans, filtered, newest generation first, 50 a page (keyset)."""
+    query = failures.FailureQuery.from_params(request.GET)
+    options = _failure_options()
+    filters = failures.failure_filters_resolve(query, options.choices())
+    cursor = _cursor(request.GET.get("cursor"))
+    page = failures.failure_page(filters=filters, cursor=cursor)
+    counts = failures.failure_counts_by_topic(filters=filters)
+    chart_items = [
+        (c.topic, c.total, "?" + _query(query.params(topic=c.topic)) if c.topic != failures.NO_TOPIC else "")
+        for c in counts
+    ]
+    context = {
+        "query": query,
+        "options": options,
+        "page": page,
+        "cursor": cursor,
+        "counts": counts,
+        "total": sum(c.total for c in counts),
+        "chart": charts.bar_chart_svg(chart_items, title="Critical failures per topic", unit="failures")
+        if counts
+        else None,
+        "filter_query": _query(query.params()),
+        "next_query": _query({**query.params(), "cursor": page.next_cursor}) if page.next_cursor else "",
+        "full_text": failures.is_full_text(),
+    }
+    template = "judging/failures.html#failure-results" if wants_fragment(request) else "judging/failures.html"
+    return render(request, template, context)
+
+
 # --- Generator ---
 
 
@@ -191,9 +343,15 @@ class StepLink:
 
 @dataclass(frozen=True)
 class FailureView:
-    failure: CriticalFailure
+    failure: CriticalFailure  # or annotation.AnnotatedFailure for a human's failure
     l1: list[StepLink]
     l2: list[StepLink]
+    source: str = "judge"
+
+    @property
+    def token(self) -> str:
+        """`judge-<id>` / `human-<id>`: the ?failure= value and the element id suffix."""
+        return f"{self.source}-{self.failure.pk}"
 
     @property
     def l1_attr(self) -> str:
@@ -238,8 +396,52 @@ def generation_detail(request: HttpRequest, pk: int) -> HttpResponse:
         )
         for judgment in judgments.order_by("judge__model", "judge__judge_id")
     ]
-    context = {"generation": generation, "l1_steps": l1_steps, "l2_steps": l2_steps, "judged": judged}
+    annotated = _human_annotations(generation, len(l1_steps), len(l2_steps))
+    selected = _selected_failure(request.GET.get("failure", ""), judged, annotated)
+    context = {
+        "generation": generation,
+        "l1_steps": l1_steps,
+        "l2_steps": l2_steps,
+        "judged": judged,
+        "annotated": annotated,
+        "selected": selected,
+        "selected_l1": {s.number for s in selected.l1 if s.valid} if selected else set(),
+        "selected_l2": {s.number for s in selected.l2 if s.valid} if selected else set(),
+    }
     return render(request, "judging/generation.html", context)
+
+
+def _human_annotations(generation: Generation, n_l1: int, n_l2: int) -> list[tuple[Any, list[FailureView]]]:
+    """The study annotations of this generation (attention checks left out), each with its failures."""
+    from annotation.models import AnnotatedFailure, Annotation
+
+    annotations = (
+        Annotation.objects.filter(item__generation=generation, item__is_attention_check=False)
+        .select_related("study")
+        .prefetch_related(Prefetch("failures", queryset=AnnotatedFailure.objects.order_by("order")))
+        .order_by("study__slug", "submitted_at", "id")
+    )
+    return [
+        (
+            annotation,
+            [
+                FailureView(f, step_links(f.l1_steps, n_l1), step_links(f.l2_steps, n_l2), "human")  # type: ignore[arg-type]
+                for f in annotation.failures.all()
+            ],
+        )
+        for annotation in annotations
+    ]
+
+
+def _selected_failure(
+    token: str, judged: list[tuple[Any, list[FailureView]]], annotated: list[tuple[Any, list[FailureView]]]
+) -> FailureView | None:
+    """The failure named by ?failure=judge-<id> or human-<id>, if it is on this page."""
+    parsed = failures.parse_token(token)
+    if parsed is None:
+        return None
+    groups = judged if parsed[0] == "judge" else annotated
+    return next((v for _, views in groups for v in views if v.failure.pk == parsed[1]), None)
 
 
 # --- Jobs ---

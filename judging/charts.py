@@ -1,0 +1,323 @@
+"""Server-side SVG charts: geometry and colours computed here, drawn by templates (so all text is escaped).
+
+- heatmap: How2Score per generator x topic for one judge (rows best generator first, empty cells kept);
+- bar chart: a count per label (failures per topic), longest bar = largest count.
+No JavaScript and no external assets: the SVG is inline in the page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+
+from .selectors import How2Score, TopicLeaderboardRow
+
+NO_TOPIC = "(no topic)"
+
+# --- colour scale ---------------------------------------------------------------------------------------
+
+# A diverging red-white-blue scale (ColorBrewer RdBu, colour-blind safe): low How2Score red, high blue.
+_STOPS: list[tuple[float, tuple[int, int, int]]] = [
+    (0.0, (178, 24, 43)),
+    (0.25, (239, 138, 98)),
+    (0.5, (247, 247, 247)),
+    (0.75, (103, 169, 207)),
+    (1.0, (33, 102, 172)),
+]
+
+
+def score_colour(fraction: float) -> str:
+    """The fill for a score in [0, 1] (clamped), as #rrggbb."""
+    x = min(1.0, max(0.0, fraction))
+    for (x0, c0), (x1, c1) in pairwise(_STOPS):
+        if x <= x1:
+            t = (x - x0) / (x1 - x0) if x1 > x0 else 0.0
+            r, g, b = (round(a + (b_ - a) * t) for a, b_ in zip(c0, c1, strict=True))
+            return f"#{r:02x}{g:02x}{b:02x}"
+    return "#{:02x}{:02x}{:02x}".format(*_STOPS[-1][1])
+
+
+def text_colour(fill: str) -> str:
+    """Black or white, whichever reads better on the fill (relative luminance)."""
+    r, g, b = (int(fill[i : i + 2], 16) / 255 for i in (1, 3, 5))
+    luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b
+    return "#111111" if luminance > 0.5 else "#ffffff"
+
+
+# --- heatmap ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HeatmapCell:
+    generator_id: str
+    generator_model: str
+    topic: str
+    score: How2Score | None  # None: the judge judged nothing of this generator in this topic
+
+    def percent(self, strict: bool) -> float | None:
+        if self.score is None:
+            return None
+        if strict:
+            return self.score.strict_how2score_percent if self.score.total else None
+        return self.score.how2score_percent if self.score.n_examples else None
+
+    def n(self, strict: bool) -> int:
+        """The examples behind the cell: scored ones (h2e), or all judged ones (strict)."""
+        if self.score is None:
+            return 0
+        return self.score.total if strict else self.score.n_examples
+
+
+@dataclass(frozen=True)
+class HeatmapRow:
+    generator_id: str
+    generator_model: str
+    overall: How2Score
+    cells: list[HeatmapCell]
+
+
+@dataclass(frozen=True)
+class Heatmap:
+    judge_id: str
+    strict: bool
+    topics: list[str]
+    rows: list[HeatmapRow] = field(default_factory=list)
+
+    def csv_rows(self) -> Iterable[dict[str, object]]:
+        """One row per generator x topic (empty cells included, with n 0 and no score)."""
+        for row in self.rows:
+            for cell in row.cells:
+                percent = cell.percent(self.strict)
+                yield {
+                    "judge_id": self.judge_id,
+                    "generator_model": row.generator_model,
+                    "generator_id": row.generator_id,
+                    "topic": cell.topic,
+                    "score": "strict" if self.strict else "h2e",
+                    "how2score_percent": "" if percent is None else percent,
+                    "n": cell.n(self.strict),
+                    "n_with_failures": cell.score.n_with_failures if cell.score else 0,
+                    "n_parse_failed": cell.score.n_parse_failed if cell.score else 0,
+                }
+
+
+def _total(scores: Iterable[How2Score]) -> How2Score:
+    scores = list(scores)
+    return How2Score(
+        total=sum(s.total for s in scores),
+        n_parse_failed=sum(s.n_parse_failed for s in scores),
+        n_with_failures=sum(s.n_with_failures for s in scores),
+        sum_failures=sum(s.sum_failures for s in scores),
+    )
+
+
+def heatmap(rows: Sequence[TopicLeaderboardRow], *, judge_id: str, strict: bool = False) -> Heatmap:
+    """The generator x topic grid of one judge's by-topic How2Scores (selectors.how2score_by_topic)."""
+    rows = [r for r in rows if r.judge_id == judge_id]
+    topics = sorted({r.topic or NO_TOPIC for r in rows}, key=lambda t: (t == NO_TOPIC, t))
+    by_generator: dict[str, dict[str, TopicLeaderboardRow]] = {}
+    for r in rows:
+        by_generator.setdefault(r.generator_id, {})[r.topic or NO_TOPIC] = r
+    grid = []
+    for generator_id, cells in by_generator.items():
+        model = next(iter(cells.values())).generator_model
+        grid.append(
+            HeatmapRow(
+                generator_id,
+                model,
+                _total(c.score for c in cells.values()),
+                [HeatmapCell(generator_id, model, t, cells[t].score if t in cells else None) for t in topics],
+            )
+        )
+
+    def overall(row: HeatmapRow) -> float:
+        return row.overall.strict_how2score if strict else row.overall.how2score
+
+    grid.sort(key=lambda r: (-overall(r), r.generator_model, r.generator_id))
+    return Heatmap(judge_id=judge_id, strict=strict, topics=topics, rows=grid)
+
+
+# --- SVG geometry -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SvgCell:
+    x: int
+    y: int
+    fill: str
+    text_fill: str
+    label: str  # the number drawn in the cell ("" for an empty cell)
+    title: str  # the tooltip: generator x topic, score, n
+    empty: bool
+
+
+@dataclass(frozen=True)
+class SvgLabel:
+    x: int
+    y: int
+    text: str
+    title: str
+
+
+@dataclass(frozen=True)
+class HeatmapSvg:
+    width: int
+    height: int
+    cell_w: int
+    cell_h: int
+    cells: list[SvgCell]
+    row_labels: list[SvgLabel]
+    column_labels: list[SvgLabel]
+    legend: list[SvgCell]
+    legend_y: int
+    title: str
+    description: str
+
+
+_LABEL_W, _HEADER_H, _CELL_W, _CELL_H, _LEGEND_H = 250, 150, 58, 30, 56
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def heatmap_svg(grid: Heatmap, *, judge_label: str) -> HeatmapSvg:
+    """Positions, colours and tooltips of the heatmap drawn by templates/judging/_heatmap_svg.html."""
+    kind = "strict How2Score" if grid.strict else "How2Score"
+    cells, row_labels = [], []
+    for i, row in enumerate(grid.rows):
+        y = _HEADER_H + i * _CELL_H
+        row_labels.append(
+            SvgLabel(
+                _LABEL_W - 8,
+                y + _CELL_H // 2 + 5,
+                _short(row.generator_model, 34),
+                f"{row.generator_model} ({row.generator_id})",
+            )
+        )
+        for j, cell in enumerate(row.cells):
+            percent, n = cell.percent(grid.strict), cell.n(grid.strict)
+            x = _LABEL_W + j * _CELL_W
+            where = f"{row.generator_model} \u00d7 {cell.topic}"  # multiplication sign
+            if percent is None:
+                cells.append(
+                    SvgCell(x, y, "#eef0f4", "#5d6677", "", f"{where}: no scored examples (n = {n})", True)
+                )
+                continue
+            fill = score_colour(percent / 100)
+            cells.append(
+                SvgCell(
+                    x,
+                    y,
+                    fill,
+                    text_colour(fill),
+                    f"{percent:.0f}",
+                    f"{where}: {kind} {percent:.1f}% (n = {n})",
+                    False,
+                )
+            )
+    column_labels = [
+        SvgLabel(_LABEL_W + j * _CELL_W + _CELL_W // 2, _HEADER_H - 8, _short(topic, 24), topic)
+        for j, topic in enumerate(grid.topics)
+    ]
+    legend_y = _HEADER_H + len(grid.rows) * _CELL_H + 24
+    legend = [
+        SvgCell(
+            _LABEL_W + k * 30,
+            legend_y,
+            score_colour(k / 10),
+            text_colour(score_colour(k / 10)),
+            f"{k * 10}",
+            f"{k * 10}%",
+            False,
+        )
+        for k in range(11)
+    ]
+    width = _LABEL_W + max(len(grid.topics), 11) * _CELL_W + 16
+    height = legend_y + _LEGEND_H
+    return HeatmapSvg(
+        width=width,
+        height=height,
+        cell_w=_CELL_W,
+        cell_h=_CELL_H,
+        cells=cells,
+        row_labels=row_labels,
+        column_labels=column_labels,
+        legend=legend,
+        legend_y=legend_y,
+        title=f"{kind} by topic, judged by {judge_label}",
+        description=(
+            f"{len(grid.rows)} generators (rows, best overall first) by {len(grid.topics)} topics (columns); "
+            "each cell is the share of examples with no critical failure, grey where there is none."
+        ),
+    )
+
+
+# --- bar chart ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SvgBar:
+    y: int
+    width: int
+    label: str
+    title: str
+    value: int
+    href: str
+    value_x: int
+
+
+@dataclass(frozen=True)
+class BarChartSvg:
+    width: int
+    height: int
+    label_w: int
+    bar_h: int
+    bars: list[SvgBar]
+    title: str
+    description: str
+
+
+_BAR_LABEL_W, _BAR_W, _BAR_H, _BAR_GAP = 210, 420, 20, 6
+
+
+def bar_chart_svg(items: Sequence[tuple[str, int, str]], *, title: str, unit: str) -> BarChartSvg:
+    """Horizontal bars for (label, count, link) items, in the given order."""
+    top = max((count for _, count, _ in items), default=0)
+    bars = []
+    for i, (label, count, href) in enumerate(items):
+        width = round(_BAR_W * count / top) if top else 0
+        bars.append(
+            SvgBar(
+                y=i * (_BAR_H + _BAR_GAP),
+                width=max(width, 1 if count else 0),
+                label=_short(label, 30),
+                title=f"{label}: {count:,} {unit}",
+                value=count,
+                href=href,
+                value_x=_BAR_LABEL_W + max(width, 1) + 6,
+            )
+        )
+    return BarChartSvg(
+        width=_BAR_LABEL_W + _BAR_W + 90,
+        height=max(1, len(items)) * (_BAR_H + _BAR_GAP),
+        label_w=_BAR_LABEL_W,
+        bar_h=_BAR_H,
+        bars=bars,
+        title=title,
+        description=f"{len(items)} bars, one per topic, length proportional to the number of {unit}.",
+    )
+
+
+HEATMAP_CSV_FIELDS = [
+    "judge_id",
+    "generator_model",
+    "generator_id",
+    "topic",
+    "score",
+    "how2score_percent",
+    "n",
+    "n_with_failures",
+    "n_parse_failed",
+]
