@@ -177,6 +177,7 @@ class Assignment(models.Model):
     lease_expires_at = models.DateTimeField()
     goal_acknowledged_at = models.DateTimeField(null=True, blank=True)
     n_l2_steps = models.PositiveIntegerField(help_text="L2 steps when issued: all must be revealed")
+    n_revealed = models.PositiveIntegerField(default=0, help_text="L2 steps read so far")
     step_revealed_at = models.JSONField(
         default=list, blank=True, help_text="ISO time each L2 step was clicked, in order"
     )
@@ -192,6 +193,9 @@ class Assignment(models.Model):
                 condition=Q(status="active"),
                 name="assignment_one_active_per_participant",
             ),
+            models.CheckConstraint(
+                condition=Q(n_revealed__lte=F("n_l2_steps")), name="assignment_revealed_le_steps"
+            ),
         ]
         indexes = [
             models.Index(
@@ -203,10 +207,6 @@ class Assignment(models.Model):
 
     def __str__(self) -> str:
         return f"assignment {self.pk} ({self.status})"
-
-    @property
-    def n_revealed(self) -> int:
-        return len(self.step_revealed_at)
 
     @property
     def all_steps_revealed(self) -> bool:

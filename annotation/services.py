@@ -17,7 +17,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import IntegrityError, transaction
-from django.db.models import Count, F, Q, QuerySet
+from django.db.models import Count, F, Func, JSONField, Q, QuerySet, Value
 from django.utils import timezone
 
 from judging.models import Generation, Judgment
@@ -36,6 +36,28 @@ from .models import (
 MAX_DESCRIPTION_CHARS = 4000
 MAX_COMMENTS_CHARS = 10000
 MAX_FAILURES = 50
+
+
+class JSONAppend(Func):
+    """`column` with `value` (a string) appended to its JSON array: jsonb `||` on PostgreSQL, json_insert
+    elsewhere (SQLite)."""
+
+    output_field = JSONField()
+
+    def __init__(self, column: str, value: str) -> None:
+        super().__init__(F(column), Value(value))
+
+    def _parts(self, compiler: Any, connection: Any) -> tuple[str, str, list[Any]]:
+        column, value = (compiler.compile(e) for e in self.get_source_expressions())
+        return column[0], value[0], [*column[1], *value[1]]
+
+    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:  # type: ignore[override]
+        column, value, params = self._parts(compiler, connection)
+        return f"json_insert({column}, '$[#]', {value})", params
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
+        column, value, params = self._parts(compiler, connection)
+        return f"({column} || jsonb_build_array(({value})::text))", params
 
 
 class Refused(Exception):
@@ -362,33 +384,56 @@ def _refreshed(assignment: Assignment, locked: Assignment) -> Assignment:
     """The caller's object (with its related rows loaded) brought up to date with the locked row."""
     assignment.status = locked.status
     assignment.goal_acknowledged_at = locked.goal_acknowledged_at
+    assignment.n_revealed = locked.n_revealed
     assignment.step_revealed_at = locked.step_revealed_at
     return assignment
 
 
-@transaction.atomic
+def _reloaded(assignment: Assignment) -> Assignment:
+    """The caller's object with the row's current reading state; 409 if the lease was reclaimed."""
+    fresh = Assignment.objects.only(
+        "status", "goal_acknowledged_at", "n_revealed", "step_revealed_at", "n_l2_steps"
+    ).get(pk=assignment.pk)
+    if fresh.status == AssignmentStatus.EXPIRED:
+        raise Refused(
+            "Your time for this item ran out and it was given to someone else. Continue with the next item.",
+            status=409,
+        )
+    return _refreshed(assignment, fresh)
+
+
 def assignment_acknowledge_goal(*, assignment: Assignment) -> Assignment:
-    """Record when the goal was acknowledged (the first time only)."""
-    locked = _locked_active(assignment)
-    if locked.goal_acknowledged_at is None and locked.status == AssignmentStatus.ACTIVE:
-        locked.goal_acknowledged_at = timezone.now()
-        locked.save(update_fields=["goal_acknowledged_at"])
-    return _refreshed(assignment, locked)
+    """Record when the goal was acknowledged (the first time only), by a conditional UPDATE."""
+    now = timezone.now()
+    first = Assignment.objects.filter(
+        pk=assignment.pk, status=AssignmentStatus.ACTIVE, goal_acknowledged_at__isnull=True
+    ).update(goal_acknowledged_at=now)
+    if not first:
+        return _reloaded(assignment)
+    assignment.goal_acknowledged_at = now
+    return assignment
 
 
-@transaction.atomic
 def assignment_reveal_step(*, assignment: Assignment, number: int) -> Assignment:
-    """Record that L2 step `number` (1-based) was read; steps are read in order, each once."""
-    locked = _locked_active(assignment)
-    if locked.status != AssignmentStatus.ACTIVE or number <= locked.n_revealed:
-        return _refreshed(assignment, locked)  # already recorded: a double click or a retry
-    if locked.goal_acknowledged_at is None:
+    """Record that L2 step `number` (1-based) was read; steps are read in order, each once. One conditional
+    UPDATE that changes the row only when this is the next step of an active, acknowledged assignment."""
+    now = timezone.now().isoformat()
+    recorded = Assignment.objects.filter(
+        pk=assignment.pk,
+        status=AssignmentStatus.ACTIVE,
+        goal_acknowledged_at__isnull=False,
+        n_revealed=number - 1,
+        n_l2_steps__gte=number,
+    ).update(n_revealed=F("n_revealed") + 1, step_revealed_at=JSONAppend("step_revealed_at", now))
+    if recorded and len(assignment.step_revealed_at) == number - 1:
+        assignment.n_revealed, assignment.step_revealed_at = number, [*assignment.step_revealed_at, now]
+        return assignment
+    fresh = _reloaded(assignment)
+    if recorded or fresh.status != AssignmentStatus.ACTIVE or number <= fresh.n_revealed:
+        return fresh  # recorded now or before (a double click, a retry)
+    if fresh.goal_acknowledged_at is None:
         raise Refused("Confirm that you have read the goal before reading L2.")
-    if number != locked.n_revealed + 1 or number > locked.n_l2_steps:
-        raise Refused(f"Read the L2 steps in order: the next one is step {locked.n_revealed + 1}.")
-    locked.step_revealed_at = [*locked.step_revealed_at, timezone.now().isoformat()]
-    locked.save(update_fields=["step_revealed_at"])
-    return _refreshed(assignment, locked)
+    raise Refused(f"Read the L2 steps in order: the next one is step {fresh.n_revealed + 1}.")
 
 
 # --- Submissions ---

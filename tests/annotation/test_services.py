@@ -113,7 +113,9 @@ def test_it_reclaims_expired_leases_and_refuses_the_late_submission() -> None:
 
 def read_everything_expired(assignment: Assignment) -> Assignment:
     Assignment.objects.filter(pk=assignment.pk).update(
-        goal_acknowledged_at=timezone.now(), step_revealed_at=["t"] * assignment.n_l2_steps
+        goal_acknowledged_at=timezone.now(),
+        step_revealed_at=["t"] * assignment.n_l2_steps,
+        n_revealed=assignment.n_l2_steps,
     )
     return assignment
 
