@@ -1,0 +1,37 @@
+"""python manage.py make_split --per-topic 500 --seed S [--threshold 0.65] [--no-dedup]"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from mining.splits import DEDUP_THRESHOLD, split_make
+
+
+class Command(BaseCommand):
+    help = (
+        "Draw the topic-balanced How2Bench split from the mined pool (per-topic procedures per topic, fixed "
+        "seed); the rest becomes How2Train, except train procedures whose max cosine similarity to bench "
+        "(all-MiniLM-L6-v2, goal + numbered steps) is >= the threshold, which stay in the pool."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--per-topic", type=int, default=500, help="bench procedures per topic (500)")
+        parser.add_argument("--seed", type=int, required=True)
+        parser.add_argument("--threshold", type=float, default=DEDUP_THRESHOLD, help="dedup cosine (0.65)")
+        parser.add_argument("--no-dedup", action="store_true", help="skip the train/bench deduplication")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            report = split_make(
+                per_topic=options["per_topic"],
+                seed=options["seed"],
+                dedup=not options["no_dedup"],
+                threshold=options["threshold"],
+            )
+        except (ValueError, ImproperlyConfigured) as exc:
+            raise CommandError(str(exc)) from exc
+        for line in report.lines():
+            self.stdout.write(line)
