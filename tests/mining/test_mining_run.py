@@ -178,3 +178,20 @@ def test_it_samples_candidates_per_topic_with_the_seed(llm_server: LoopbackLLM, 
     assert chosen == sorted(second.documents.values_list("doc_id", flat=True))
     assert len(chosen) == 6
     assert sum(1 for d in chosen if d.startswith("h-")) == 3
+
+
+def test_it_mines_from_a_config_file_with_the_command(
+    llm_server: LoopbackLLM, documents: None, tmp_path
+) -> None:
+    from io import StringIO
+
+    import yaml
+    from django.core.management import call_command
+
+    llm_server.responder = canned_responder
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump(loopback_config(llm_server.base_url, candidates_per_topic=7)))
+    out = StringIO()
+    call_command("mine", str(path), "--inline", stdout=out)
+    assert "over 7 document(s)" in out.getvalue()
+    assert "All topics: 7 docs  extraction 5/7  prefilter 3/5" in out.getvalue()

@@ -1,0 +1,41 @@
+"""python manage.py mine CONFIG [--name NAME] [--inline]"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from judging.configs import ConfigError
+from mining.config import load_run_config
+from mining.runs import mine_job_run, mining_run_create
+from mining.selectors import run_funnel
+
+
+class Command(BaseCommand):
+    help = (
+        "Start a How2Mine run over the imported documents from a run config (configs/mining/*.yaml): "
+        "candidates_per_topic documents per topic, sampled with the seed. Queued for a Celery worker, or run "
+        "here with --inline; the funnel is printed at the end of an inline run."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("config", type=Path, metavar="CONFIG")
+        parser.add_argument("--name", default="", help="the run's name (default: the config's name)")
+        parser.add_argument("--inline", action="store_true", help="run the stages in this process")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            config = load_run_config(options["config"])
+        except ConfigError as exc:
+            raise CommandError(str(exc)) from exc
+        run = mining_run_create(config=config, name=options["name"], enqueue=not options["inline"])
+        self.stdout.write(f"mining run #{run.pk} over {run.documents.count()} document(s), job #{run.job_id}")
+        if not options["inline"]:
+            return
+        job = mine_job_run(job_id=run.job_id or 0)
+        self.stdout.write(f"job #{run.job_id}: {job.status if job else 'not run'}")
+        for row in [*run_funnel(run).rows, run_funnel(run).total]:
+            cells = "  ".join(f"{c.stage} {c.passed}/{c.processed}" for c in row.cells)
+            self.stdout.write(f"{row.topic}: {row.inputs} docs  {cells}  ${row.cost:.4f}")

@@ -1,0 +1,45 @@
+"""The funnel page and its drill-down in headless Chromium, with screenshots (test-artifacts/screenshots/)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mining.config import run_config_from_mapping
+from mining.runs import mine_job_run, mining_run_create
+from tests.browser.conftest import page, requested_urls, screenshot, staff_page
+from tests.llm_server import LoopbackLLM, llm_server
+from tests.mining.canned import canned_responder, loopback_config, make_document
+
+__all__ = ["llm_server", "page", "requested_urls", "staff_page"]
+pytestmark = pytest.mark.browser
+
+MARKERS = ["", "NOPROC", "GARBLE", "FEWSTEPS", "REPEAT", "BRAND", "FINALNO", "", "", "REPEAT"]
+TOPICS = ["Food & Dining", "Health", "Travel & Tourism"]
+
+
+def test_it_shows_the_funnel_and_the_rejected_documents(
+    staff_page: Any, live_server: Any, llm_server: LoopbackLLM
+) -> None:
+    for i, marker in enumerate(MARKERS):
+        make_document(f"web-{i:02d}", marker, topic=TOPICS[i % 3])
+    llm_server.responder = canned_responder
+    run = mining_run_create(
+        config=run_config_from_mapping(loopback_config(llm_server.base_url)), enqueue=False
+    )
+    mine_job_run(job_id=run.job_id or 0)
+
+    staff_page.goto(f"{live_server.url}/admin/mining/miningrun/{run.pk}/funnel/")
+    staff_page.wait_for_selector("table.funnel-table")
+    total = staff_page.locator("tfoot tr")
+    assert "All topics" in total.inner_text()
+    assert "80.00%" in total.locator("td[data-stage=extraction]").inner_text()  # 8 of 10 extracted
+    screenshot(staff_page, "mining-funnel")
+
+    staff_page.locator("tfoot td[data-stage=prefilter] a").click()
+    staff_page.wait_for_selector("table.rejections-table")
+    text = staff_page.locator("#rejections").inner_text()
+    assert "3 documents rejected" in text
+    assert "2-gram repetition 0.833 >= 0.40" in text and "3 steps, outside 5-15" in text
+    screenshot(staff_page, "mining-rejections")
