@@ -182,12 +182,19 @@ def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _header_height(topics: Sequence[str]) -> int:
+    """Room for the column labels, drawn at -40 degrees (about 4.4 px of height per character)."""
+    longest = max((len(_short(t, 24)) for t in topics), default=0)
+    return min(_HEADER_H, 24 + round(4.4 * longest))
+
+
 def heatmap_svg(grid: Heatmap, *, judge_label: str) -> HeatmapSvg:
     """Positions, colours and tooltips of the heatmap drawn by templates/judging/_heatmap_svg.html."""
     kind = "strict How2Score" if grid.strict else "How2Score"
+    header = _header_height(grid.topics)
     cells, row_labels = [], []
     for i, row in enumerate(grid.rows):
-        y = _HEADER_H + i * _CELL_H
+        y = header + i * _CELL_H
         row_labels.append(
             SvgLabel(
                 _LABEL_W - 8,
@@ -218,10 +225,10 @@ def heatmap_svg(grid: Heatmap, *, judge_label: str) -> HeatmapSvg:
                 )
             )
     column_labels = [
-        SvgLabel(_LABEL_W + j * _CELL_W + _CELL_W // 2, _HEADER_H - 8, _short(topic, 24), topic)
+        SvgLabel(_LABEL_W + j * _CELL_W + _CELL_W // 2, header - 8, _short(topic, 24), topic)
         for j, topic in enumerate(grid.topics)
     ]
-    legend_y = _HEADER_H + len(grid.rows) * _CELL_H + 24
+    legend_y = header + len(grid.rows) * _CELL_H + 24
     legend = [
         SvgCell(
             _LABEL_W + k * 30,
@@ -234,7 +241,7 @@ def heatmap_svg(grid: Heatmap, *, judge_label: str) -> HeatmapSvg:
         )
         for k in range(11)
     ]
-    width = _LABEL_W + max(len(grid.topics), 11) * _CELL_W + 16
+    width = _LABEL_W + max(len(grid.topics), 11) * _CELL_W + 110  # room for the last slanted label
     height = legend_y + _LEGEND_H
     return HeatmapSvg(
         width=width,

@@ -1,0 +1,464 @@
+"""Researcher pages at scale (issue #5): leaderboard, failure browser, heatmap, rank correlations and the API.
+
+    .venv/bin/python benchmarks/researcher_pages.py [--db h2e_researcher_bench] [--reuse] [--append-doc]
+
+1. drops and re-creates the database, migrates it, and fills it in PostgreSQL itself (INSERT ... SELECT over
+   generate_series, random English-like text): 20 generators x 7,000 examples x 2 judges = 280,000 judgments,
+   about 515,000 critical failures (0-4 per judgment, ~2 % parse failures), format metrics on every
+   generation; plus a human study of 200 items x 3 annotators with their failures (through the ORM).
+   --reuse skips this when the database already holds the data.
+2. VACUUM ANALYZE (as autovacuum would after a bulk load), then times each page through Django's test Client
+   as a staff user, in this process: warm-up requests, then --runs timed ones; median and p95.
+   settings.DEBUG is switched off after setup so no SQL is logged during the timings.
+
+Targets: leaderboard page <= 300 ms; the failure browser's filtered first page <= 200 ms.
+Each page is one function taking the Client (see PAGES); add a function there to time another page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.import_scale import DOC, WORDS, machine_info  # noqa: E402
+
+# --- data ---------------------------------------------------------------------------------------------
+
+_FILL_SQL = """
+SELECT setseed(0.42);
+CREATE FUNCTION pg_temp.words(n int) RETURNS text LANGUAGE sql VOLATILE AS $$
+  SELECT initcap(left(s, 1)) || substr(s, 2) || '.' FROM (
+    SELECT string_agg(w[1 + floor(random() * array_length(w, 1))::int], ' ') AS s
+    FROM generate_series(1, n), (SELECT %(words)s::text[] AS w) AS vocabulary
+  ) AS sentence
+$$;
+CREATE FUNCTION pg_temp.steps(k int, n int) RETURNS jsonb LANGUAGE sql VOLATILE AS $$
+  SELECT jsonb_agg(pg_temp.words(n)) FROM generate_series(1, k)
+$$;
+
+INSERT INTO mining_procedure (source_example_id, goal, resources, steps, url, source_text, split, created_at,
+                              topic_id, n_tokens)
+SELECT 'bench-' || lpad(i::text, 5, '0'), pg_temp.words(18 + (random() * 14)::int), '[]',
+       pg_temp.steps(8, 12), '', '', 'bench', now(), t.ids[1 + i %% array_length(t.ids, 1)],
+       150 + (random() * 150)::int
+FROM generate_series(0, %(examples)s - 1) AS i,
+     (SELECT array_agg(id ORDER BY name) AS ids FROM mining_topic) AS t;
+
+INSERT INTO judging_generator (generator_id, model, backend, prompt_style, vllm_overrides, prompt_sha256,
+                               prompt_path, run_name, manifest, created_at, config)
+SELECT lpad((g + 1)::text, 12, '0'), 'org/generator-model-' || lpad(g::text, 2, '0'), 'openai', 'inst',
+       '{}', '', '', '', '{}', now(), '{}'
+FROM generate_series(0, %(generators)s - 1) AS g;
+
+INSERT INTO judging_judge (judge_id, model, backend, vllm_overrides, prompt_sha256, prompt_path,
+                           is_demo_model, manifest, created_at, config)
+SELECT 'j' || lpad((j + 1)::text, 11, '0'), 'judge-org/judge-model-' || j, 'vllm', '{}', '', '', false, '{}',
+       now(), '{}'
+FROM generate_series(0, %(judges)s - 1) AS j;
+
+INSERT INTO judging_generation (prompt, model_completion, predicted_steps, n_tokens, error, extra,
+                                created_at, procedure_id, generator_id, attempts, duplicate_ngram_rate,
+                                duplicate_step_rate, step_count_mismatch, updated_at)
+SELECT '', '', pg_temp.steps(8, 10), 120 + (random() * 300)::int, '', '{}', now(), p.id, g.id, 1,
+       random() * 0.2, CASE WHEN random() < 0.1 THEN 0.125 ELSE 0 END, random() < 0.3, now()
+FROM judging_generator AS g CROSS JOIN mining_procedure AS p
+ORDER BY g.id, p.id;
+
+CREATE TEMP TABLE verdicts AS
+SELECT gn.id AS generation_id, gn.generator_id, j.id AS judge_id, p.topic_id,
+       random() < 0.02 AS parse_failed, (ARRAY[0, 0, 1, 2, 2, 3, 3, 4])[1 + floor(random() * 8)::int] AS n
+FROM judging_generation AS gn JOIN mining_procedure AS p ON p.id = gn.procedure_id
+CROSS JOIN judging_judge AS j;
+
+INSERT INTO judging_judgment (reasoning, raw_output, parse_failed, has_failure, n_failures, error,
+                              extra, created_at, generation_id, generator_id, judge_id, topic_id, attempts,
+                              updated_at)
+SELECT CASE WHEN parse_failed THEN '' ELSE pg_temp.words(40) END, '', parse_failed,
+       NOT parse_failed AND n > 0, CASE WHEN parse_failed THEN 0 ELSE n END, '', '{}', now(),
+       generation_id, generator_id, judge_id, topic_id, 1, now()
+FROM verdicts ORDER BY generation_id, judge_id;
+
+INSERT INTO judging_criticalfailure ("order", description, l1_steps, l2_steps, judgment_id,
+                                     steps_out_of_range)
+SELECT k, pg_temp.words(18 + (random() * 14)::int), jsonb_build_array(1 + (random() * 7)::int),
+       CASE WHEN random() < 0.7 THEN jsonb_build_array(1 + (random() * 7)::int) ELSE '[]'::jsonb
+       END,
+       jm.id, false
+FROM judging_judgment AS jm CROSS JOIN LATERAL generate_series(0, jm.n_failures - 1) AS k
+WHERE jm.n_failures > 0
+ORDER BY jm.id, k;
+"""
+
+
+def psql(db: str, sql: str) -> str:
+    out = subprocess.run(
+        ["psql", "-h", "127.0.0.1", "-U", "postgres", "-v", "ON_ERROR_STOP=1", "-qtA", "-d", db, "-c", sql],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    return out.stdout.strip()
+
+
+def build_database(db: str, env: dict[str, str], *, generators: int, examples: int, judges: int) -> float:
+    """Fresh database, migrated and filled; returns the seconds it took."""
+    start = time.perf_counter()
+    subprocess.run(["dropdb", "-h", "127.0.0.1", "-U", "postgres", "--if-exists", db], check=True)
+    subprocess.run(["createdb", "-h", "127.0.0.1", "-U", "postgres", db], check=True)
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    import psycopg
+
+    words = "{" + ",".join('"' + w.replace('"', "") + '"' for w in WORDS) + "}"
+    with psycopg.connect(f"postgresql://postgres@127.0.0.1:5432/{db}", autocommit=True) as connection:
+        sql = _FILL_SQL % {
+            "words": f"'{words}'",
+            "examples": examples,
+            "generators": generators,
+            "judges": judges,
+        }
+        for statement in _statements(sql):
+            connection.execute(statement)  # type: ignore[arg-type]
+    print(f"  filled in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    return time.perf_counter() - start
+
+
+def _statements(sql: str) -> list[str]:
+    """Split on ';' at line ends, keeping the $$ function bodies whole."""
+    out, current, in_body = [], [], False
+    for line in sql.strip().splitlines():
+        current.append(line)
+        if line.count("$$") % 2:
+            in_body = not in_body
+        if not in_body and line.rstrip().endswith(";"):
+            out.append("\n".join(current))
+            current = []
+    return out
+
+
+def add_human_study(*, n_items: int = 200, k: int = 3) -> None:
+    """A study over the newest generations, k annotations an item, ~40 % with one or two failures."""
+    import random
+
+    from django.utils import timezone
+
+    from annotation.models import AnnotatedFailure, Annotation, Assignment, Participant, Study, StudyItem
+    from judging.models import Generation
+
+    rng = random.Random(5)
+    study = Study.objects.create(
+        slug="bench-study", title="Bench study", completion_code="C", screenout_code="S"
+    )
+    generations = list(Generation.objects.order_by("-id").values_list("id", flat=True)[: n_items * 37 : 37])
+    items = StudyItem.objects.bulk_create(
+        StudyItem(
+            study=study,
+            generation_id=g,
+            position=i,
+            target_annotations=k,
+            assigned_count=k,
+            completed_count=k,
+        )
+        for i, g in enumerate(generations)
+    )
+    participants = Participant.objects.bulk_create(
+        Participant(study=study, prolific_pid=f"bench-{i}") for i in range(n_items * k // 10)
+    )
+    now = timezone.now()
+    failures = []
+    for n, item in enumerate(items):
+        for a in range(k):
+            participant = participants[(n * k + a) % len(participants)]
+            assignment = Assignment.objects.create(
+                study=study, participant=participant, item=item, status="submitted", issued_at=now,
+                lease_expires_at=now, n_l2_steps=8,
+            )  # fmt: skip
+            n_failures = rng.choice((0, 0, 0, 1, 2))
+            annotation = Annotation.objects.create(
+                assignment=assignment, study=study, item=item, participant=participant,
+                has_failure=bool(n_failures), n_failures=n_failures, issued_at=now, goal_acknowledged_at=now,
+                submitted_at=now, elapsed_seconds=90.0,
+            )  # fmt: skip
+            failures += [
+                AnnotatedFailure(
+                    annotation=annotation,
+                    order=o,
+                    description=" ".join(rng.choices(WORDS, k=20)),
+                    l1_steps=[rng.randint(1, 8)],
+                    l2_steps=[rng.randint(1, 8)],
+                )
+                for o in range(n_failures)
+            ]
+    AnnotatedFailure.objects.bulk_create(failures)
+
+
+# --- timings ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Timing:
+    name: str
+    url: str
+    times: list[float]
+    bytes: int
+    note: str = ""
+
+    @property
+    def median_ms(self) -> float:
+        return 1000 * statistics.median(self.times)
+
+    @property
+    def p95_ms(self) -> float:
+        ordered = sorted(self.times)
+        return 1000 * ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+RUNS = 20
+WARMUP = 3
+
+
+def timed(client: Any, name: str, url: str, params: dict[str, str] | None = None, **headers: str) -> Timing:
+    for _ in range(WARMUP):
+        response = client.get(url, params or {}, **headers)
+        assert response.status_code == 200, (url, response.status_code)
+    times = []
+    for _ in range(RUNS):
+        start = time.perf_counter()
+        response = client.get(url, params or {}, **headers)
+        times.append(time.perf_counter() - start)
+    query = "&".join(f"{k}={v}" for k, v in (params or {}).items())
+    return Timing(name, url + (f"?{query}" if query else ""), times, len(response.content))
+
+
+def leaderboard_page(client: Any) -> list[Timing]:
+    from django.urls import reverse
+
+    return [timed(client, "leaderboard page (all judges)", reverse("judging:leaderboard"))]
+
+
+def failure_browser_page(client: Any) -> list[Timing]:
+    from django.urls import reverse
+
+    from judging.models import Generator, Judge
+
+    url = reverse("judging:failure_list")
+    judge = Judge.objects.order_by("judge_id").first()
+    generator = Generator.objects.order_by("-generator_id").first()
+    assert generator is not None
+    assert judge is not None
+    deep_cursor = _cursor_after_pages(judge.judge_id, pages=int(os.environ.get("BENCH_DEEP_PAGES", "41")))
+    filtered = {"topic": "Health", "judge": judge.judge_id}
+    cases: list[tuple[str, dict[str, str]]] = [
+        ("failure browser: filtered first page (topic + judge)", filtered),
+        ("failure browser: first page, no filter", {}),
+        ("failure browser: generator filter", {"generator": generator.generator_id}),
+        ("failure browser: text search q=tighten", {"q": "tighten"}),
+        ("failure browser: text search + topic + judge", {"q": "tighten bolt", **filtered}),
+        ("failure browser: human failures only", {"source": "human"}),
+        ("failure browser: page 42 by cursor (topic + judge)", {**filtered, "cursor": deep_cursor}),
+    ]
+    timings = [timed(client, name, url, params) for name, params in cases]
+    fragment = "failure browser: htmx fragment (topic + judge)"
+    return [*timings, timed(client, fragment, url, filtered, HTTP_HX_REQUEST="true")]
+
+
+def _cursor_after_pages(judge_id: str, *, pages: int) -> str:
+    """The cursor that opens page pages + 1 of the topic + judge filter."""
+    from judging import failures
+
+    query = failures.FailureQuery(topic="Health", judge=judge_id)
+    filters = failures.failure_filters_resolve(query, failures.filter_choices_for(query))
+    cursor = None
+    for _ in range(pages):
+        token = failures.failure_page(filters=filters, cursor=cursor).next_cursor
+        assert token is not None
+        cursor = failures.Cursor.decode(token)
+    assert cursor is not None
+    return cursor.encode()
+
+
+def failure_api(client: Any) -> list[Timing]:
+    from django.urls import reverse
+
+    from judging.models import Judge
+
+    judge = Judge.objects.order_by("judge_id").first()
+    assert judge is not None
+    url = reverse("api:failures")
+    return [
+        timed(
+            client, "API /api/failures/ (topic + judge)", url, {"topic": "Health", "judge": judge.judge_id}
+        ),
+        timed(client, "API /api/failures/ with counts", url, {"topic": "Health", "counts": "true"}),
+    ]
+
+
+def research_pages(client: Any) -> list[Timing]:
+    from django.urls import reverse
+
+    return [
+        timed(client, "How2Score by topic (heatmap)", reverse("judging:topic_heatmap")),
+        timed(client, "judges' rank correlations page", reverse("judging:rank_correlation")),
+        timed(client, "API /api/judges/rank-correlation/", reverse("api:judge-rank-correlation")),
+    ]
+
+
+PAGES: list[Callable[[Any], list[Timing]]] = [
+    leaderboard_page,
+    failure_browser_page,
+    failure_api,
+    research_pages,
+]
+TARGETS_MS = {
+    "leaderboard page (all judges)": 300.0,
+    "failure browser: filtered first page (topic + judge)": 200.0,
+}
+
+
+def explain_first_page() -> str:
+    """EXPLAIN ANALYZE of the judge-side query of the filtered first page."""
+    from django.db import connection
+
+    from judging import failures
+    from judging.models import Judge
+
+    judge = Judge.objects.order_by("judge_id").first()
+    assert judge is not None
+    query = failures.FailureQuery(topic="Health", judge=judge.judge_id)
+    filters = failures.failure_filters_resolve(query, failures.filter_choices_for(query))
+    qs = (
+        failures._judge_failures(filters)
+        .order_by("-judgment__generation_id", "judgment_id", "order")
+        .values_list("pk")[:51]
+    )
+    sql, params = qs.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS) {sql}", params)
+        return "\n".join(row[0] for row in cursor.fetchall())
+
+
+def run_pages() -> tuple[list[Timing], dict[str, int], str]:
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    from annotation.models import AnnotatedFailure, Study
+    from judging.models import CriticalFailure, Judgment
+
+    if not Study.objects.filter(slug="bench-study").exists():
+        add_human_study()
+    settings.DEBUG = False  # no SQL logging while timing
+    user, _ = get_user_model().objects.get_or_create(username="bench-staff", defaults={"is_staff": True})
+    client = Client()
+    client.force_login(user)
+    counts = {
+        "judgments": Judgment.objects.count(),
+        "critical_failures": CriticalFailure.objects.count(),
+        "human_failures": AnnotatedFailure.objects.count(),
+    }
+    timings = [t for page in PAGES for t in page(client)]
+    return timings, counts, explain_first_page()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--db", default="h2e_researcher_bench")
+    parser.add_argument("--generators", type=int, default=20)
+    parser.add_argument("--examples", type=int, default=7000)
+    parser.add_argument("--judges", type=int, default=2)
+    parser.add_argument("--reuse", action="store_true", help="keep the database if it is already filled")
+    parser.add_argument("--append-doc", action="store_true", help=f"append the figures to {DOC}")
+    parser.add_argument("--note", default="")
+    args = parser.parse_args()
+
+    env = {**os.environ, "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{args.db}", "DEBUG": "1"}
+    os.environ.update({"DATABASE_URL": env["DATABASE_URL"], "DEBUG": "1", "ALLOWED_HOSTS": "testserver"})
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "h2e_site.settings")
+    load_before = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    filled = None
+    existing = _judgments_in(args.db) if args.reuse else 0
+    if not existing:
+        print(f"building {args.db} ...", file=sys.stderr)
+        filled = build_database(
+            args.db, env, generators=args.generators, examples=args.examples, judges=args.judges
+        )
+    psql(args.db, "VACUUM ANALYZE")
+    timings, counts, plan = run_pages()
+    result = {
+        "counts": counts,
+        "fill_seconds": filled,
+        "load_before": load_before,
+        "timings": [
+            {
+                "name": t.name,
+                "url": t.url,
+                "median_ms": round(t.median_ms, 1),
+                "p95_ms": round(t.p95_ms, 1),
+                "bytes": t.bytes,
+            }
+            for t in timings
+        ],
+    }
+    print(json.dumps(result, indent=2))
+    print(plan)
+    if args.append_doc:
+        append_doc(result, timings, plan, machine_info(), args.note)
+
+
+def _judgments_in(db: str) -> int:
+    try:
+        return int(psql(db, "SELECT count(*) FROM judging_judgment") or 0)
+    except subprocess.CalledProcessError:
+        return 0
+
+
+def append_doc(
+    result: dict[str, Any], timings: list[Timing], plan: str, machine: dict[str, str], note: str
+) -> None:
+    c = result["counts"]
+    lines = [
+        f"### Run of {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC",
+        "",
+        f"Machine: {machine['nproc']} cores ({machine['cpu']}), {machine['ram']} RAM, "
+        f"Python {machine['python']}, PostgreSQL {machine['postgresql']}. "
+        f"Data: {c['judgments']:,} judgments, {c['critical_failures']:,} judge failures, "
+        f"{c['human_failures']:,} human failures"
+        + (f" (filled in {result['fill_seconds']:.0f} s)." if result["fill_seconds"] else "."),
+        "",
+        f"| page ({RUNS} timed requests after {WARMUP} warm-up) | median | p95 | target |",
+        "| --- | --- | --- | --- |",
+    ]
+    for t in timings:
+        target = TARGETS_MS.get(t.name)
+        verdict = (
+            "" if target is None else f"<= {target:.0f} ms ({'met' if t.p95_ms <= target else 'MISSED'})"
+        )
+        lines.append(f"| {t.name} | {t.median_ms:.0f} ms | {t.p95_ms:.0f} ms | {verdict} |")
+    load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    lines += ["", f"Load average (1, 5, 15 min) before: {result['load_before']}; after: {load}."]
+    if note:
+        lines += ["", f"Note: {note}"]
+    lines += ["", "Plan of the judge-side query of the filtered first page:", "", "```", plan, "```"]
+    text = DOC.read_text(encoding="utf-8")
+    separator = "" if text.endswith("\n\n") else "\n" if text.endswith("\n") else "\n\n"
+    with DOC.open("a", encoding="utf-8") as f:
+        f.write(separator + "\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
