@@ -26,14 +26,17 @@ def normalise_step(step: str) -> list[str]:
 
 def ngram_repetition_rate(steps: Sequence[str], n: int) -> float:
     """Σ(count - 1) / total over the word n-grams of every step, pooled."""
+    return _repetition([normalise_step(step) for step in steps], n)
+
+
+def _repetition(step_words: Sequence[list[str]], n: int) -> float:
+    """Σ(count - 1) / total = (total - distinct) / total, the n-grams built within each step."""
     counts: Counter[tuple[str, ...]] = Counter()
-    for step in steps:
-        words = normalise_step(step)
-        counts.update(tuple(words[i : i + n]) for i in range(len(words) - n + 1))
-    total = sum(counts.values())
-    if total == 0:
-        return 0.0
-    return sum(count - 1 for count in counts.values()) / total
+    for words in step_words:
+        if len(words) >= n:
+            counts.update(zip(*(words[i:] for i in range(n)), strict=False))
+    total = counts.total()
+    return (total - len(counts)) / total if total else 0.0
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,8 @@ def prefilter_steps(steps: Sequence[str], config: PrefilterConfig) -> PrefilterV
     if not config.min_steps <= n_steps <= config.max_steps:
         reason = f"{n_steps} steps, outside {config.min_steps}-{config.max_steps}"
         return PrefilterVerdict(False, reason)
-    rates = {n: ngram_repetition_rate(steps, n) for n, _ in config.ngram_thresholds}
+    step_words = [normalise_step(step) for step in steps]
+    rates = {n: _repetition(step_words, n) for n, _ in config.ngram_thresholds}
     shown = {str(n): round(rate, 6) for n, rate in rates.items()}
     for n, limit in config.ngram_thresholds:
         if rates[n] >= limit:

@@ -231,10 +231,11 @@ def prefilter_stage_run(*, run: MiningRun) -> int:
 
 
 def _prefilter_chunk(run: MiningRun, config: RunConfig, pks: Sequence[int]) -> None:
-    inputs = stage_inputs(run, Stage.PREFILTER, pks)
+    rows = StageOutcome.objects.filter(run=run, document_id__in=pks, stage=Stage.EXTRACTION)
+    steps_of = dict(rows.values_list("document_id", "payload__steps"))
     outcomes = []
     for pk in pks:
-        steps = inputs.get(pk, {}).get("steps", [])
+        steps = steps_of.get(pk) or []
         verdict = prefilter_steps(steps, config.prefilter)
         outcomes.append(
             StageOutcome(
@@ -247,7 +248,51 @@ def _prefilter_chunk(run: MiningRun, config: RunConfig, pks: Sequence[int]) -> N
             )
         )
     with transaction.atomic():
+        outcomes_insert(outcomes)
+
+
+_COPY_COLUMNS = (
+    "run_id",
+    "document_id",
+    "stage",
+    "passed",
+    "reason",
+    "payload",
+    "cost",
+    "raw_output",
+    "error",
+)
+
+
+def outcomes_insert(outcomes: Sequence[StageOutcome]) -> None:
+    """Insert new outcomes in bulk: COPY on PostgreSQL (a stage's outcomes are only written by the job
+    holding the run's lock, so they cannot exist yet), bulk_create elsewhere."""
+    if connection.vendor != "postgresql":
         StageOutcome.objects.bulk_create(outcomes, batch_size=2000, ignore_conflicts=True)
+        return
+    from psycopg.types.json import Jsonb
+
+    columns = ", ".join([*_COPY_COLUMNS, "created_at"])
+    now = timezone.now()
+    with (
+        connection.cursor() as cursor,
+        cursor.copy(f"COPY {StageOutcome._meta.db_table} ({columns}) FROM STDIN") as copy,
+    ):
+        for o in outcomes:
+            copy.write_row(
+                (
+                    o.run_id,
+                    o.document_id,
+                    o.stage,
+                    o.passed,
+                    o.reason,
+                    Jsonb(o.payload),
+                    o.cost,
+                    o.raw_output,
+                    o.error,
+                    now,
+                )
+            )
 
 
 def pending_documents(run: MiningRun, stage: str) -> list[int]:
