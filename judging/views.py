@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import wraps
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
@@ -29,6 +29,9 @@ from django_htmx.middleware import HtmxDetails
 
 from . import charts, failures, rankings, selectors
 from .models import CriticalFailure, Generation, Generator, Job, JobKind, JobStatus, Judge, Judgment
+
+if TYPE_CHECKING:
+    from annotation.models import AnnotatedFailure
 
 View = Callable[..., HttpResponse]
 
@@ -343,7 +346,7 @@ class StepLink:
 
 @dataclass(frozen=True)
 class FailureView:
-    failure: CriticalFailure  # or annotation.AnnotatedFailure for a human's failure
+    failure: CriticalFailure | AnnotatedFailure  # a judge's or a human annotator's
     l1: list[StepLink]
     l2: list[StepLink]
     source: str = "judge"
@@ -425,7 +428,7 @@ def _human_annotations(generation: Generation, n_l1: int, n_l2: int) -> list[tup
         (
             annotation,
             [
-                FailureView(f, step_links(f.l1_steps, n_l1), step_links(f.l2_steps, n_l2), "human")  # type: ignore[arg-type]
+                FailureView(f, step_links(f.l1_steps, n_l1), step_links(f.l2_steps, n_l2), "human")
                 for f in annotation.failures.all()
             ],
         )
