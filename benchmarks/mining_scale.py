@@ -119,22 +119,25 @@ def store_extractions(run: Any, pks: list[int], words: list[str]) -> None:
     from django.db import transaction
 
     from mining.models import StageOutcome
+    from mining.runs import outcomes_insert
 
     rng = random.Random(2)
     for start in range(0, len(pks), 1000):
         with transaction.atomic():
-            StageOutcome.objects.bulk_create(
-                StageOutcome(
-                    run=run,
-                    document_id=pk,
-                    stage="extraction",
-                    passed=True,
-                    payload=candidate(rng, words),
-                    prompt_tokens=900,
-                    completion_tokens=180,
-                    cost=0.0026,
-                )
-                for pk in pks[start : start + 1000]
+            outcomes_insert(
+                [
+                    StageOutcome(
+                        run=run,
+                        document_id=pk,
+                        stage="extraction",
+                        passed=True,
+                        payload=candidate(rng, words),
+                        prompt_tokens=900,
+                        completion_tokens=180,
+                        cost=0.0026,
+                    )
+                    for pk in pks[start : start + 1000]
+                ]
             )
 
 
@@ -148,17 +151,17 @@ def part1(n: int) -> dict[str, Any]:
     run, pks = store_documents_and_run(n, words)
     setup_s = time.perf_counter() - t0
 
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     store_extractions(run, pks, words)
-    extraction_s = time.perf_counter() - t
-    t = time.perf_counter()
+    extraction_s, extraction_cpu = time.perf_counter() - t, time.process_time() - c
+    t, c = time.perf_counter(), time.process_time()
     written = prefilter_stage_run(run=run)
-    prefilter_s = time.perf_counter() - t
-    t = time.perf_counter()
+    prefilter_s, prefilter_cpu = time.perf_counter() - t, time.process_time() - c
+    t, c = time.perf_counter(), time.process_time()
     waiting = len(pending_documents(run, "filter"))
     counts = run_counts(run)
     funnel = run_funnel(run)
-    bookkeeping_s = time.perf_counter() - t
+    bookkeeping_s, bookkeeping_cpu = time.perf_counter() - t, time.process_time() - c
     passed = StageOutcome.objects.filter(run=run, stage="prefilter", passed=True).count()
     assert written == n and waiting == passed, (written, waiting, passed)
     assert funnel.total.cells[1].processed == n
@@ -169,6 +172,12 @@ def part1(n: int) -> dict[str, Any]:
         "prefilter_s": prefilter_s,
         "bookkeeping_s": bookkeeping_s,
         "timed_total_s": extraction_s + prefilter_s + bookkeeping_s,
+        "python_cpu_s": {
+            "extraction": extraction_cpu,
+            "prefilter": prefilter_cpu,
+            "bookkeeping": bookkeeping_cpu,
+        },
+        "load_average_1m": os.getloadavg()[0],
         "prefilter_passed": passed,
         "rejected_finished": counts[0],
     }

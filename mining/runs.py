@@ -258,6 +258,8 @@ _COPY_COLUMNS = (
     "passed",
     "reason",
     "payload",
+    "prompt_tokens",
+    "completion_tokens",
     "cost",
     "raw_output",
     "error",
@@ -287,6 +289,8 @@ def outcomes_insert(outcomes: Sequence[StageOutcome]) -> None:
                     o.passed,
                     o.reason,
                     Jsonb(o.payload),
+                    o.prompt_tokens,
+                    o.completion_tokens,
                     o.cost,
                     o.raw_output,
                     o.error,
@@ -445,7 +449,7 @@ class _LLMStage:
             return
         outcomes = [self.outcome(result) for result in results]
         with transaction.atomic():
-            StageOutcome.objects.bulk_create(outcomes, ignore_conflicts=True)
+            outcomes_insert(outcomes)
             if self.stage == Stage.FINAL_FILTER:
                 _store_procedures(self.run_row, [o for o in outcomes if o.passed], self.in_flight)
         for result in results:
