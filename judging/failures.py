@@ -79,8 +79,8 @@ class FailureQuery:
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> FailureQuery:
-        def get(name: str) -> str:
-            return str(params.get(name) or "").strip()[:200]
+        def get(name: str) -> str:  # NUL can't go into a PostgreSQL query: drop it
+            return str(params.get(name) or "").replace("\x00", "").strip()[:200]
 
         source = get("source")
         return cls(

@@ -167,6 +167,13 @@ def test_it_searches_failure_text(world: dict) -> None:
     }
 
 
+def test_it_takes_odd_search_text_without_errors(admin_client: Client, world: dict) -> None:
+    for q in ("\x00compost", "'\"(&|!:*", "a" * 5000, "-", "compost -"):
+        assert admin_client.get(reverse("judging:failure_list"), {"q": q}).status_code == 200, q
+        assert admin_client.get(reverse("api:failures"), {"q": q}).status_code == 200, q
+    assert [r.description for r in _all(_filters(q="\x00compost"))] == ["Human says add compost"]
+
+
 def test_it_counts_failures_per_topic_under_the_filters(world: dict) -> None:
     counts = {c.topic: (c.judge, c.human) for c in failures.failure_counts_by_topic(filters=_filters())}
     assert counts == {"Health": (12, 2), "Religion": (6, 0)}
