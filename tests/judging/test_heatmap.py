@@ -105,7 +105,7 @@ def test_it_renders_only_the_heatmap_fragment_for_htmx(admin_client: Client, wor
     )
     html = response.content.decode()
     assert html.lstrip().startswith('<div id="heatmap">') and "<html" not in html
-    assert "judged by judge-y" in html
+    assert "judged by judge-y" in html and "demo model" in html
     assert "HX-Request" in response["Vary"]
 
 
