@@ -274,16 +274,25 @@ UNSHOWN = (
     "item__generation__model_completion",
     "item__generation__procedure__source_text",
 )
+# What the item page reads: the assignment with its item, the L2 steps and the L1 (goal, steps, resources).
+ITEM_PAGE_FIELDS = (
+    *(f.name for f in Assignment._meta.concrete_fields),
+    "item__is_attention_check",
+    "item__attention_expects_failure",
+    "item__generation__predicted_steps",
+    "item__generation__procedure__goal",
+    "item__generation__procedure__steps",
+    "item__generation__procedure__resources",
+)
+
+
+def assignments_for_item_page() -> QuerySet[Assignment, Assignment]:
+    return Assignment.objects.select_related("item__generation__procedure").only(*ITEM_PAGE_FIELDS)
 
 
 def assignment_current(*, participant: Participant) -> Assignment | None:
     """The participant's active assignment, if any (leased, not yet submitted or reclaimed)."""
-    return (
-        Assignment.objects.select_related("item__generation__procedure")
-        .defer(*UNSHOWN)
-        .filter(participant=participant, status=AssignmentStatus.ACTIVE)
-        .first()
-    )
+    return assignments_for_item_page().filter(participant=participant, status=AssignmentStatus.ACTIVE).first()
 
 
 def _wants_attention_check(participant: Participant, study: Study) -> bool:

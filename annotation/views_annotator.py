@@ -27,6 +27,9 @@ from .models import Assignment, Participant, Stage, Study
 
 PID_PATTERN = re.compile(r"[0-9a-fA-F]{24}")
 PROLIFIC_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
+# Read on their own pages only: left out of the participant lookup every request makes.
+STAGE_TEXTS = ("consent_text", "training_text", "comprehension_questions", "selection")
+STUDY_TEXTS = tuple(f"study__{name}" for name in STAGE_TEXTS)
 STAGE_URLS = {
     Stage.CONSENT: "annotator:consent",
     Stage.TRAINING: "annotator:training",
@@ -59,7 +62,12 @@ def _participant_for(request: HttpRequest, slug: str) -> Participant:
     closed); 404 for an unknown study."""
     pk = request.session.get(_session_key(slug))
     participant = (
-        Participant.objects.select_related("study").filter(pk=pk, study__slug=slug).first() if pk else None
+        Participant.objects.select_related("study")
+        .defer(*STUDY_TEXTS)
+        .filter(pk=pk, study__slug=slug)
+        .first()
+        if pk
+        else None
     )
     if participant is None:
         get_object_or_404(Study, slug=slug)
@@ -231,7 +239,7 @@ def done(request: HttpRequest, slug: str) -> HttpResponse:
 def _assignment_for(participant: Participant, pk: int) -> Assignment:
     """The only way views fetch an assignment: one of this participant's, or 404."""
     return get_object_or_404(
-        Assignment.objects.select_related("item__generation__procedure", "study").defer(*services.UNSHOWN),
+        services.assignments_for_item_page(),
         pk=pk,
         participant=participant,
     )

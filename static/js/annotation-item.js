@@ -96,11 +96,21 @@
     return max + 1;
   }
 
+  // A new entry is a blank copy of the first one, renamed to the next free index.
   function addFailure() {
-    var template = document.getElementById("failure-template");
-    var html = template.innerHTML.replace(/__i__/g, String(nextIndex()));
     var list = document.getElementById("failure-entries");
-    list.insertAdjacentHTML("beforeend", html);
+    var entry = list.firstElementChild.cloneNode(true);
+    var index = String(nextIndex());
+    entry.dataset.index = index;
+    entry.querySelectorAll("[name], [id], [for]").forEach(function (el) {
+      ["name", "id", "for"].forEach(function (attr) {
+        var value = el.getAttribute(attr);
+        if (value) el.setAttribute(attr, value.replace(/^failure-\d+-/, "failure-" + index + "-"));
+      });
+    });
+    entry.querySelector("textarea").value = "";
+    entry.querySelectorAll("input[type=checkbox]").forEach(function (box) { box.checked = false; });
+    list.appendChild(entry);
     renumber();
     list.lastElementChild.querySelector("textarea").focus();
     unsaved.hidden = false;
