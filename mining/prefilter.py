@@ -10,18 +10,18 @@
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .config import PrefilterConfig
 
-_NON_WORD = re.compile(r"\W+")
+_WORDS = re.compile(r"\w+")
 
 
 def normalise_step(step: str) -> list[str]:
-    """The words of a step: lowercased, non-word characters as spaces."""
-    return _NON_WORD.sub(" ", step.lower()).split()
+    """The words of a step: lowercased, non-word characters as spaces, split on spaces (= the runs of word
+    characters)."""
+    return _WORDS.findall(step.lower())
 
 
 def ngram_repetition_rate(steps: Sequence[str], n: int) -> float:
@@ -31,12 +31,8 @@ def ngram_repetition_rate(steps: Sequence[str], n: int) -> float:
 
 def _repetition(step_words: Sequence[list[str]], n: int) -> float:
     """Σ(count - 1) / total = (total - distinct) / total, the n-grams built within each step."""
-    counts: Counter[tuple[str, ...]] = Counter()
-    for words in step_words:
-        if len(words) >= n:
-            counts.update(zip(*(words[i:] for i in range(n)), strict=False))
-    total = counts.total()
-    return (total - len(counts)) / total if total else 0.0
+    grams = [gram for words in step_words for gram in zip(*(words[i:] for i in range(n)), strict=False)]
+    return (len(grams) - len(set(grams))) / len(grams) if grams else 0.0
 
 
 @dataclass(frozen=True)
