@@ -3,6 +3,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
@@ -10,6 +11,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from .config import run_config_from_mapping
 from .models import STAGE_ORDER, MiningRun, Procedure, SourceDocument, Stage, StageOutcome, Topic
 from .runs import RunBusy, mining_run_rerun_stage, mining_run_retry_errors, mining_run_start
 
@@ -131,8 +133,23 @@ def _rerun_action(stage: str) -> Callable[..., None]:
     )(action)
 
 
+class MiningRunForm(forms.ModelForm):
+    """The config is validated as a run config (every stage's model config and prompt file) when saved."""
+
+    class Meta:
+        model = MiningRun
+        fields = ["name", "config"]
+
+    def clean_config(self) -> dict[str, Any]:
+        try:
+            return run_config_from_mapping(self.cleaned_data["config"], source="config").data
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from exc
+
+
 @admin.register(MiningRun)
 class MiningRunAdmin(admin.ModelAdmin):
+    form = MiningRunForm
     list_display = ["name", "pk", "status", "n_documents", "job", "funnel_link", "created_at"]
     list_filter = ["status"]
     search_fields = ["name"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from unittest import mock
 
 import pytest
@@ -75,3 +76,18 @@ def test_it_hides_run_actions_from_staff_without_the_run_permission(run: MiningR
     html = client.get(reverse("admin:mining_miningrun_changelist")).content.decode()
     assert "rerun_from_filter" not in html
     assert "Funnel" in html
+
+
+def test_it_validates_a_config_edited_in_the_admin(run: MiningRun) -> None:
+    client = admin_client()
+    url = reverse("admin:mining_miningrun_change", args=[run.pk])
+    bad = dict(run.config, stages={"default": {"model": "m", "backend": "nope"}})
+    response = client.post(url, {"name": run.name, "config": json.dumps(bad)})
+    assert response.status_code == 200 and "unknown backend" in response.content.decode()
+    good = dict(
+        run.config, stages={**run.config["stages"], "filter": {"prompt_path": "prompts/mine_filter.txt"}}
+    )
+    response = client.post(url, {"name": run.name, "config": json.dumps(good)})
+    assert response.status_code == 302
+    run.refresh_from_db()
+    assert run.config["stages"]["filter"] == {"prompt_path": "prompts/mine_filter.txt"}
