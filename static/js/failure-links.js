@@ -21,6 +21,10 @@
     linkedSteps(failure).forEach(function (step) {
       step.classList.toggle("is-linked", on);
     });
+    // A failure chosen in the URL (?failure=..., marked is-selected) keeps its steps highlighted.
+    document.querySelectorAll(".failure.is-selected").forEach(function (selected) {
+      linkedSteps(selected).forEach(function (step) { step.classList.add("is-linked"); });
+    });
   }
 
   function init() {

@@ -49,7 +49,11 @@ def test_it_shows_a_studys_agreement_and_a_judges_disagreements(
     failure = page.locator(".failure", has_text="Uses <b>cold</b> oil").first  # escaped, shown as text
     failure.hover()
     prefix = page.locator("[data-step-prefix]", has=failure).get_attribute("data-step-prefix")
-    assert "is-linked" in (page.locator(f"#{prefix}l2-step-1").get_attribute("class") or "")
+    linked = page.locator(f"#{prefix}l2-step-1")
+    assert "is-linked" in (linked.get_attribute("class") or "")
+    unlinked = page.locator(f"#{prefix}l2-step-3")
+    background = "e => getComputedStyle(e).backgroundColor"
+    assert linked.evaluate(background) != unlinked.evaluate(background)  # the highlight shows
     screenshot(page, "agreement-disagreements")
 
     page.goto(f"{live_server.url}/agreement/")

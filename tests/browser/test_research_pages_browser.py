@@ -155,6 +155,9 @@ def test_it_browses_filters_and_opens_failures(staff_page: Any, live_server: Any
     assert selected.count() == 1 and "Human" in staff_page.inner_text(".annotation-card")
     assert "is-linked" in (staff_page.locator("#l1-step-3").get_attribute("class") or "")
     assert "is-linked" in (staff_page.locator("#l2-step-2").get_attribute("class") or "")
+    selected.hover()
+    staff_page.mouse.move(0, 0)  # hovering away keeps the failure chosen in the URL highlighted
+    assert "is-linked" in (staff_page.locator("#l1-step-3").get_attribute("class") or "")
     viewport_screenshot(staff_page, "research-generation-from-failure")
     staff_page.locator("#human-annotations").scroll_into_view_if_needed()
     viewport_screenshot(staff_page, "research-generation-human-annotations")
