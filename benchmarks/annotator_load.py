@@ -33,6 +33,7 @@ import sys
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -129,17 +130,35 @@ def start_gunicorn(env: dict[str, str], port: int, workers: int) -> subprocess.P
     raise RuntimeError("gunicorn did not start")
 
 
-def workers_cpu_seconds(master: int) -> float:
-    """CPU time (user + system) of the gunicorn master's children, from /proc."""
-    total = 0
+def _proc_stats() -> Iterator[tuple[int, int, int]]:
+    """(pid, ppid, CPU ticks) of every process, from /proc."""
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        if int(fields[1]) == master:  # ppid
-            total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / os.sysconf("SC_CLK_TCK")
+        yield int(stat.parent.name), int(fields[1]), int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def workers_cpu_seconds(master: int) -> float:
+    """CPU time (user + system) of the gunicorn master's children."""
+    return sum(ticks for _, ppid, ticks in _proc_stats() if ppid == master) / os.sysconf("SC_CLK_TCK")
+
+
+def postgres_cpu_seconds(db: str) -> float:
+    """CPU time of the PostgreSQL backends connected to the benchmark's database (the workers keep theirs)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s", [db])
+        pids = {row[0] for row in cursor.fetchall()}
+    return sum(ticks for pid, _, ticks in _proc_stats() if pid in pids) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy_seconds() -> float:
+    """CPU time spent by everything on the machine (all cores), from /proc/stat."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")  # minus idle, iowait
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -240,9 +259,10 @@ def main() -> None:
     load_before = os.getloadavg()
     server = start_gunicorn(server_env(args.db, static_root), args.port, args.workers)
     try:
-        cpu = workers_cpu_seconds(server.pid), time.process_time()
+        cpu = workers_cpu_seconds(server.pid), time.process_time(), machine_busy_seconds()
         load = run_load(f"http://127.0.0.1:{args.port}", args.annotators, args.seconds, args.think, args.ramp)
         server_cpu, client_cpu = workers_cpu_seconds(server.pid) - cpu[0], time.process_time() - cpu[1]
+        machine_cpu, postgres_cpu = machine_busy_seconds() - cpu[2], postgres_cpu_seconds(args.db)
     finally:
         server.terminate()
         server.wait()
@@ -257,6 +277,11 @@ def main() -> None:
         **summary,
         "server_cpu_ms_per_request": 1000 * server_cpu / summary["requests"],
         "client_cpu_ms_per_request": 1000 * client_cpu / summary["requests"],
+        "postgres_cpu_ms_per_request": 1000 * postgres_cpu / summary["requests"],
+        # Share of the 2 cores used by everything else on the machine during the run.
+        "others_cpu_percent": 100
+        * max(0.0, machine_cpu - server_cpu - client_cpu - postgres_cpu)
+        / (summary["wall_s"] * (os.cpu_count() or 1)),
         "errors": load["errors"],
         "database": check_database(study),
         "loadavg_before": load_before,
@@ -288,8 +313,10 @@ Machine: {report["machine"]}; gunicorn {report["workers"]} sync workers, DEBUG=0
 {report["requests"]:,} requests ({report["per_s"]:.0f}/s), {len(report["errors"])} errors;
 {report["database"]["annotations"]:,} annotations stored, items over k: {report["database"]["over_k"]},
 participant x item twice: {report["database"]["twice"]}. CPU per request: gunicorn workers \
-{report["server_cpu_ms_per_request"]:.1f} ms, the load generator (same 2 cores) \
-{report["client_cpu_ms_per_request"]:.1f} ms.
+{report["server_cpu_ms_per_request"]:.1f} ms, PostgreSQL backends \
+{report["postgres_cpu_ms_per_request"]:.1f} ms, the load generator (same 2 cores) \
+{report["client_cpu_ms_per_request"]:.1f} ms. Other processes on the machine used \
+**{report["others_cpu_percent"]:.0f} %** of the 2 cores during the run.
 
 | request | n | p50 ms | p95 ms | p99 ms | max ms |
 | --- | --- | --- | --- | --- | --- |
