@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from django.db import transaction
+from django.db import reset_queries, transaction
 
 from .models import SourceDocument
 from .readers import ReadError, Record, iter_records
@@ -60,6 +60,7 @@ def documents_import(
         for batch in _batches(path, fields, file_report, seen):
             _store(batch, file_report, topics)
             progress.records(len(batch))
+            reset_queries()  # with DEBUG on, Django would keep every INSERT (megabytes of text each)
         report.files.append(file_report)
         progress.file_done(path=str(path), ok=True, size=_size(path))
     progress.close()

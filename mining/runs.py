@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from django.db import connection, transaction
+from django.db import connection, reset_queries, transaction
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
@@ -227,6 +227,7 @@ def prefilter_stage_run(*, run: MiningRun) -> int:
     pending = pending_documents(run, Stage.PREFILTER)
     for start in range(0, len(pending), PREFILTER_CHUNK):
         _prefilter_chunk(run, config, pending[start : start + PREFILTER_CHUNK])
+        reset_queries()  # with DEBUG on, Django would keep every query of a long job
     return len(pending)
 
 
@@ -454,6 +455,7 @@ class _LLMStage:
                 _store_procedures(self.run_row, [o for o in outcomes if o.passed], self.in_flight)
         for result in results:
             self.in_flight.pop(int(result.key), None)
+        reset_queries()
         self.mine.write_progress()
 
     def outcome(self, result: LLMResult) -> StageOutcome:
