@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from annotation.models import Annotation, Assignment
+from annotation.models import Annotation
 from tests.annotation.conftest import make_study, pid
-from tests.browser.conftest import CHROMIUM_ARGS, STAFF_PASSWORD
+from tests.browser.conftest import STAFF_PASSWORD
 from tests.factories import make_user
 
 pytestmark = pytest.mark.browser
@@ -31,8 +31,6 @@ COCONUT_L2 = [
     "Spit the coconut oil out in the trash.",
     "Rinse your mouth with water.",
 ]
-
-assert CHROMIUM_ARGS  # the shared launch options come with the browser fixture
 
 
 def shot(page: Any, name: str) -> None:
@@ -114,7 +112,6 @@ def direct_submit(page: Any, live_server: Any) -> Any:
 
 def test_it_walks_an_annotator_from_prolific_to_the_completion_code(new_tab: Any, live_server: Any) -> None:
     study = make_study(n_items=2, k=3, dwell=6, l1=COCONUT_L1, l2=COCONUT_L2, items_per_participant=2)
-    Assignment.objects.none()
     page = new_tab()
     console: list[str] = []
     page.on("console", lambda message: console.append(message.text))

@@ -280,7 +280,6 @@ def test_it_shows_procedure_html_as_text(client: Client) -> None:
     study = make_study(n_items=1, l1=["<script>alert('l1')</script>"], l2=["<img src=x onerror=alert(1)>"])
     qualify(client, study)
     assignment = current(client, study)
-    Study.objects.filter(pk=study.pk)
     client.post(url("acknowledge_goal", study, assignment))
     page = client.get(reverse("annotator:item", args=[study.slug]))
     assert b"<script>alert" not in page.content and b"&lt;script&gt;alert(&#x27;l1&#x27;)" in page.content
