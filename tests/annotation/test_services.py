@@ -330,3 +330,28 @@ def test_it_waits_for_the_last_open_item_rather_than_turning_the_participant_awa
     holder.join()
     assert assignment is not None and assignment.item_id == item.pk
     assert time.monotonic() - started >= 0.4
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_stores_one_annotation_when_the_same_submission_arrives_twice_at_once() -> None:
+    import threading
+
+    from django.db import connection
+
+    study = make_study(n_items=1)
+    assignment = read_everything(services.assignment_next(participant=qualified(study, 1)))
+    start = threading.Barrier(2)
+    results: list[bool] = []
+
+    def submit() -> None:
+        start.wait(5)
+        results.append(services.annotation_submit(assignment=assignment, submission=no_failure()).created)
+        connection.close()
+
+    threads = [threading.Thread(target=submit) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(results) == [False, True]
+    assert Annotation.objects.count() == 1 and StudyItem.objects.get(study=study).completed_count == 1

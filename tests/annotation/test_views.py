@@ -423,3 +423,27 @@ def test_it_refuses_to_close_a_study_for_non_staff(client: Client) -> None:
     assert client.post(reverse("annotation:study_toggle_open", args=[study.slug])).status_code == 403
     study.refresh_from_db()
     assert study.is_open
+
+
+def test_it_explains_a_submission_on_a_reclaimed_item(client: Client) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    study = make_study(n_items=2, lease_minutes=5)
+    qualify(client, study)
+    assignment = current(client, study)
+    read_all(client, study, assignment)
+    services.leases_reclaim(study=study, now=timezone.now() + timedelta(minutes=6))
+    response = client.post(url("submit", study, assignment), {"has_failure": "no"})
+    assert response.status_code == 409 and b"given to someone else" in response.content
+    assert not Annotation.objects.exists()
+    assert current(client, study).pk != assignment.pk  # the next item, never the same one again
+
+
+def test_it_closes_the_items_of_a_study_that_was_closed(client: Client) -> None:
+    study = make_study(n_items=1)
+    qualify(client, study)
+    Study.objects.filter(pk=study.pk).update(is_open=False)
+    response = client.get(reverse("annotator:item", args=[study.slug]))
+    assert response.status_code == 410 and b"This study is closed" in response.content
