@@ -447,3 +447,15 @@ def test_it_closes_the_items_of_a_study_that_was_closed(client: Client) -> None:
     Study.objects.filter(pk=study.pk).update(is_open=False)
     response = client.get(reverse("annotator:item", args=[study.slug]))
     assert response.status_code == 410 and b"This study is closed" in response.content
+
+
+def test_it_shows_reading_progress_and_clocks_as_the_paper_does() -> None:
+    from annotation.views_annotator import clock, reading_percent
+
+    assert (reading_percent(7, 8), reading_percent(1, 8), reading_percent(0, 4), reading_percent(0, 0)) == (
+        88,
+        13,
+        0,
+        100,
+    )
+    assert (clock(35), clock(96), clock(0)) == ("0:35", "1:36", "0:00")
