@@ -146,3 +146,26 @@ def test_it_serves_the_funnel_and_rejections_in_the_api(run: MiningRun, staff: C
     assert staff.get(f"/api/mining/runs/{run.pk}/rejections/", {"stage": "x"}).status_code == 400
     runs = staff.get("/api/mining/runs/").json()
     assert runs["results"][0]["documents"] == 9
+
+
+def test_it_polls_the_funnel_while_the_run_is_running(run: MiningRun, staff: Client) -> None:
+    MiningRun.objects.filter(pk=run.pk).update(status="running")
+    url = reverse("admin:mining_miningrun_funnel", args=[run.pk])
+    html = staff.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert f'hx-get="{url}"' in html and 'hx-trigger="every 3s"' in html
+
+
+def test_it_reads_the_funnel_in_a_fixed_number_of_queries(run: MiningRun, staff: Client) -> None:
+    url = reverse("admin:mining_miningrun_funnel", args=[run.pk])
+    staff.get(url)
+    with CaptureQueriesContext(connection) as queries:
+        assert staff.get(url).status_code == 200
+    assert (
+        len(queries) <= 6
+    )  # session, user, run + job, inputs per topic, outcomes per topic/stage, per stage
+
+
+def test_it_refuses_writes_in_the_api(run: MiningRun, staff: Client) -> None:
+    assert staff.post("/api/mining/runs/").status_code == 405
+    assert staff.post(f"/api/mining/runs/{run.pk}/funnel/").status_code == 405
+    assert staff.delete(f"/api/mining/runs/{run.pk}/").status_code == 405
