@@ -23,7 +23,7 @@ from django.views.decorators.vary import vary_on_headers
 from judging.views import HtmxHttpRequest, wants_fragment
 
 from . import codebook, services
-from .models import Assignment, Participant, Stage, Study
+from .models import Assignment, AssignmentStatus, Participant, Stage, Study
 
 PID_PATTERN = re.compile(r"[0-9a-fA-F]{24}")
 PROLIFIC_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -315,9 +315,11 @@ def _render_item(
     error: str = "",
     status: int = 200,
     posted: dict[str, Any] | None = None,
+    notice: str = "",
 ) -> HttpResponse:
     context = _item_context(participant, assignment)
-    context.update(error=error, **(posted or {"choice": "", "failures": [FailureEntry(0, "", set(), set())]}))
+    context.update(error=error, notice=notice)
+    context.update(posted or {"choice": "", "failures": [FailureEntry(0, "", set(), set())]})
     return render(request, "annotation/item.html", context, status=status)
 
 
@@ -331,7 +333,24 @@ def item(request: HttpRequest, slug: str) -> HttpResponse:
     assignment = services.assignment_next(participant=participant)
     if assignment is None:
         return _finish(request, participant)
-    return _render_item(request, participant, assignment)
+    notice = _lease_lost_notice(request, participant, assignment)
+    return _render_item(request, participant, assignment, notice=notice)
+
+
+def _lease_lost_notice(request: HttpRequest, participant: Participant, assignment: Assignment) -> str:
+    """Say so when the item this session was last shown has been reclaimed (its lease ran out)."""
+    key = f"annotation:shown:{participant.study.slug}"
+    shown = request.session.get(key)
+    if shown == assignment.pk:
+        return ""
+    request.session[key] = assignment.pk
+    lost = Assignment.objects.filter(pk=shown, participant=participant, status=AssignmentStatus.EXPIRED)
+    if shown and lost.exists():
+        return (
+            "Your time for the previous item ran out and it was given to someone else, so here is a new one. "
+            "Nothing is held against you."
+        )
+    return ""
 
 
 def _finish(request: HttpRequest, participant: Participant) -> HttpResponse:

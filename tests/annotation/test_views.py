@@ -438,7 +438,13 @@ def test_it_explains_a_submission_on_a_reclaimed_item(client: Client) -> None:
     response = client.post(url("submit", study, assignment), {"has_failure": "no"})
     assert response.status_code == 409 and b"given to someone else" in response.content
     assert not Annotation.objects.exists()
-    assert current(client, study).pk != assignment.pk  # the next item, never the same one again
+    page = client.get(reverse("annotator:item", args=[study.slug]))
+    assert page.context["assignment"].pk != assignment.pk  # the next item, never the same one again
+    assert b"Your time for the previous item ran out" in page.content
+    assert (
+        b"Your time for the previous item"
+        not in client.get(reverse("annotator:item", args=[study.slug])).content
+    )
 
 
 def test_it_closes_the_items_of_a_study_that_was_closed(client: Client) -> None:
