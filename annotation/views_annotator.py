@@ -340,7 +340,7 @@ def item(request: HttpRequest, slug: str) -> HttpResponse:
 def _lease_lost_notice(request: HttpRequest, participant: Participant, assignment: Assignment) -> str:
     """Say so when the item this session was last shown has been reclaimed (its lease ran out)."""
     key = f"annotation:shown:{participant.study.slug}"
-    shown = request.session.get(key)
+    shown: int = request.session.get(key, 0)
     if shown == assignment.pk:
         return ""
     request.session[key] = assignment.pk
