@@ -33,6 +33,16 @@ class FunnelCell:
     cost: float = 0.0
 
     @property
+    def label(self) -> str:
+        return str(Stage(self.stage).label)
+
+    @property
+    def after_label(self) -> str:
+        """ "After procedure extraction", "After LLM filter" (acronyms kept)."""
+        label = self.label
+        return "After " + (label if label[:2].isupper() else label[:1].lower() + label[1:])
+
+    @property
     def rejected(self) -> int:
         return self.processed - self.passed
 

@@ -79,7 +79,7 @@ def test_it_shows_the_funnel_page_to_staff(run: MiningRun, staff: Client) -> Non
     assert response.status_code == 200
     html = response.content.decode()
     assert "How2Mine funnel" in html and "<html" in html
-    assert "After llm filter" in html and "Food &amp; Dining" in html
+    assert "After LLM filter" in html and "Food &amp; Dining" in html
     assert "77.78%" in html  # 7 of 9 documents kept after extraction
 
 
