@@ -144,3 +144,32 @@ class MiniLMEmbedder:
 def procedure_text(goal: str, steps: Sequence[str]) -> str:
     """What is embedded for a procedure (paper §E.1): the goal, a newline, the numbered steps."""
     return goal + "\n" + "\n".join(f"{i}. {step}" for i, step in enumerate(steps, start=1))
+
+
+class SentenceTransformerEmbedder:
+    """Any sentence-transformers model, e.g. Qwen/Qwen3-Embedding-0.6B (a hub name, cached, or a local
+    folder), where sentence-transformers and torch are installed; rows L2-normalised."""
+
+    def __init__(self, name_or_path: str) -> None:
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise ImproperlyConfigured(
+                f"the embedding model {name_or_path!r} needs sentence-transformers (and torch==2.13.0 CPU on "
+                "this machine); the default model 'minilm' needs neither"
+            ) from exc
+        self.model = SentenceTransformer(name_or_path, device="cpu")
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        vectors = self.model.encode(list(texts), batch_size=BATCH, normalize_embeddings=True)
+        return np.asarray(vectors, dtype=np.float32)
+
+
+DEFAULT_EMBEDDING_MODEL = "minilm"
+
+
+def embedder_for(name: str = DEFAULT_EMBEDDING_MODEL) -> Embedder:
+    """`minilm`: the packaged all-MiniLM-L6-v2 in numpy; anything else: a sentence-transformers model."""
+    if name == DEFAULT_EMBEDDING_MODEL:
+        return MiniLMEmbedder()
+    return SentenceTransformerEmbedder(name)

@@ -9,7 +9,7 @@ from io import StringIO
 
 import numpy as np
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from mining.models import Procedure, Split
 from mining.splits import max_cosine, split_make
@@ -91,3 +91,12 @@ def test_it_keeps_a_paraphrase_of_bench_out_of_train_with_the_packaged_model() -
     twin.refresh_from_db()
     other.refresh_from_db()
     assert (twin.split, other.split) == (Split.POOL, Split.TRAIN)
+
+
+def test_it_names_what_another_embedding_model_needs() -> None:
+    pool({"Health": 2})
+    with pytest.raises(CommandError, match="needs sentence-transformers"):
+        call_command(
+            "make_split", "--seed", "0", "--embedding-model", "Qwen/Qwen3-Embedding-0.6B", stdout=StringIO()
+        )
+    assert Procedure.objects.filter(split=Split.POOL).count() == 2

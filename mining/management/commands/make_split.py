@@ -7,6 +7,7 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from mining.embedding import DEFAULT_EMBEDDING_MODEL, embedder_for
 from mining.splits import DEDUP_THRESHOLD, split_make
 
 
@@ -22,14 +23,22 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, required=True)
         parser.add_argument("--threshold", type=float, default=DEDUP_THRESHOLD, help="dedup cosine (0.65)")
         parser.add_argument("--no-dedup", action="store_true", help="skip the train/bench deduplication")
+        parser.add_argument(
+            "--embedding-model",
+            default=DEFAULT_EMBEDDING_MODEL,
+            help="minilm (default: the packaged all-MiniLM-L6-v2, numpy) or a sentence-transformers model "
+            "name or folder, e.g. Qwen/Qwen3-Embedding-0.6B (needs sentence-transformers and torch)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
+            embedder = None if options["no_dedup"] else embedder_for(options["embedding_model"])
             report = split_make(
                 per_topic=options["per_topic"],
                 seed=options["seed"],
                 dedup=not options["no_dedup"],
                 threshold=options["threshold"],
+                embedder=embedder,
             )
         except (ValueError, ImproperlyConfigured) as exc:
             raise CommandError(str(exc)) from exc
