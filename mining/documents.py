@@ -53,7 +53,7 @@ def documents_import(
     progress = progress or ImportProgress()
     progress.start(files_total=len(paths), bytes_total=sum(_size(p) for p in paths))
     report = ImportReport()
-    seen: dict[str, str] = {}  # doc_id -> "path:line" where it was first read in this import
+    seen: set[str] = set()  # doc_ids read so far in this import
     topics = TopicCache()
     for path in paths:
         file_report = FileReport(path=str(path))
@@ -75,7 +75,7 @@ def _size(path: Path) -> int:
 
 
 def _batches(
-    path: Path, fields: DocumentFields, report: FileReport, seen: dict[str, str]
+    path: Path, fields: DocumentFields, report: FileReport, seen: set[str]
 ) -> Iterator[list[tuple[int, DocumentData]]]:
     batch: list[tuple[int, DocumentData]] = []
     for item in iter_records(path):
@@ -88,7 +88,7 @@ def _batches(
         if data.doc_id in seen:
             report.duplicates += 1
             continue
-        seen[data.doc_id] = f"{path}:{item.line}"
+        seen.add(data.doc_id)
         batch.append((item.line, data))
         if len(batch) >= BATCH:
             yield batch
