@@ -169,3 +169,11 @@ def test_it_refuses_writes_in_the_api(run: MiningRun, staff: Client) -> None:
     assert staff.post("/api/mining/runs/").status_code == 405
     assert staff.post(f"/api/mining/runs/{run.pk}/funnel/").status_code == 405
     assert staff.delete(f"/api/mining/runs/{run.pk}/").status_code == 405
+
+
+def test_it_shows_tokens_and_cost_by_stage(run: MiningRun, staff: Client) -> None:
+    html = staff.get(reverse("admin:mining_miningrun_funnel", args=[run.pk])).content.decode()
+    funnel = run_funnel(run)
+    extraction = funnel.total.cells[0]
+    assert f"${extraction.cost:.4f}" in html
+    assert "Tokens (in / out) and cost by stage" in html

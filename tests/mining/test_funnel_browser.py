@@ -32,12 +32,12 @@ def test_it_shows_the_funnel_and_the_rejected_documents(
 
     staff_page.goto(f"{live_server.url}/admin/mining/miningrun/{run.pk}/funnel/")
     staff_page.wait_for_selector("table.funnel-table")
-    total = staff_page.locator("tfoot tr")
+    total = staff_page.locator("tfoot tr.funnel-total")
     assert "All topics" in total.inner_text()
     assert "80.00%" in total.locator("td[data-stage=extraction]").inner_text()  # 8 of 10 extracted
     screenshot(staff_page, "mining-funnel")
 
-    staff_page.locator("tfoot td[data-stage=prefilter] a").click()
+    total.locator("td[data-stage=prefilter] a").click()
     staff_page.wait_for_selector("table.rejections-table")
     text = staff_page.locator("#rejections").inner_text()
     assert "3 documents rejected" in text
