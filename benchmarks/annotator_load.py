@@ -40,6 +40,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.results_doc import insert_into_section  # noqa: E402
+
 WORDS = ["oven", "flour", "sugar", "butter", "whisk", "bowl", "heat", "stir", "pour", "tray", "cool", "slice"]
 
 
@@ -327,16 +329,7 @@ submit p99 {submit_p99:.1f} ms (target <= 250 ms: {met(submit_p99, 250)});
 errors {len(report["errors"])} (target 0).
 Load average (1, 5, 15 min) before: {load_before}; after: {load_after}.
 """
-    insert_in_section(ROOT / "docs" / "benchmarks.md", "## Annotator load (issue #4)", text)
-
-
-def insert_in_section(path: Path, heading: str, text: str) -> None:
-    """Add `text` at the end of the section that starts with `heading` (before the next `## ` heading)."""
-    doc = path.read_text(encoding="utf-8")
-    start = doc.index(heading)
-    end = doc.find("\n## ", start + len(heading))
-    end = len(doc) if end == -1 else end
-    path.write_text(doc[:end].rstrip("\n") + "\n" + text + doc[end:], encoding="utf-8")
+    insert_into_section("## Annotator load (issue #4)", text)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-DOC = ROOT / "docs" / "benchmarks.md"
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.results_doc import insert_into_section  # noqa: E402
+
+DOC = ROOT / "docs" / "benchmarks.md"  # written through results_doc.insert_into_section
 PROMPT = (ROOT / "prompts" / "inference_inst.txt").read_text(encoding="utf-8")
 TOPICS = [
     "Art & Design", "Crime & Law", "Education & Jobs", "Electronics & Hardware", "Fashion & Beauty",
@@ -376,10 +380,7 @@ def append_doc(result: dict[str, Any], machine: dict[str, str], note: str) -> No
     ]
     if note:
         lines += ["", f"Note: {note}"]
-    text = DOC.read_text(encoding="utf-8") if DOC.exists() else ""
-    separator = "" if not text or text.endswith("\n\n") else "\n" if text.endswith("\n") else "\n\n"
-    with DOC.open("a", encoding="utf-8") as f:
-        f.write(separator + "\n".join(lines) + "\n")
+    insert_into_section("## Import at scale (issue #2)", "\n".join(lines))
 
 
 if __name__ == "__main__":

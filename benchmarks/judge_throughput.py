@@ -35,6 +35,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.results_doc import insert_into_section  # noqa: E402
+
 LATENCY_S = 0.5
 CONCURRENCY = 64
 WORDS = [
@@ -292,16 +296,7 @@ def append_doc(report: dict[str, Any]) -> None:
 | limit {report["rpm_limit"]} requests/minute, {limited["n"]} judgments | observed \
 **{report["rpm_observed"]:.1f}/min** ({report["rpm_error_percent"]:+.2f} %) in {limited["wall_s"]:.1f} s |
 """
-    insert_into_section(ROOT / "docs" / "benchmarks.md", "## Judge throughput", text)
-
-
-def insert_into_section(path: Path, heading: str, text: str) -> None:
-    """Add `text` at the end of the section that starts with `heading` (before the next `## ` heading)."""
-    doc = path.read_text(encoding="utf-8")
-    start = doc.index(heading)
-    end = doc.find("\n## ", start + len(heading))
-    end = len(doc) if end == -1 else end + 1
-    path.write_text(doc[:end].rstrip("\n") + "\n" + text + "\n" + doc[end:].lstrip("\n"), encoding="utf-8")
+    insert_into_section("## Judge throughput", text)
 
 
 if __name__ == "__main__":

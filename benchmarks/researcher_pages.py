@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.import_scale import DOC, WORDS, machine_info  # noqa: E402
+from benchmarks.results_doc import insert_into_section  # noqa: E402
 
 # --- data ---------------------------------------------------------------------------------------------
 
@@ -525,10 +526,7 @@ def append_doc(
     if note:
         lines += ["", f"Note: {note}"]
     lines += ["", "Plan of the judge-side query of the filtered first page:", "", "```", plan, "```"]
-    text = DOC.read_text(encoding="utf-8")
-    separator = "" if text.endswith("\n\n") else "\n" if text.endswith("\n") else "\n\n"
-    with DOC.open("a", encoding="utf-8") as f:
-        f.write(separator + "\n".join(lines) + "\n")
+    insert_into_section("## Researcher pages (issue #5)", "\n".join(lines))
 
 
 if __name__ == "__main__":
