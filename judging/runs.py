@@ -207,7 +207,7 @@ def resume_orphaned_jobs() -> list[int]:
     resumed = []
     running = Job.objects.filter(status=JobStatus.RUNNING, kind__in=[JobKind.GENERATE, JobKind.JUDGE])
     for job in running:
-        with _job_lock(job.pk) as held:
+        with job_lock(job.pk) as held:
             if not held:
                 continue
         logger.warning("job %s was left running by a worker that died: resuming it", job.pk)
@@ -248,7 +248,7 @@ def judge_job_run(*, job_id: int, backend: LLMBackend | None = None) -> Job | No
 
 
 def _run(job_id: int, kind: str, runner_class: type[_Run], backend: LLMBackend | None) -> Job | None:
-    with _job_lock(job_id) as held:
+    with job_lock(job_id) as held:
         if not held:
             logger.warning("job %s is being run by another worker; leaving it", job_id)
             return None
@@ -285,8 +285,9 @@ def _finish(job: Job, status: str, *, error: str = "") -> None:
 
 
 @contextmanager
-def _job_lock(job_pk: int) -> Iterator[bool]:
-    """A session advisory lock on the job (PostgreSQL); elsewhere (SQLite) always granted."""
+def job_lock(job_pk: int) -> Iterator[bool]:
+    """A session advisory lock on the job (PostgreSQL); elsewhere (SQLite) always granted. Every kind of job
+    (generate, judge, mine) takes it: job pks are unique across kinds."""
     if connection.vendor != "postgresql":
         yield True
         return

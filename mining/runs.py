@@ -23,7 +23,6 @@ import random
 import time
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from django.db import connection, reset_queries, transaction
@@ -32,6 +31,7 @@ from django.utils import timezone
 
 from judging.llm.base import LLMBackend, LLMResult, backend_from_config
 from judging.models import Job, JobKind, JobStatus
+from judging.runs import job_lock
 
 from .config import LLM_STAGES, RunConfig, run_config_from_mapping
 from .models import STAGE_ORDER, MiningRun, Procedure, RunStatus, SourceDocument, Split, Stage, StageOutcome
@@ -49,7 +49,6 @@ FLUSH_MAX = 32
 FLUSH_S = 0.25
 STOP_CHECK_S = 1.0
 PROGRESS_WRITE_S = 1.0
-ADVISORY_LOCK_CLASS = 0x48_32_45  # judging.runs' class: job pks are unique across job kinds
 INPUT_STAGES: dict[str, tuple[str, ...]] = {
     Stage.PREFILTER: (Stage.EXTRACTION,),
     Stage.FILTER: (Stage.EXTRACTION,),
@@ -178,7 +177,7 @@ def resume_orphaned_mine_jobs() -> list[int]:
     """Re-enqueue MINE jobs left RUNNING by a worker that died (nobody holds their lock)."""
     resumed = []
     for job in Job.objects.filter(status=JobStatus.RUNNING, kind=JobKind.MINE):
-        with _job_lock(job.pk) as held:
+        with job_lock(job.pk) as held:
             if not held:
                 continue
         logger.warning("mining job %s was left running by a worker that died: resuming it", job.pk)
@@ -199,7 +198,7 @@ def _enqueue(job_pk: int, queue: str) -> None:
 
 def mine_job_run(*, job_id: int, backends: Mapping[str, LLMBackend] | None = None) -> Job | None:
     """Run or resume a MINE job. `backends` (stage -> backend) is for callers that bring their own."""
-    with _job_lock(job_id) as held:
+    with job_lock(job_id) as held:
         if not held:
             logger.warning("mining job %s is being run by another worker; leaving it", job_id)
             return None
@@ -526,20 +525,3 @@ def _finish(job: Job, run: MiningRun | None, status: str, *, error: str = "") ->
         MiningRun.objects.filter(pk=run.pk, job=job).update(
             status=_JOB_TO_RUN_STATUS.get(final, RunStatus.FAILED), updated_at=now
         )
-
-
-@contextmanager
-def _job_lock(job_pk: int) -> Iterator[bool]:
-    """A session advisory lock on the job (PostgreSQL); elsewhere (SQLite) always granted."""
-    if connection.vendor != "postgresql":
-        yield True
-        return
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [ADVISORY_LOCK_CLASS, job_pk])
-        held = bool(cursor.fetchone()[0])
-    try:
-        yield held
-    finally:
-        if held:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [ADVISORY_LOCK_CLASS, job_pk])
