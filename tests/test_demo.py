@@ -171,6 +171,7 @@ def test_it_keeps_the_demo_password_across_setups(tmp_path: Path) -> None:
         assert result.returncode == 0, result.stdout + result.stderr
     username, password = staff_login(tmp_path)
     assert f"Staff login: {username} / {password}" in result.stdout
+    assert "Annotator view of the demo study: /a/paper-examples/?PROLIFIC_PID=" in result.stdout
     check = subprocess.run(
         [
             sys.executable,
@@ -179,8 +180,10 @@ def test_it_keeps_the_demo_password_across_setups(tmp_path: Path) -> None:
             "--no-imports",
             "-c",
             "from django.contrib.auth import authenticate; from judging.models import Generation, Judgment;"
+            "from annotation.models import Study;"
             f"u = authenticate(username={username!r}, password={password!r});"
-            "print(u is not None and u.is_staff, Generation.objects.count(), Judgment.objects.count())",
+            "print(u is not None and u.is_staff, Generation.objects.count(), Judgment.objects.count(),"
+            " Study.objects.filter(slug='paper-examples', is_open=True).count())",
         ],
         cwd=ROOT,
         env=env,
@@ -188,7 +191,7 @@ def test_it_keeps_the_demo_password_across_setups(tmp_path: Path) -> None:
         text=True,
     )
     assert check.returncode == 0, check.stderr
-    assert check.stdout.split() == ["True", "11", "11"]
+    assert check.stdout.split() == ["True", "11", "11", "1"]  # one demo study, kept across setups
 
 
 def tree_files(root: Path) -> list[str]:

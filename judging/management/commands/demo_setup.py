@@ -15,8 +15,30 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
+from annotation.models import Study
+
 DEMO_DIR = Path(settings.BASE_DIR) / "demo"
 DEMO_USERNAME = "demo"
+
+
+DEMO_STUDY_SLUG = "paper-examples"
+
+
+def demo_study() -> Study:
+    """An open annotation study over the paper's generations (created once; nobody has annotated it)."""
+    from annotation.services import Selection, study_create
+
+    existing = Study.objects.filter(slug=DEMO_STUDY_SLUG).first()
+    if existing is not None:
+        return existing
+    return study_create(
+        title="The paper's examples",
+        slug=DEMO_STUDY_SLUG,
+        selection=Selection(),
+        attention_checks=1,
+        completion_code="DEMO-DONE",
+        screenout_code="DEMO-SCREENOUT",
+    )
 
 
 def demo_login_path() -> Path:
@@ -61,6 +83,11 @@ class Command(BaseCommand):
         call_command("import_h2e", str(DEMO_DIR / "paper-h2e"))
         password = demo_password()
         demo_user_reset(password=password)
+        study = demo_study()
         self.stdout.write(
             self.style.SUCCESS(f"Staff login: {DEMO_USERNAME} / {password} (kept in {demo_login_path()})")
+        )
+        self.stdout.write(
+            f"Annotator view of the demo study: /a/{study.slug}/?PROLIFIC_PID=<24 hex characters>"
+            f"&STUDY_ID=demo&SESSION_ID=demo ({study.items.count()} items, k = {study.annotators_per_item})"
         )
