@@ -37,22 +37,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-TOPICS = [
-    "Art & Design",
-    "Crime & Law",
-    "Education & Jobs",
-    "Electronics & Hardware",
-    "Fashion & Beauty",
-    "Food & Dining",
-    "Health",
-    "Home & Hobbies",
-    "Industrial",
-    "Religion",
-    "Science, Math & Technology",
-    "Sports & Fitness",
-    "Transportation",
-    "Travel & Tourism",
-]
+from mining.topics import WEBORGANIZER_TOPICS as TOPICS  # noqa: E402
 
 
 def psql(*command: str) -> None:

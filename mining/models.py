@@ -4,24 +4,6 @@ from __future__ import annotations
 
 from django.db import models
 
-# The 14 WebOrganizer topics that How2Mine samples from (paper §3, Table 7), in the paper's order.
-WEBORGANIZER_TOPICS: tuple[str, ...] = (
-    "Art & Design",
-    "Crime & Law",
-    "Education & Jobs",
-    "Electronics & Hardware",
-    "Fashion & Beauty",
-    "Food & Dining",
-    "Health",
-    "Home & Hobbies",
-    "Industrial",
-    "Religion",
-    "Science, Math & Technology",
-    "Sports & Fitness",
-    "Transportation",
-    "Travel & Tourism",
-)
-
 
 class Topic(models.Model):
     """A WebOrganizer topic. Imported files may name others; those are created with is_weborganizer=False."""
