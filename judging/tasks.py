@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from celery import shared_task
 from celery.signals import worker_ready
@@ -40,15 +41,21 @@ def run_judge_job(job_id: int) -> None:
     judge_job_run(job_id=job_id)
 
 
-@worker_ready.connect
-def resume_jobs_of_dead_workers(**_: object) -> None:
-    """A starting worker re-enqueues generate/judge jobs left RUNNING by a worker that was killed."""
+def resume_at_worker_start(resume: Callable[[], list[int]], what: str) -> None:
+    """Run `resume` (re-enqueue the `what` jobs a killed worker left RUNNING) as a worker starts; a failure
+    is logged, never allowed to keep the worker from starting."""
     try:
-        resumed = resume_orphaned_jobs()
-    except Exception:  # never keep a worker from starting
-        logger.exception("could not check for orphaned jobs")
+        resumed = resume()
+    except Exception:
+        logger.exception("could not check for orphaned %s jobs", what)
         return
     finally:
         db.connections.close_all()
     if resumed:
-        logger.warning("resumed orphaned jobs %s", resumed)
+        logger.warning("resumed orphaned %s jobs %s", what, resumed)
+
+
+@worker_ready.connect
+def resume_jobs_of_dead_workers(**_: object) -> None:
+    """A starting worker re-enqueues generate/judge jobs left RUNNING by a worker that was killed."""
+    resume_at_worker_start(resume_orphaned_jobs, "generate/judge")
