@@ -17,6 +17,8 @@ from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from judging.api import query_ids
+
 from .agreement import Agreement
 from .agreement_data import JudgeFigures, StudyAgreement, studies_agreement, study_agreement
 from .models import Study
@@ -102,9 +104,7 @@ class AgreementView(generics.GenericAPIView):
         ]
     )
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        slugs = [
-            v.strip() for raw in request.query_params.getlist("study") for v in raw.split(",") if v.strip()
-        ]
+        slugs = query_ids(request, "study")
         studies = list(Study.objects.filter(slug__in=slugs)) if slugs else list(Study.objects.all())
         missing = sorted(set(slugs) - {study.slug for study in studies})
         if missing:

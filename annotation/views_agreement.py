@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
 from judging.models import CriticalFailure, Generation, Judge, Judgment
-from judging.views import StepLink, staff_required, step_links
+from judging.views import FailureView, staff_required, step_links
 
 from .agreement import majority, wilson_interval
 from .agreement_data import StudyAgreement, studies_agreement, study_agreement
@@ -101,23 +101,6 @@ def _judge_chart(result: StudyAgreement) -> BarChart:
     )
 
 
-@dataclass(frozen=True)
-class LinkedFailure:
-    """A critical failure (a judge's or a human's) with its step numbers checked against L1 and L2."""
-
-    description: str
-    l1: list[StepLink]
-    l2: list[StepLink]
-
-    @property
-    def l1_attr(self) -> str:
-        return " ".join(str(link.number) for link in self.l1 if link.valid)
-
-    @property
-    def l2_attr(self) -> str:
-        return " ".join(str(link.number) for link in self.l2 if link.valid)
-
-
 @dataclass
 class Disagreement:
     generation: Generation
@@ -135,23 +118,23 @@ class Disagreement:
         return list(self.generation.predicted_steps or [])
 
     @property
-    def judge_failures(self) -> list[LinkedFailure]:
-        return [self._linked(f) for f in self.judgment.failures.all()]
+    def judge_failures(self) -> list[FailureView]:
+        return [self._linked(f, "judge") for f in self.judgment.failures.all()]
 
     @property
-    def humans(self) -> list[tuple[Annotation, list[LinkedFailure]]]:
-        return [(a, [self._linked(f) for f in a.failures.all()]) for a in self.annotations]
+    def humans(self) -> list[tuple[Annotation, list[FailureView]]]:
+        return [(a, [self._linked(f, "human") for f in a.failures.all()]) for a in self.annotations]
 
     @property
     def n_say_failure(self) -> int:
         return sum(self.human_labels)
 
-    def _linked(self, failure: CriticalFailure | AnnotatedFailure) -> LinkedFailure:
-        return LinkedFailure(
-            failure.description,
+    def _linked(self, failure: CriticalFailure | AnnotatedFailure, source: str) -> FailureView:
+        l1, l2 = (
             step_links(failure.l1_steps, len(self.l1_steps)),
             step_links(failure.l2_steps, len(self.l2_steps)),
         )
+        return FailureView(failure, l1, l2, source)
 
 
 @staff_required
