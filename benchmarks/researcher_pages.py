@@ -297,7 +297,7 @@ def failure_browser_page(client: Any) -> list[Timing]:
 
     from judging.models import Generator, Judge
 
-    url = reverse("judging:failure_list")
+    url = reverse("failures:failure_list")
     judge = Judge.objects.order_by("judge_id").first()
     generator = Generator.objects.order_by("-generator_id").first()
     assert generator is not None
@@ -320,7 +320,7 @@ def failure_browser_page(client: Any) -> list[Timing]:
 
 def _cursor_after_pages(judge_id: str, *, pages: int) -> str:
     """The cursor that opens page pages + 1 of the topic + judge filter."""
-    from judging import failures
+    from annotation import failures
 
     query = failures.FailureQuery(topic="Health", judge=judge_id)
     filters = failures.failure_filters_resolve(query, failures.filter_choices_for(query))
@@ -399,7 +399,7 @@ def explain_first_page() -> str:
     """EXPLAIN ANALYZE of the judge-side query of the filtered first page."""
     from django.db import connection
 
-    from judging import failures
+    from annotation import failures
     from judging.models import Judge
 
     judge = Judge.objects.order_by("judge_id").first()

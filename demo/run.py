@@ -27,7 +27,7 @@ from urllib.parse import urlparse
 ROOT = Path(__file__).resolve().parent.parent
 STOP_GRACE_SECONDS = 15
 READY_TIMEOUT_SECONDS = 60
-sys.path.insert(0, str(ROOT))  # judging.llm.local (no Django setup needed)
+sys.path.insert(0, str(ROOT))  # h2e_site.llm.local (no Django setup needed)
 
 
 def web_command(host: str, port: int) -> list[str]:
@@ -45,7 +45,7 @@ def worker_command() -> list[str]:
 def llm_command() -> list[str] | None:
     """`manage.py serve_local_llm` on the port of H2E_LOCAL_LLM_URL, or None when a server already answers
     there. Exits with a clear message when the local-llm extra is missing (make demo installs it)."""
-    from judging.llm.local import INSTALL_HINT, local_llm_url, server_is_up
+    from h2e_site.llm.local import INSTALL_HINT, local_llm_url, server_is_up
 
     url = urlparse(local_llm_url())
     if server_is_up(local_llm_url()):
@@ -58,7 +58,7 @@ def llm_command() -> list[str] | None:
 
 
 def llm_url() -> str:
-    from judging.llm.local import local_llm_url
+    from h2e_site.llm.local import local_llm_url
 
     return local_llm_url()
 

@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_htmx",
     "template_partials",
+    "h2e_site.jobs",
     "mining",
     "judging",
     "annotation",
@@ -174,7 +175,8 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "default"
 # Redis redelivers a message a dead worker never acked only after visibility_timeout. Keep it longer than the
 # longest task (a redelivery while the first run is alive is harmless: the job's advisory lock turns it away);
-# a starting worker resumes jobs orphaned by a killed one at once (judging.runs.resume_orphaned_jobs).
+# a starting worker resumes jobs orphaned by a killed one at once
+# (h2e_site.jobs.services.resume_orphaned_jobs).
 # (Redis only: the SQLite broker's transport hands its options to SQLAlchemy's create_engine.)
 if REDIS_URL:
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)}

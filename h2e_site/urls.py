@@ -1,7 +1,23 @@
+"""The project's URLs: every app's pages, and one API (one router, the "api" namespace) over every app."""
+
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.routers import DefaultRouter
+
+from annotation import api as annotation_api
+from h2e_site.jobs import api as jobs_api
+from judging import api as judging_api
+
+api_router = DefaultRouter()
+for prefix, viewset, basename in [*jobs_api.ROUTES, *judging_api.ROUTES]:
+    api_router.register(prefix, viewset, basename=basename)
+api_urlpatterns = [
+    *judging_api.urlpatterns,
+    *annotation_api.api_urlpatterns,
+    path("", include(api_router.urls)),
+]
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -15,9 +31,11 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/", include("annotation.api")),
     path("api/mining/", include("mining.api")),
-    path("api/", include("judging.api")),
-    path("a/", include("annotation.urls_annotator")),
-    path("studies/", include("annotation.urls")),
-    path("agreement/", include("annotation.urls_agreement")),
+    path("api/", include((api_urlpatterns, "api"))),
+    path("a/", include("annotation.urls.annotator")),
+    path("studies/", include("annotation.urls.studies")),
+    path("agreement/", include("annotation.urls.agreement")),
+    path("jobs/", include("h2e_site.jobs.urls")),
+    path("", include("annotation.urls.failures")),
     path("", include("judging.urls")),
 ]

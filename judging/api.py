@@ -1,9 +1,9 @@
-"""REST API (DRF) for staff: leaderboards, procedures, generations, judgments, jobs and imports.
+"""REST API (DRF) for staff: leaderboards, rank correlations, procedures, generations, judgments, imports.
 
 Authentication: a staff session, or a token (`python manage.py drf_create_token <username>`, then send
 `Authorization: Token <key>`). Lists are paginated as {count, next, previous, results}.
-Starting, cancelling and retrying jobs (POST /api/jobs/, /api/jobs/<id>/cancel/, /api/jobs/<id>/retry/)
-also needs the judging.add_job permission; they call the services of judging/runs.py.
+Jobs (/api/jobs/) are the core's API (h2e_site/jobs/api.py); generate and judge jobs are started there with
+this app's JobCreateSerializer body (registered in job_types.py).
 """
 
 from __future__ import annotations
@@ -11,28 +11,25 @@ from __future__ import annotations
 from typing import Any
 
 import django_filters
-from django.contrib.auth.models import User
 from django.db.models import Prefetch, Q, QuerySet
-from django.urls import include, path, reverse
+from django.urls import path
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import generics, mixins, permissions, status, viewsets
-from rest_framework.decorators import action
+from rest_framework import generics, status, viewsets
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.routers import DefaultRouter
 
+from h2e_site.jobs.serializers import JobSerializer
+from h2e_site.web import query_ids, request_user
 from mining.models import Procedure, Split
 
-from . import failures, rankings, selectors
-from .models import CriticalFailure, Generation, Job, JobKind, JobStatus, Judgment
+from . import rankings, selectors
+from .import_jobs import import_job_create
+from .models import CriticalFailure, Generation, Judgment
 from .serializers import (
-    FailurePageSerializer,
     GenerationSerializer,
     ImportRequestSerializer,
-    JobCreateSerializer,
-    JobSerializer,
     JudgmentSerializer,
     LeaderboardRowSerializer,
     ProcedureSerializer,
@@ -40,12 +37,6 @@ from .serializers import (
     TopicLeaderboardRowSerializer,
 )
 from .uploads import UploadError, uploads_save
-
-
-def query_ids(request: Request, name: str) -> list[str]:
-    """Values of a filter given repeated (?judge=a&judge=b) or as a comma list (?judge=a,b)."""
-    return [v.strip() for raw in request.query_params.getlist(name) for v in raw.split(",") if v.strip()]
-
 
 _LEADERBOARD_FILTERS = [
     OpenApiParameter(
@@ -111,63 +102,6 @@ class RankCorrelationView(generics.GenericAPIView):
         return Response(result.as_json())
 
 
-_FAILURE_FILTERS = [
-    OpenApiParameter("topic", OpenApiTypes.STR, description="topic name"),
-    OpenApiParameter("generator", OpenApiTypes.STR, description="generator_id"),
-    OpenApiParameter("judge", OpenApiTypes.STR, description="judge_id (judges' failures only)"),
-    OpenApiParameter("study", OpenApiTypes.STR, description="study slug (human failures only)"),
-    OpenApiParameter("source", OpenApiTypes.STR, enum=["judge", "human"], description="absent: both"),
-    OpenApiParameter(
-        "q",
-        OpenApiTypes.STR,
-        description="text search (PostgreSQL: full text, websearch syntax; else substring)",
-    ),
-    OpenApiParameter("cursor", OpenApiTypes.STR, description="next_cursor of the previous page"),
-    OpenApiParameter("counts", OpenApiTypes.BOOL, description="also return counts_by_topic"),
-]
-
-
-class FailureListView(generics.GenericAPIView):
-    """Critical failures from judges and human annotators, newest generation first, then judge before
-    human, then judgment/annotation, then order; keyset-paginated (50 a page) by an opaque cursor."""
-
-    serializer_class = FailurePageSerializer
-    filter_backends: list[Any] = []
-    pagination_class = None
-
-    @extend_schema(
-        parameters=_FAILURE_FILTERS, responses={200: FailurePageSerializer, 400: OpenApiTypes.OBJECT}
-    )
-    def get(self, request: Request) -> Response:
-        query = failures.FailureQuery.from_params(request.query_params)
-        token = request.query_params.get("cursor", "")
-        try:
-            cursor = failures.Cursor.decode(token) if token else None
-        except ValueError as exc:
-            return Response({"cursor": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
-        filters = failures.failure_filters_resolve(query, failures.filter_choices_for(query))
-        page = failures.failure_page(filters=filters, cursor=cursor)
-        data: dict[str, Any] = {
-            "results": [row.as_json() for row in page.rows],
-            "next_cursor": page.next_cursor,
-            "next": _next_url(request, page.next_cursor),
-        }
-        if request.query_params.get("counts", "").lower() in {"1", "true", "yes"}:
-            data["counts_by_topic"] = [
-                {"topic": c.topic, "judge": c.judge, "human": c.human, "total": c.total}
-                for c in failures.failure_counts_by_topic(filters=filters)
-            ]
-        return Response(data)
-
-
-def _next_url(request: Request, cursor: str | None) -> str | None:
-    if cursor is None:
-        return None
-    params = request.query_params.copy()
-    params["cursor"] = cursor
-    return request.build_absolute_uri(f"{request.path}?{params.urlencode()}")
-
-
 class CharInFilter(django_filters.BaseInFilter, django_filters.CharFilter):
     """A comma list of strings (?judge=a,b)."""
 
@@ -209,15 +143,6 @@ class JudgmentFilter(django_filters.FilterSet):
         fields = ["judge", "generator", "generation", "topic", "parse_failed", "has_failure"]
 
 
-class JobFilter(django_filters.FilterSet):
-    kind = django_filters.ChoiceFilter(choices=JobKind.choices)
-    status = django_filters.ChoiceFilter(choices=JobStatus.choices)
-
-    class Meta:
-        model = Job
-        fields = ["kind", "status"]
-
-
 class ProcedureViewSet(viewsets.ReadOnlyModelViewSet):
     """Reference procedures (L1)."""
 
@@ -244,94 +169,6 @@ class JudgmentViewSet(viewsets.ReadOnlyModelViewSet):
     filterset_class = JudgmentFilter
 
 
-class CanRunJobs(permissions.BasePermission):
-    """Writes (start, cancel, retry a job) need judging.add_job; reads only the staff check."""
-
-    message = "Starting or cancelling jobs needs the 'add job' permission."
-
-    def has_permission(self, request: Request, view: Any) -> bool:
-        return request.method in permissions.SAFE_METHODS or request.user.has_perm("judging.add_job")
-
-
-class JobViewSet(
-    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet
-):
-    """Long-running jobs with their progress, elapsed time and ETA; start generate and judge jobs."""
-
-    queryset = Job.objects.select_related("created_by")
-    serializer_class = JobSerializer
-    filterset_class = JobFilter
-    permission_classes = [permissions.IsAdminUser, CanRunJobs]
-
-    @extend_schema(
-        request=JobCreateSerializer,
-        responses={201: JobSerializer},
-        description="Start a generate job (generator x procedures of a split) or a judge job (judge x the "
-        "generations of a generator, or given generations). It is queued for a worker at once.",
-    )
-    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        form = JobCreateSerializer(data=request.data)
-        form.is_valid(raise_exception=True)
-        try:
-            job = _job_create(form.validated_data, created_by=_user(request))
-        except ValueError as exc:  # ConfigError: an imported generator/judge has no config to run with
-            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
-        headers = {"Location": reverse("api:job-detail", args=[job.pk])}
-        return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED, headers=headers)
-
-    @extend_schema(request=None, responses={200: JobSerializer, 409: OpenApiTypes.OBJECT})
-    @action(detail=True, methods=["post"])
-    def cancel(self, request: Request, pk: str | None = None) -> Response:
-        """Cancel a queued or running job (a running one stops starting requests within a second)."""
-        from .runs import job_cancel
-
-        job = self.get_object()
-        if job.is_finished:
-            return Response(
-                {"detail": f"job {job.pk} is already {job.status}"}, status=status.HTTP_409_CONFLICT
-            )
-        return Response(JobSerializer(job_cancel(job=job)).data)
-
-    @extend_schema(request=None, responses={201: JobSerializer, 409: OpenApiTypes.OBJECT})
-    @action(detail=True, methods=["post"])
-    def retry(self, request: Request, pk: str | None = None) -> Response:
-        """Start a new job over the failed items of a generate or judge job."""
-        from .runs import job_retry_failed
-
-        job = self.get_object()
-        if job.kind not in {JobKind.GENERATE, JobKind.JUDGE} or not job.failed:
-            return Response(
-                {"detail": f"job {job.pk} has no failed generate or judge items to retry"},
-                status=status.HTTP_409_CONFLICT,
-            )
-        retry = job_retry_failed(job=job)
-        return Response(JobSerializer(retry).data, status=status.HTTP_201_CREATED)
-
-
-def _user(request: Request) -> User | None:
-    return request.user if isinstance(request.user, User) else None
-
-
-def _job_create(data: dict[str, Any], *, created_by: User | None) -> Job:
-    from .runs import generate_job_create, judge_job_create
-
-    if data["kind"] == "generate":
-        return generate_job_create(
-            generator=data["generator"],
-            split=data.get("split"),
-            procedure_ids=data.get("procedure_ids"),
-            limit=data.get("limit"),
-            created_by=created_by,
-        )
-    return judge_job_create(
-        judge=data["judge"],
-        generator=data["generator"],
-        generation_ids=data.get("generation_ids"),
-        mode=data["mode"],
-        created_by=created_by,
-    )
-
-
 class ImportView(generics.GenericAPIView):
     """Upload bench files, or a .zip/.tar of an h2e out_root, and start an import job."""
 
@@ -347,30 +184,25 @@ class ImportView(generics.GenericAPIView):
             paths = uploads_save(files=form.validated_data["files"], kind=form.validated_data["kind"])
         except UploadError as exc:
             return Response({"files": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
-        from .services import import_job_create
-
         job = import_job_create(
             paths=paths,
             kind=form.validated_data["kind"],
             split=form.validated_data["split"],
             skip_invalid=form.validated_data["skip_invalid"],
-            created_by=_user(request),
+            created_by=request_user(request),
         )
         return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)
 
 
-router = DefaultRouter()
-router.register("procedures", ProcedureViewSet, basename="procedure")
-router.register("generations", GenerationViewSet, basename="generation")
-router.register("judgments", JudgmentViewSet, basename="judgment")
-router.register("jobs", JobViewSet, basename="job")
-
-app_name = "api"
+# Mounted by h2e_site/urls.py on the one API router and path list, under the "api" namespace.
+ROUTES = [
+    ("procedures", ProcedureViewSet, "procedure"),
+    ("generations", GenerationViewSet, "generation"),
+    ("judgments", JudgmentViewSet, "judgment"),
+]
 urlpatterns = [
     path("leaderboard/", LeaderboardView.as_view(), name="leaderboard"),
     path("leaderboard/by-topic/", TopicLeaderboardView.as_view(), name="leaderboard-by-topic"),
     path("judges/rank-correlation/", RankCorrelationView.as_view(), name="judge-rank-correlation"),
-    path("failures/", FailureListView.as_view(), name="failures"),
     path("imports/", ImportView.as_view(), name="imports"),
-    path("", include(router.urls)),
 ]

@@ -4,3 +4,8 @@ from django.apps import AppConfig
 class JudgingConfig(AppConfig):
     name = "judging"
     verbose_name = "How2Bench: generations, judges and How2Score"
+
+    def ready(self) -> None:
+        from .job_types import register_job_types
+
+        register_job_types()

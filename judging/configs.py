@@ -1,347 +1,56 @@
-"""Generator and judge configs: YAML files like the reference's, validated, turned into backends and rows.
+"""Generator and judge rows from model configs (h2e_site/llm/config.py), with the reference's run identities.
 
-A config names a model and how to reach it (backend, provider, base_url, api_key_env), how to decode
-(temperature, max_new_tokens, reasoning_effort, the vllm block) and how hard to push (rate limits,
-concurrency, timeout). The prompt is the repo's prompts/*.txt for the prompt_style (generators) or
-prompts/judge.txt (judges), unless `prompt_path` names another file.
-
-Backends: ours are openai | vllm | local. The reference's `deluge` (its OpenAI-style API client) is accepted
-as openai. In the generator_id / judge_id payload the backend is the reference's name, so a run of the same
-model with the same settings gets the reference's id:
-
-    our backend   id payload backend
-    openai        deluge   (the reference's API backend)
-    vllm          vllm
-    local         local    (no reference equivalent)
-
-Operational fields (base_url, api_key_env, max_concurrency, request_timeout_s, max_attempts, json_schema) are
-not part of the id, as in the reference; rate limits are part of generator_id only, as in the reference.
-A row made from a config gets the manifest the reference would write (`manifest`, exported verbatim by
-export_h2e), with the reference's backend name; the row's `backend` field keeps ours.
+generator_id / judge_id hash the config's identity fields and the prompt's text the way the reference `h2e`
+CLI does (ids.py), so a run of the same model with the same settings gets the reference's id. Operational
+fields (base_url, api_key_env, max_concurrency, request_timeout_s, max_attempts, json_schema) are not part of
+the id, as in the reference; rate limits are part of generator_id only, as in the reference. A row made from
+a config keeps the resolved config (`config`), the prompt's text (`prompt_text`, what its jobs send) and the
+manifest the reference would write (`manifest`, exported verbatim by export_h2e) with the reference's backend
+name; the row's `backend` field keeps ours.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any
 
-import yaml
-from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from h2e_site.llm.config import CONFIG_FIELDS, ConfigError, ModelConfig, Role, config_from_mapping
+from h2e_site.llm.prompts import check_prompt, prompt_sha256
+
 from . import ids
-from .llm.base import BackendConfig, BackendName
 from .models import Generator, Judge
 
-PROMPTS_DIR = Path(settings.BASE_DIR) / "prompts"
-GENERATION_PROMPTS = {"base": "inference_base.txt", "inst": "inference_inst.txt"}
-JUDGE_PROMPT = "judge.txt"
-BACKEND_ALIASES: dict[str, BackendName] = {
-    "openai": "openai",
-    "deluge": "openai",
-    "vllm": "vllm",
-    "local": "local",
-}
-ID_BACKEND: dict[str, str] = {"openai": "deluge", "vllm": "vllm", "local": "local"}
-VLLM_KEYS = {"mode", "engine_kwargs", "sampling_kwargs", "chat_template_kwargs"}
-BASE_MODEL_STOP = "\n\n"
-Role = Literal["generator", "judge"]
 
-_FIELDS = {
-    "model",
-    "backend",
-    "provider",
-    "base_url",
-    "base_url_env",
-    "api_key_env",
-    "prompt_style",
-    "prompt_path",
-    "temperature",
-    "max_new_tokens",
-    "max_requests_per_minute",
-    "max_tokens_per_minute",
-    "max_concurrency",
-    "request_timeout_s",
-    "max_attempts",
-    "reasoning_effort",
-    "json_schema",
-    "is_demo_model",
-    "run_name",
-    "vllm",
-}
-
-
-class ConfigError(ValueError):
-    """A config that cannot be used; the message names the file and the field."""
-
-    def __init__(self, source: str, field_name: str, message: str) -> None:
-        super().__init__(f"{source}: {field_name}: {message}")
-        self.source = source
-        self.field_name = field_name
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """A resolved generator or judge config (defaults filled, names normalised)."""
-
-    role: Role
-    model: str
-    backend: BackendName
-    provider: str
-    prompt_style: Literal["base", "inst"]
-    prompt_path: str  # relative to the repo root when inside it
-    temperature: float = 0.0
-    max_new_tokens: int = 4096
-    max_requests_per_minute: int = 1_000
-    max_tokens_per_minute: int = 100_000
-    reasoning_effort: str | None = None
-    vllm: dict[str, Any] = field(default_factory=dict)
-    base_url: str | None = None
-    base_url_env: str | None = None  # an env var that, when set, overrides base_url (e.g. the local server)
-    api_key_env: str = "OPENAI_API_KEY"
-    max_concurrency: int = 8
-    request_timeout_s: float = 120.0
-    max_attempts: int = 6
-    json_schema: bool = False  # judge: constrain the output to the judge JSON schema
-    is_demo_model: bool = False
-    run_name: str = ""
-
-    @property
-    def id_backend(self) -> str:
-        return ID_BACKEND[self.backend]
-
-    @property
-    def prompt_file(self) -> Path:
-        path = Path(self.prompt_path)
-        return path if path.is_absolute() else Path(settings.BASE_DIR) / path
-
-    def prompt_text(self) -> str:
-        return self.prompt_file.read_text(encoding="utf-8")
-
-    @property
-    def is_base_model(self) -> bool:
-        return self.role == "generator" and self.prompt_style == "base"
-
-    @property
-    def mode(self) -> Literal["chat", "generate"]:
-        """chat (one user message) or generate (raw completion): vllm.mode, else by prompt style."""
-        mode = self.vllm.get("mode")
-        if mode in ("chat", "generate"):
-            return cast(Literal["chat", "generate"], mode)
-        return "generate" if self.is_base_model else "chat"
-
-    @property
-    def stop(self) -> tuple[str, ...]:
-        """Base models stop at a blank line (the reference's vllm configs say so; we make it the default)."""
-        configured = self.vllm.get("sampling_kwargs", {}).get("stop")
-        if configured:
-            return tuple([configured] if isinstance(configured, str) else configured)
-        return (BASE_MODEL_STOP,) if self.is_base_model else ()
-
-    def as_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def backend_config(self) -> BackendConfig:
-        base_url = (os.environ.get(self.base_url_env) if self.base_url_env else None) or self.base_url
-        return BackendConfig(
-            backend=self.backend,
-            model=self.model,
-            provider=self.provider,
-            base_url=base_url,
-            api_key_env=self.api_key_env,
-            mode=self.mode,
-            max_concurrency=self.max_concurrency,
-            max_requests_per_minute=self.max_requests_per_minute,
-            max_tokens_per_minute=self.max_tokens_per_minute,
-            request_timeout_s=self.request_timeout_s,
-            max_attempts=self.max_attempts,
-            reasoning_effort=self.reasoning_effort,
-            engine_kwargs=dict(self.vllm.get("engine_kwargs", {})),
-            sampling_kwargs=dict(self.vllm.get("sampling_kwargs", {})),
-            chat_template_kwargs=dict(self.vllm.get("chat_template_kwargs", {})),
-        )
-
-    def generator_id(self) -> str:
-        return ids.generator_id(
-            backend=self.id_backend,
-            provider=self.provider,
-            model=self.model,
-            temperature=self.temperature,
-            max_new_tokens=self.max_new_tokens,
-            max_requests_per_minute=self.max_requests_per_minute,
-            max_tokens_per_minute=self.max_tokens_per_minute,
-            reasoning_effort=self.reasoning_effort,
-            vllm_overrides=self.vllm,
-            model_type=self.prompt_style,
-            prompt_text=self.prompt_text(),
-        )
-
-    def judge_id(self) -> str:
-        return ids.judge_id(
-            backend=self.id_backend,
-            provider=self.provider,
-            model=self.model,
-            temperature=self.temperature,
-            max_new_tokens=self.max_new_tokens,
-            reasoning_effort=self.reasoning_effort,
-            vllm_overrides=self.vllm,
-            prompt_text=self.prompt_text(),
-        )
-
-
-# --- loading and validation ------------------------------------------------------------------------------
-
-
-def load_config(path: Path | str, *, role: Role) -> ModelConfig:
-    """Read and validate a generator or judge YAML file."""
-    path = Path(path)
-    source = str(path)
-    if not path.is_file():
-        raise ConfigError(source, "(file)", "no such file")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ConfigError(source, "(file)", f"not valid YAML: {exc}") from exc
-    return config_from_mapping(data, role=role, source=source)
-
-
-def config_from_mapping(data: Any, *, role: Role, source: str = "<config>") -> ModelConfig:
-    """Validate a config mapping (a YAML file's content, or a row's stored .config)."""
-    if not isinstance(data, Mapping):
-        raise ConfigError(source, "(top level)", "must be a mapping of field: value")
-    unknown = sorted(set(data) - _FIELDS - {"role"})
-    if unknown:
-        raise ConfigError(source, unknown[0], f"unknown field (known: {', '.join(sorted(_FIELDS))})")
-    reader = _Reader(data, source)
-    model = reader.text("model", required=True)
-    backend = _backend(reader)
-    provider = reader.text("provider") or None
-    if provider is None:
-        if backend == "openai":
-            raise ConfigError(source, "provider", "required for backend openai/deluge (e.g. openai)")
-        provider = "local"
-    prompt_style = _prompt_style(reader, role)
-    vllm = _vllm_block(reader)
-    return ModelConfig(
-        role=role,
-        model=model,
-        backend=backend,
-        provider=provider,
-        prompt_style=prompt_style,
-        prompt_path=_prompt_path(reader, role, prompt_style),
-        temperature=reader.number("temperature", 0.0, minimum=0.0),
-        max_new_tokens=reader.integer("max_new_tokens", 4096),
-        max_requests_per_minute=reader.integer("max_requests_per_minute", 1_000),
-        max_tokens_per_minute=reader.integer("max_tokens_per_minute", 100_000),
-        reasoning_effort=reader.text("reasoning_effort") or None,
-        vllm=vllm,
-        base_url=reader.text("base_url") or None,
-        base_url_env=reader.text("base_url_env") or None,
-        api_key_env=reader.text("api_key_env") or "OPENAI_API_KEY",
-        max_concurrency=reader.integer("max_concurrency", 8),
-        request_timeout_s=reader.number("request_timeout_s", 120.0, minimum=0.001),
-        max_attempts=reader.integer("max_attempts", 6),
-        json_schema=reader.boolean("json_schema", backend == "local"),
-        is_demo_model=reader.boolean("is_demo_model", False),
-        run_name=reader.text("run_name"),
+def generator_id_of(config: ModelConfig, prompt_text: str | None = None) -> str:
+    """The reference's generator_id for this config and prompt text (the prompt file's, by default)."""
+    return ids.generator_id(
+        backend=config.id_backend,
+        provider=config.provider,
+        model=config.model,
+        temperature=config.temperature,
+        max_new_tokens=config.max_new_tokens,
+        max_requests_per_minute=config.max_requests_per_minute,
+        max_tokens_per_minute=config.max_tokens_per_minute,
+        reasoning_effort=config.reasoning_effort,
+        vllm_overrides=config.vllm,
+        model_type=config.prompt_style,
+        prompt_text=config.prompt_text() if prompt_text is None else prompt_text,
     )
 
 
-class _Reader:
-    def __init__(self, data: Mapping[str, Any], source: str) -> None:
-        self.data = data
-        self.source = source
-
-    def error(self, name: str, message: str) -> ConfigError:
-        return ConfigError(self.source, name, message)
-
-    def text(self, name: str, *, required: bool = False) -> str:
-        value = self.data.get(name)
-        if value is None or (isinstance(value, str) and not value.strip()):
-            if required:
-                raise self.error(name, "required (a non-empty string)")
-            return ""
-        if not isinstance(value, str | int | float) or isinstance(value, bool):
-            raise self.error(name, f"must be a string, got {type(value).__name__}")
-        return str(value).strip()
-
-    def number(self, name: str, default: float, *, minimum: float) -> float:
-        value = self.data.get(name, default)
-        if value is None:
-            return default
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self.error(name, f"must be a number, got {value!r}")
-        if value < minimum:
-            raise self.error(name, f"must be >= {minimum}, got {value!r}")
-        return float(value)
-
-    def integer(self, name: str, default: int) -> int:
-        value = self.data.get(name, default)
-        if value is None:
-            return default
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise self.error(name, f"must be a positive integer, got {value!r}")
-        return value
-
-    def boolean(self, name: str, default: bool) -> bool:
-        value = self.data.get(name, default)
-        if value is None:
-            return default
-        if not isinstance(value, bool):
-            raise self.error(name, f"must be true or false, got {value!r}")
-        return value
-
-
-def _backend(reader: _Reader) -> BackendName:
-    name = (reader.text("backend") or "openai").lower()
-    if name not in BACKEND_ALIASES:
-        raise reader.error("backend", f"unknown backend {name!r} (expected openai, vllm, local or deluge)")
-    return BACKEND_ALIASES[name]
-
-
-def _prompt_style(reader: _Reader, role: Role) -> Literal["base", "inst"]:
-    style = (reader.text("prompt_style") or "inst").lower()
-    if style not in GENERATION_PROMPTS:
-        raise reader.error("prompt_style", f"must be base or inst, got {style!r}")
-    if role == "judge" and style != "inst":
-        raise reader.error("prompt_style", "a judge is an instruct (chat) model: use inst or leave it out")
-    return cast(Literal["base", "inst"], style)
-
-
-def _prompt_path(reader: _Reader, role: Role, prompt_style: str) -> str:
-    given = reader.text("prompt_path")
-    name = JUDGE_PROMPT if role == "judge" else GENERATION_PROMPTS[prompt_style]
-    path = Path(given) if given else PROMPTS_DIR / name
-    resolved = path if path.is_absolute() else Path(settings.BASE_DIR) / path
-    if not resolved.is_file():
-        raise reader.error("prompt_path", f"no such prompt file: {resolved}")
-    try:
-        return str(resolved.resolve().relative_to(Path(settings.BASE_DIR).resolve()))
-    except ValueError:
-        return str(resolved.resolve())
-
-
-def _vllm_block(reader: _Reader) -> dict[str, Any]:
-    block = reader.data.get("vllm")
-    if block is None:
-        return {}
-    if not isinstance(block, Mapping):
-        raise reader.error(
-            "vllm", "must be a mapping (mode, engine_kwargs, sampling_kwargs, chat_template_kwargs)"
-        )
-    unknown = sorted(set(block) - VLLM_KEYS)
-    if unknown:
-        raise reader.error(f"vllm.{unknown[0]}", f"unknown key (known: {', '.join(sorted(VLLM_KEYS))})")
-    mode = block.get("mode")
-    if mode is not None and mode not in ("chat", "generate"):
-        raise reader.error("vllm.mode", f"must be chat or generate, got {mode!r}")
-    for key in VLLM_KEYS - {"mode"}:
-        if block.get(key) is not None and not isinstance(block[key], Mapping):
-            raise reader.error(f"vllm.{key}", "must be a mapping")
-    return {key: (dict(value) if isinstance(value, Mapping) else value) for key, value in block.items()}
+def judge_id_of(config: ModelConfig, prompt_text: str | None = None) -> str:
+    """The reference's judge_id for this config and prompt text (the prompt file's, by default)."""
+    return ids.judge_id(
+        backend=config.id_backend,
+        provider=config.provider,
+        model=config.model,
+        temperature=config.temperature,
+        max_new_tokens=config.max_new_tokens,
+        reasoning_effort=config.reasoning_effort,
+        vllm_overrides=config.vllm,
+        prompt_text=config.prompt_text() if prompt_text is None else prompt_text,
+    )
 
 
 # --- rows ------------------------------------------------------------------------------------------------
@@ -357,18 +66,19 @@ def generator_for_config(config: ModelConfig) -> Generator:
         "backend": config.backend,
         "provider": config.provider,
         "prompt_style": config.prompt_style,
+        "prompt_text": prompt,
         "temperature": config.temperature,
         "max_new_tokens": config.max_new_tokens,
         "max_requests_per_minute": config.max_requests_per_minute,
         "max_tokens_per_minute": config.max_tokens_per_minute,
         "reasoning_effort": config.reasoning_effort,
         "vllm_overrides": config.vllm,
-        "prompt_sha256": ids.prompt_sha256(prompt),
+        "prompt_sha256": prompt_sha256(prompt),
         "prompt_path": config.prompt_path,
         "run_name": config.run_name or ids.run_name_for_model(config.model),
         "config": config.as_json(),
     }
-    generator_id = config.generator_id()
+    generator_id = generator_id_of(config, prompt)
     defaults["manifest"] = {
         "generator_id": generator_id,
         "generation_prompt_sha256": defaults["prompt_sha256"],
@@ -388,16 +98,17 @@ def judge_for_config(config: ModelConfig) -> Judge:
         "model": config.model,
         "backend": config.backend,
         "provider": config.provider,
+        "prompt_text": prompt,
         "temperature": config.temperature,
         "max_new_tokens": config.max_new_tokens,
         "reasoning_effort": config.reasoning_effort,
         "vllm_overrides": config.vllm,
-        "prompt_sha256": ids.prompt_sha256(prompt),
+        "prompt_sha256": prompt_sha256(prompt),
         "prompt_path": config.prompt_path,
         "is_demo_model": config.is_demo_model,
         "config": config.as_json(),
     }
-    judge_id = config.judge_id()
+    judge_id = judge_id_of(config, prompt)
     defaults["manifest"] = {
         "judge_id": judge_id,
         "judge_prompt_sha256": defaults["prompt_sha256"],
@@ -458,5 +169,27 @@ def _stored_config(stored: dict, *, role: Role, label: str) -> ModelConfig:
         raise ConfigError(
             label, "config", "this row was imported, not created from a config: it cannot be run from the app"
         )
-    data = {key: value for key, value in stored.items() if key in _FIELDS}
+    data = {key: value for key, value in stored.items() if key in CONFIG_FIELDS}
     return config_from_mapping(data, role=role, source=label)
+
+
+def prompt_for_generator(generator: Generator) -> str:
+    """The generation prompt a generator's jobs send: the text stored when it was made, hashed into its
+    generator_id. A row made before the text was stored reads its file, refused if the file changed since."""
+    return _prompt_of(generator, label=f"generator {generator.generator_id}")
+
+
+def prompt_for_judge(judge: Judge) -> str:
+    """The judge prompt a judge's jobs send (as prompt_for_generator)."""
+    return _prompt_of(judge, label=f"judge {judge.judge_id}")
+
+
+def _prompt_of(row: Generator | Judge, *, label: str) -> str:
+    if row.prompt_text:
+        return check_prompt(row.prompt_text, expected_sha256=row.prompt_sha256, label=label)
+    config = _stored_config(
+        row.config, role="generator" if isinstance(row, Generator) else "judge", label=label
+    )
+    return check_prompt(
+        config.prompt_text(), expected_sha256=row.prompt_sha256, label=label, path=config.prompt_path
+    )

@@ -14,13 +14,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from h2e_site.llm.prompts import prompt_sha256
+
 GENERATOR_ID_VERSION = "how2bench.generator_id.v1"
 JUDGE_ID_VERSION = "how2bench.judge_id.v1"
-
-
-def prompt_sha256(prompt_text: str) -> str:
-    """SHA-256 of a prompt file's text (UTF-8), as the manifests record it."""
-    return hashlib.sha256(prompt_text.encode("utf-8")).hexdigest()
 
 
 def _short_hash(payload: Mapping[str, Any]) -> str:

@@ -1,8 +1,7 @@
-"""Generators and their generations (L2), judges and their judgments (How2Score), and job rows."""
+"""Generators and their generations (L2), judges and their judgments (How2Score)."""
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import models
 from django.db.models.functions import Now
 
@@ -25,6 +24,11 @@ class Generator(models.Model):
     vllm_overrides = models.JSONField(default=dict, blank=True)
     prompt_sha256 = models.CharField(max_length=64, blank=True, default="")
     prompt_path = models.TextField(blank=True, default="")
+    prompt_text = models.TextField(
+        blank=True,
+        default="",
+        help_text="the prompt its jobs send, as hashed into generator_id (empty if imported)",
+    )
     run_name = models.CharField(max_length=255, blank=True, default="")
     manifest = models.JSONField(
         default=dict, blank=True, help_text="generation_manifest.json as imported, written back verbatim"
@@ -89,6 +93,11 @@ class Judge(models.Model):
     vllm_overrides = models.JSONField(default=dict, blank=True)
     prompt_sha256 = models.CharField(max_length=64, blank=True, default="")
     prompt_path = models.TextField(blank=True, default="")
+    prompt_text = models.TextField(
+        blank=True,
+        default="",
+        help_text="the prompt its jobs send, as hashed into judge_id (empty if imported)",
+    )
     is_demo_model = models.BooleanField(
         default=False,
         help_text="A plumbing/demo model (e.g. SmolLM2-135M): its judgments are not meaningful.",
@@ -212,54 +221,3 @@ class CriticalFailure(models.Model):
 
     def __str__(self) -> str:
         return self.description[:80]
-
-
-class JobKind(models.TextChoices):
-    IMPORT = "import", "Import"
-    GENERATE = "generate", "Generate L2"
-    JUDGE = "judge", "Judge (How2Score)"
-    MINE = "mine", "Mine procedures"
-    EXPORT = "export", "Export"
-
-
-class JobStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    SUCCEEDED = "succeeded", "Succeeded"
-    FAILED = "failed", "Failed"
-    CANCELLED = "cancelled", "Cancelled"
-
-
-class Job(models.Model):
-    """A long-running action run by a Celery worker; the source of truth for its progress."""
-
-    kind = models.CharField(max_length=16, choices=JobKind.choices)
-    parameters = models.JSONField(default=dict, blank=True)
-    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED)
-    total = models.IntegerField(default=0)
-    done = models.IntegerField(default=0)
-    failed = models.IntegerField(default=0)
-    error = models.TextField(blank=True, default="")
-    celery_task_id = models.CharField(max_length=255, blank=True, default="")
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["status", "kind"], name="job_status_kind")]
-
-    def __str__(self) -> str:
-        return f"{self.get_kind_display()} job #{self.pk} ({self.status})"
-
-    @property
-    def is_finished(self) -> bool:
-        return self.status in {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED}
-
-    @property
-    def progress_percent(self) -> float:
-        return 100.0 * (self.done + self.failed) / self.total if self.total else 0.0

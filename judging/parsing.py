@@ -15,8 +15,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from h2e_site.llm.json_output import find_json_object
+
 _NUMBERED_LINE = re.compile(r"^\s*\d+\s*[).:-]?\s*(.*)")
-_FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
 _DIGITS = re.compile(r"\d+")
 _STEP_LABEL = re.compile(r"\bL[12]\b", re.IGNORECASE)
 
@@ -86,51 +87,6 @@ def parse_judge_output(text: str | None, *, n_l1: int, n_l2: int) -> ParsedJudgm
         failures=failures,
         problem=f"{dropped} critical_failures entries were not objects and were dropped" if dropped else "",
     )
-
-
-def find_json_object(text: str, *, required_key: str | None = None) -> dict[str, Any] | None:
-    """The JSON object in a model output: the whole text, else inside a code fence, else the outermost
-    balanced object in the text. After a </think>, only what follows it counts. An object carrying
-    `required_key` is preferred over one that does not."""
-    if "</think>" in text:
-        text = text.rsplit("</think>", 1)[1]
-    candidates = [text.strip(), *(m.group(1).strip() for m in _FENCE.finditer(text))]
-    found: list[dict[str, Any]] = []
-    for candidate in candidates:
-        whole = _loads_object(candidate)
-        if whole is not None:
-            found.append(whole)
-    found.extend(_embedded_objects(text))
-    if required_key is not None:
-        for obj in found:
-            if required_key in obj:
-                return obj
-    return found[0] if found else None
-
-
-def _loads_object(text: str) -> dict[str, Any] | None:
-    try:
-        obj = json.loads(text)
-    except ValueError:
-        return None
-    return obj if isinstance(obj, dict) else None
-
-
-def _embedded_objects(text: str) -> list[dict[str, Any]]:
-    """Every outermost JSON object in free text, left to right (an object nested in another is skipped)."""
-    decoder = json.JSONDecoder()
-    objects: list[dict[str, Any]] = []
-    position = text.find("{")
-    while position != -1:
-        try:
-            obj, end = decoder.raw_decode(text, position)
-        except ValueError:
-            position = text.find("{", position + 1)
-            continue
-        if isinstance(obj, dict):
-            objects.append(obj)
-        position = text.find("{", end)
-    return objects
 
 
 def _failure(item: dict[str, Any], *, n_l1: int, n_l2: int) -> ParsedFailure:

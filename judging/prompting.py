@@ -12,8 +12,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from .configs import ModelConfig
-from .llm.base import LLMRequest
+from h2e_site.llm.base import LLMRequest
+from h2e_site.llm.config import ModelConfig
 
 JUDGE_PROMPT_SUFFIX = "\n\nReturn only valid json."
 
@@ -70,7 +70,7 @@ def generation_request(config: ModelConfig, *, key: str, prompt: str, n_steps: i
     """The request for one L2. The local (llama.cpp) backend gets a grammar for exactly n numbered steps."""
     grammar = None
     if config.backend == "local":
-        from .llm.local import numbered_steps_grammar
+        from h2e_site.llm.local import numbered_steps_grammar
 
         grammar = numbered_steps_grammar(n_steps)
     return LLMRequest(
@@ -88,7 +88,7 @@ def judge_request(config: ModelConfig, *, key: str, prompt: str, n_l1: int, n_l2
     need it to produce JSON at all); other backends the judge schema when the config sets json_schema."""
     schema: dict[str, Any] | None = None
     if config.backend == "local":
-        from .llm.local import bounded_judge_schema
+        from h2e_site.llm.local import bounded_judge_schema
 
         schema = bounded_judge_schema(n_l1, n_l2)
     elif config.json_schema:

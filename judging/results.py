@@ -12,9 +12,9 @@ from typing import Any
 
 from django.db import transaction
 
+from h2e_site.llm.base import LLMResult
 from mining.models import Procedure
 
-from .llm.base import LLMResult
 from .metrics import compute_generation_metrics
 from .models import CriticalFailure, Generation, Generator, Judge, Judgment
 from .parsing import ParsedFailure, extract_steps, parse_judge_output

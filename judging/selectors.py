@@ -11,15 +11,13 @@ the gen/ref ratio (paper D.5), the format proxies (paper D.3); see GeneratorMetr
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Avg, Case, Count, F, FloatField, Q, QuerySet, Sum, Value, When
-from django.utils import timezone
 
-from .models import Generation, Job, Judgment
+from .models import Generation, Judgment
 
 _SCORED = Q(parse_failed=False)
 _COUNTS = {
@@ -238,14 +236,6 @@ def leaderboard_json(rows: Iterable[LeaderboardRow]) -> list[dict[str, Any]]:
     return [row.as_json() for row in rows]
 
 
-def job_elapsed_seconds(job: Job, *, now: datetime.datetime | None = None) -> float | None:
-    """Seconds since the job started, up to its end when it is finished; None before it starts."""
-    if job.started_at is None:
-        return None
-    end = job.finished_at if job.is_finished and job.finished_at else (now or timezone.now())
-    return max(0.0, (end - job.started_at).total_seconds())
-
-
 # --- Per-generator metrics (paper D.3 format proxies, D.5 tokens) ---------------------------------------
 
 _HAS_METRICS = Q(
@@ -374,7 +364,6 @@ __all__ = [
     "how2score_for",
     "how2score_leaderboard",
     "how2score_topics_for",
-    "job_elapsed_seconds",
     "leaderboard_json",
     "leaderboard_metrics_json",
     "leaderboard_with_metrics",

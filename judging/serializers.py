@@ -4,14 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.utils import timezone
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from mining.models import Procedure, Split
 
-from .models import CriticalFailure, Generation, Generator, Job, Judge, Judgment
+from .models import CriticalFailure, Generation, Generator, Judge, Judgment
 
 
 class ProcedureSerializer(serializers.ModelSerializer):
@@ -99,74 +96,6 @@ class JudgmentSerializer(serializers.ModelSerializer):
             "critical_failures",
             "created_at",
         ]
-
-
-class JobSerializer(serializers.ModelSerializer):
-    """A job with its progress. `parameters` leaves out the item list (`items`: total says how many)."""
-
-    created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
-    progress_percent = serializers.FloatField(read_only=True)
-    is_finished = serializers.BooleanField(read_only=True)
-    parameters = serializers.SerializerMethodField()
-    generator_id = serializers.SerializerMethodField(help_text="the generator's generator_id, if any")
-    judge_id = serializers.SerializerMethodField(help_text="the judge's judge_id, if any")
-    elapsed_seconds = serializers.SerializerMethodField(help_text="since it started (to its end if finished)")
-    eta_seconds = serializers.SerializerMethodField(
-        help_text="estimated seconds left for a running job, from its rate so far (null until known)"
-    )
-
-    class Meta:
-        model = Job
-        fields = [
-            "id",
-            "kind",
-            "status",
-            "parameters",
-            "generator_id",
-            "judge_id",
-            "total",
-            "done",
-            "failed",
-            "progress_percent",
-            "is_finished",
-            "elapsed_seconds",
-            "eta_seconds",
-            "error",
-            "created_by",
-            "created_at",
-            "started_at",
-            "finished_at",
-            "updated_at",
-        ]
-
-    @extend_schema_field(OpenApiTypes.OBJECT)
-    def get_parameters(self, job: Job) -> dict[str, Any]:
-        return {key: value for key, value in job.parameters.items() if key != "items"}
-
-    @extend_schema_field(serializers.CharField(allow_null=True))
-    def get_generator_id(self, job: Job) -> str | None:
-        return job.parameters.get("generator_id")
-
-    @extend_schema_field(serializers.CharField(allow_null=True))
-    def get_judge_id(self, job: Job) -> str | None:
-        return job.parameters.get("judge_id")
-
-    @extend_schema_field(serializers.FloatField(allow_null=True))
-    def get_elapsed_seconds(self, job: Job) -> float | None:
-        from .selectors import job_elapsed_seconds
-
-        return job_elapsed_seconds(job, now=self._now())
-
-    @extend_schema_field(serializers.FloatField(allow_null=True))
-    def get_eta_seconds(self, job: Job) -> float | None:
-        from .runs import job_seconds_remaining
-
-        return job_seconds_remaining(job, now=self._now())
-
-    def _now(self) -> Any:
-        if "now" not in self.context:
-            self.context["now"] = timezone.now()
-        return self.context["now"]
 
 
 class JobCreateSerializer(serializers.Serializer):
@@ -299,39 +228,3 @@ class RankCorrelationJudgeSerializer(serializers.Serializer):
 class RankCorrelationsSerializer(serializers.Serializer):
     judges = RankCorrelationJudgeSerializer(many=True)
     pairs = RankCorrelationPairSerializer(many=True)
-
-
-class FailureSerializer(serializers.Serializer):
-    """A critical failure from a judge (judgment set) or a human annotator (annotation and study set)."""
-
-    id = serializers.CharField(help_text="judge-<id> or human-<id>")
-    source = serializers.ChoiceField(choices=["judge", "human"])
-    generation = serializers.IntegerField()
-    judgment = serializers.IntegerField(allow_null=True)
-    annotation = serializers.IntegerField(allow_null=True)
-    order = serializers.IntegerField()
-    description = serializers.CharField()
-    L1_steps = serializers.JSONField()
-    L2_steps = serializers.JSONField()
-    topic = serializers.CharField(allow_null=True)
-    generator_id = serializers.CharField()
-    generator_model = serializers.CharField()
-    source_example_id = serializers.CharField()
-    goal = serializers.CharField()
-    judge_id = serializers.CharField(allow_null=True)
-    judge_model = serializers.CharField(allow_null=True)
-    study = serializers.CharField(allow_null=True)
-
-
-class FailureTopicCountSerializer(serializers.Serializer):
-    topic = serializers.CharField()
-    judge = serializers.IntegerField()
-    human = serializers.IntegerField()
-    total = serializers.IntegerField()
-
-
-class FailurePageSerializer(serializers.Serializer):
-    results = FailureSerializer(many=True)
-    next_cursor = serializers.CharField(allow_null=True, help_text="pass as ?cursor= for the next page")
-    next = serializers.CharField(allow_null=True, help_text="the next page's URL")
-    counts_by_topic = FailureTopicCountSerializer(many=True, required=False, help_text="with ?counts=true")

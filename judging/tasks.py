@@ -1,17 +1,16 @@
-"""Celery tasks of the judging app: ids in, fetch the row, call the service."""
+"""Celery tasks of the judging app: ids in, the service does the work (h2e_site.jobs runs the loop)."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 
 from celery import shared_task
-from celery.signals import worker_ready
-from django import db
 
-from .models import Job, JobStatus
-from .runs import generate_job_run, judge_job_run, resume_orphaned_jobs
-from .services import import_job_run
+from h2e_site.jobs.models import Job, JobStatus
+
+from .generate_jobs import generate_job_run
+from .import_jobs import import_job_run
+from .judge_jobs import judge_job_run
 
 logger = logging.getLogger(__name__)
 
@@ -39,23 +38,3 @@ def run_generate_job(job_id: int) -> None:
 def run_judge_job(job_id: int) -> None:
     """Run or resume a judge Job."""
     judge_job_run(job_id=job_id)
-
-
-def resume_at_worker_start(resume: Callable[[], list[int]], what: str) -> None:
-    """Run `resume` (re-enqueue the `what` jobs a killed worker left RUNNING) as a worker starts; a failure
-    is logged, never allowed to keep the worker from starting."""
-    try:
-        resumed = resume()
-    except Exception:
-        logger.exception("could not check for orphaned %s jobs", what)
-        return
-    finally:
-        db.connections.close_all()
-    if resumed:
-        logger.warning("resumed orphaned %s jobs %s", what, resumed)
-
-
-@worker_ready.connect
-def resume_jobs_of_dead_workers(**_: object) -> None:
-    """A starting worker re-enqueues generate/judge jobs left RUNNING by a worker that was killed."""
-    resume_at_worker_start(resume_orphaned_jobs, "generate/judge")

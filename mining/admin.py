@@ -11,19 +11,12 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from h2e_site.jobs.services import job_cancel
+from h2e_site.web import RUN_PERMISSION, numbered_block, pre_block
+
 from .config import run_config_from_mapping
 from .models import STAGE_ORDER, MiningRun, Procedure, SourceDocument, Stage, StageOutcome, Topic
 from .runs import RunBusy, mining_run_rerun_stage, mining_run_retry_errors, mining_run_start
-
-
-def pre_block(text: object) -> SafeString:
-    """A raw text shown as-is (escaped) in a scrollable <pre> block."""
-    return format_html('<pre style="white-space: pre-wrap; max-height: 30rem; overflow: auto">{}</pre>', text)
-
-
-def numbered_block(steps: object) -> SafeString:
-    lines = steps if isinstance(steps, list) else [steps]
-    return pre_block("\n".join(f"{i}. {step}" for i, step in enumerate(lines, start=1)))
 
 
 @admin.register(Topic)
@@ -69,12 +62,10 @@ class ProcedureAdmin(admin.ModelAdmin):
 
 
 # --- How2Mine -------------------------------------------------------------------------------------------
-# Run actions (need the judging.add_job permission, as every job-starting action does) call the services of
+# Run actions (need the jobs.add_job permission, as every job-starting action does) call the services of
 # mining/runs.py: start or resume a run, re-run it from a stage (the outcomes of that stage and the later ones
 # are deleted first), retry its failed outcomes, cancel its job. The funnel and rejection pages are served
 # under the run's admin URLs (mining/views.py).
-
-RUN_PERMISSION = "judging.add_job"
 
 
 @admin.register(SourceDocument)
@@ -213,8 +204,6 @@ class MiningRunAdmin(admin.ModelAdmin):
 
     @admin.action(description="Cancel the run's job", permissions=["run"])
     def cancel_job(self, request: HttpRequest, queryset: QuerySet[MiningRun]) -> None:
-        from judging.runs import job_cancel
-
         for run in queryset.exclude(job=None):
             if run.job is not None:
                 job_cancel(job=run.job)

@@ -11,7 +11,7 @@ token); lists are paginated as {count, next, previous, results}.
     POST /api/mining/runs/<id>/start/       start or resume the run (only what has no outcome is sent)
     POST /api/mining/runs/<id>/rerun/       {"stage": "filter", "config": {...optional new run config}}:
                                             delete that stage's outcomes and the later ones, start again
-The POSTs also need the judging.add_job permission (as starting any job does); 409 while a job of the run
+The POSTs also need the jobs.add_job permission (as starting any job does); 409 while a job of the run
 is queued or running.
 """
 
@@ -29,7 +29,8 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from judging.configs import ConfigError
+from h2e_site.llm.config import ConfigError
+from h2e_site.web import RUN_PERMISSION
 
 from .models import STAGE_ORDER, MiningRun, StageOutcome
 from .runs import RunBusy, mining_run_rerun_stage, mining_run_start
@@ -107,10 +108,10 @@ class RunRejections(generics.ListAPIView):
 
 
 class CanRunJobs(permissions.BasePermission):
-    """Starting a run needs judging.add_job on top of the staff check."""
+    """Starting a run needs jobs.add_job on top of the staff check."""
 
     def has_permission(self, request: Request, view: Any) -> bool:
-        return bool(request.user and request.user.has_perm("judging.add_job"))
+        return bool(request.user and request.user.has_perm(RUN_PERMISSION))
 
 
 class RerunSerializer(serializers.Serializer):

@@ -4,3 +4,8 @@ from django.apps import AppConfig
 class MiningConfig(AppConfig):
     name = "mining"
     verbose_name = "How2Mine: topics and procedures"
+
+    def ready(self) -> None:
+        from .job_types import register_job_types
+
+        register_job_types()

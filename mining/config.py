@@ -13,7 +13,7 @@ prices. Written as YAML (configs/mining/*.yaml) or given as a mapping; stored re
       final_filter: {model: gpt-4.1-mini}           # merged over default
       filter: {prompt_path: prompts/my_filter.txt}   # e.g. a new prompt
 
-Each LLM stage's block is a judging model config (judging/configs.py: backend, provider, base_url,
+Each LLM stage's block is a model config (h2e_site/llm/config.py: backend, provider, base_url,
 base_url_env, api_key_env, temperature, max_new_tokens, rate limits, concurrency, json_schema...) whose
 prompt_path defaults to the stage's prompts/mine_*.txt.
 """
@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from judging.configs import ConfigError, ModelConfig, config_from_mapping
+from h2e_site.llm.config import ConfigError, ModelConfig, config_from_mapping
 
 from .models import Stage
 

@@ -113,7 +113,7 @@ class MiningRun(models.Model):
     config = models.JSONField(default=dict, help_text="the resolved run config (mining/config.py)")
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.DRAFT)
     documents = models.ManyToManyField(SourceDocument, related_name="mining_runs", blank=True)
-    job = models.ForeignKey("judging.Job", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    job = models.ForeignKey("jobs.Job", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -4,14 +4,14 @@ How a run is executed (mine_job_run, called by the thin task in tasks.py, one MI
 - The stages run in order (models.STAGE_ORDER). A stage's work is the documents that passed the stage before
   (extraction: every document of the run) and have no outcome at this stage yet: so a run resumed after a
   crash, or started again, sends only what has no outcome.
-- LLM stages stream their requests to the stage's backend (judging.llm: OpenAI-compatible, vLLM, the embedded
-  model) a chunk of documents at a time; results are written as they arrive, in short transactions (at most
-  FLUSH_MAX outcomes, at most ~FLUSH_S after the first). A crash loses at most those and the requests in
-  flight. An API error or an unparsable answer is a failed outcome (passed false, error and reason set).
+- LLM stages stream their requests to the stage's backend (h2e_site.llm: OpenAI-compatible, vLLM, the embedded
+  model) a chunk of documents at a time through the core run loop (h2e_site.jobs.loop): results are written
+  as they arrive, in short transactions. A crash loses at most those and the requests in flight. An API error
+  or an unparsable answer is a failed outcome (passed false, error and reason set).
 - The heuristics filter runs in-process, PREFILTER_CHUNK documents per transaction.
 - A final-validation pass makes the document's procedure a Procedure row in the pool (split "pool").
-- One runner per job: a PostgreSQL session advisory lock, as judging.runs does; a starting worker resumes MINE
-  jobs left RUNNING by a dead one (resume_orphaned_mine_jobs).
+- One runner per job (the job's advisory lock); a starting worker resumes MINE jobs left RUNNING by a dead
+  one, as it does every resumable kind of job (h2e_site.jobs.services.resume_orphaned_jobs).
 - Re-running a stage (mining_run_rerun_stage) deletes the outcomes of that stage and every later one (and the
   run's procedures still in the pool), then starts the run again.
 """
@@ -20,18 +20,18 @@ from __future__ import annotations
 
 import logging
 import random
-import time
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from django.db import connection, reset_queries, transaction
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from judging.llm.base import LLMBackend, LLMResult, backend_from_config
-from judging.models import Job, JobKind, JobStatus
-from judging.runs import job_lock
+from h2e_site.jobs.loop import JobWork, chunked_requests, job_run
+from h2e_site.jobs.models import Job, JobKind, JobStatus
+from h2e_site.jobs.services import job_create
+from h2e_site.llm.base import LLMBackend, LLMRequest, LLMResult
 
 from .config import LLM_STAGES, RunConfig, run_config_from_mapping
 from .models import STAGE_ORDER, MiningRun, Procedure, RunStatus, SourceDocument, Split, Stage, StageOutcome
@@ -43,12 +43,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-FETCH_CHUNK = 256
 PREFILTER_CHUNK = 5000
-FLUSH_MAX = 32
-FLUSH_S = 0.25
-STOP_CHECK_S = 1.0
-PROGRESS_WRITE_S = 1.0
 INPUT_STAGES: dict[str, tuple[str, ...]] = {
     Stage.PREFILTER: (Stage.EXTRACTION,),
     Stage.FILTER: (Stage.EXTRACTION,),
@@ -112,21 +107,22 @@ def select_documents(config: RunConfig, documents: QuerySet[SourceDocument] | No
 def mining_run_start(*, run: MiningRun, created_by: User | None = None, enqueue: bool = True) -> Job:
     """A new MINE job executing (or resuming) the run: only what has no outcome yet is sent."""
     config = run_config_from_mapping(run.config, source=f"mining run {run.pk}")
-    if (
-        run.job_id
-        and Job.objects.filter(pk=run.job_id, status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).exists()
-    ):
+    if run.job_id and Job.objects.filter(pk=run.job_id).active().exists():
         raise RunBusy(f"mining run {run.pk} already has job {run.job_id} queued or running: cancel it first")
     backends = {config.stage_config(stage).backend for stage in LLM_STAGES}
     parameters = {"run": run.pk, "backend": "vllm" if "vllm" in backends else "openai"}
-    job = Job.objects.create(
-        kind=JobKind.MINE, parameters=parameters, total=run.documents.count(), created_by=created_by
-    )
-    MiningRun.objects.filter(pk=run.pk).update(job=job, status=RunStatus.QUEUED, updated_at=timezone.now())
+    with transaction.atomic():  # the run names its job before a worker can pick the job up
+        job = job_create(
+            kind=JobKind.MINE,
+            parameters=parameters,
+            total=run.documents.count(),
+            created_by=created_by,
+            enqueue=enqueue,
+        )
+        MiningRun.objects.filter(pk=run.pk).update(
+            job=job, status=RunStatus.QUEUED, updated_at=timezone.now()
+        )
     run.job, run.status = job, RunStatus.QUEUED
-    if enqueue:
-        queue = "gpu" if parameters["backend"] == "vllm" else "default"
-        transaction.on_commit(lambda: _enqueue(job.pk, queue))
     return job
 
 
@@ -155,10 +151,7 @@ def mining_run_rerun_stage(
 def mining_run_invalidate(*, run: MiningRun, stage: str) -> int:
     """Delete the outcomes of `stage` and the stages after it, and the run's procedures still in the pool.
     Refused while a job of the run is queued or running."""
-    if (
-        run.job_id
-        and Job.objects.filter(pk=run.job_id, status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).exists()
-    ):
+    if run.job_id and Job.objects.filter(pk=run.job_id).active().exists():
         raise RunBusy(f"mining run {run.pk} has job {run.job_id} queued or running: cancel it first")
     later = STAGE_ORDER[STAGE_ORDER.index(stage) :]
     Procedure.objects.filter(mining_run=run, split=Split.POOL).delete()
@@ -173,51 +166,12 @@ def mining_run_retry_errors(*, run: MiningRun, created_by: User | None = None, e
         return mining_run_start(run=run, created_by=created_by, enqueue=enqueue)
 
 
-def resume_orphaned_mine_jobs() -> list[int]:
-    """Re-enqueue MINE jobs left RUNNING by a worker that died (nobody holds their lock)."""
-    resumed = []
-    for job in Job.objects.filter(status=JobStatus.RUNNING, kind=JobKind.MINE):
-        with job_lock(job.pk) as held:
-            if not held:
-                continue
-        logger.warning("mining job %s was left running by a worker that died: resuming it", job.pk)
-        _enqueue(job.pk, "gpu" if job.parameters.get("backend") == "vllm" else "default")
-        resumed.append(job.pk)
-    return resumed
-
-
-def _enqueue(job_pk: int, queue: str) -> None:
-    from .tasks import run_mine_job
-
-    result = run_mine_job.apply_async(args=[job_pk], queue=queue)
-    Job.objects.filter(pk=job_pk).update(celery_task_id=result.id or "")
-
-
 # --- running ---------------------------------------------------------------------------------------------
 
 
 def mine_job_run(*, job_id: int, backends: Mapping[str, LLMBackend] | None = None) -> Job | None:
     """Run or resume a MINE job. `backends` (stage -> backend) is for callers that bring their own."""
-    with job_lock(job_id) as held:
-        if not held:
-            logger.warning("mining job %s is being run by another worker; leaving it", job_id)
-            return None
-        job = Job.objects.filter(pk=job_id, kind=JobKind.MINE).first()
-        if job is None or job.is_finished:
-            return job
-        run = MiningRun.objects.filter(pk=job.parameters.get("run")).first()
-        if run is None:
-            _finish(job, None, JobStatus.FAILED, error="the mining run was deleted")
-            return job
-        _mark_running(job, run)
-        try:
-            _MineRun(job, run, backends or {}).run()
-        except Exception as exc:
-            logger.exception("mining job %s failed", job_id)
-            _finish(job, run, JobStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
-            raise
-        job.refresh_from_db()
-        return job
+    return job_run(job_id, JobKind.MINE, lambda job: MineWork(job, backends or {}))
 
 
 def prefilter_stage_run(*, run: MiningRun) -> int:
@@ -333,19 +287,20 @@ def run_counts(run: MiningRun) -> tuple[int, int]:
     return counts["finished"] - counts["failed"], counts["failed"]
 
 
-class _MineRun:
-    """One execution of a run: the stages in order, stopping early when the job is cancelled."""
+class MineWork(JobWork):
+    """One execution of a run: the stages in order, stopping early when the job is cancelled. Progress is the
+    run's documents finished cleanly / failed, read off the outcomes."""
 
-    def __init__(self, job: Job, run: MiningRun, backends: Mapping[str, LLMBackend]) -> None:
-        self.job = job
-        self.run_row = run
-        self.config = run_config_from_mapping(run.config, source=f"mining run {run.pk}")
+    def __init__(self, job: Job, backends: Mapping[str, LLMBackend]) -> None:
+        super().__init__(job)
+        self.run_row = MiningRun.objects.filter(pk=job.parameters.get("run")).first()
         self.backends = backends
-        self.stopped = False
-        self._stop_checked_at = 0.0
-        self._progress_at = 0.0
 
     def run(self) -> None:
+        if self.run_row is None:
+            self.failure = "the mining run was deleted"
+            return
+        config = run_config_from_mapping(self.run_row.config, source=f"mining run {self.run_row.pk}")
         self.write_progress(force=True)
         for stage in STAGE_ORDER:
             if self.should_stop():
@@ -353,100 +308,72 @@ class _MineRun:
             if stage == Stage.PREFILTER:
                 prefilter_stage_run(run=self.run_row)
             else:
-                _LLMStage(self, stage).run()
+                _LLMStage(self, self.run_row, config, stage).run()
             self.write_progress(force=True)
-        if self.stopped:
-            _finish(self.job, self.run_row, JobStatus.CANCELLED)
-            return
-        failed = self.job.failed
-        _finish(
-            self.job,
-            self.run_row,
-            JobStatus.SUCCEEDED,
-            error=f"{failed} document(s) failed" if failed else "",
-        )
 
-    def should_stop(self) -> bool:
-        if self.stopped:
-            return True
-        now = time.monotonic()
-        if now - self._stop_checked_at >= STOP_CHECK_S:
-            self._stop_checked_at = now
-            status = Job.objects.filter(pk=self.job.pk).values_list("status", flat=True).first()
-            self.stopped = status != JobStatus.RUNNING
-        return self.stopped
+    def started(self) -> None:
+        if self.run_row is not None:
+            MiningRun.objects.filter(pk=self.run_row.pk).update(
+                status=RunStatus.RUNNING, updated_at=timezone.now()
+            )
+
+    def finished(self, status: str) -> None:
+        if self.run_row is not None:
+            MiningRun.objects.filter(pk=self.run_row.pk, job=self.job).update(
+                status=_JOB_TO_RUN_STATUS.get(status, RunStatus.FAILED), updated_at=timezone.now()
+            )
+
+    def summary(self) -> str:
+        return f"{self.job.failed} document(s) failed" if self.job.failed else ""
 
     def write_progress(self, *, force: bool = False) -> None:
-        now = time.monotonic()
-        if not force and now - self._progress_at < PROGRESS_WRITE_S:
-            return
-        self._progress_at = now
-        self.job.done, self.job.failed = run_counts(self.run_row)
-        Job.objects.filter(pk=self.job.pk).update(
-            done=self.job.done, failed=self.job.failed, updated_at=timezone.now()
-        )
+        if self.run_row is not None:
+            self.progress.done, self.progress.failed = run_counts(self.run_row)
+        super().write_progress(force=force)
 
 
 class _LLMStage:
     """One LLM stage: pending documents -> a lazy stream of requests -> outcomes written a few at a time."""
 
-    def __init__(self, mine: _MineRun, stage: str) -> None:
-        self.mine = mine
-        self.run_row = mine.run_row
+    def __init__(self, work: MineWork, run: MiningRun, config: RunConfig, stage: str) -> None:
+        self.work = work
+        self.run_row = run
+        self.config = config
         self.stage = stage
-        self.model_config = mine.config.stage_config(stage)
+        self.model_config = config.stage_config(stage)
         self.template = self.model_config.prompt_text()
-        self.price = mine.config.price_for(self.model_config.model)
+        self.price = config.price_for(self.model_config.model)
         self.in_flight: dict[int, dict[str, Any]] = {}
-        self.buffer: list[LLMResult] = []
-        self.buffered_at = 0.0
 
     def run(self) -> None:
         pending = pending_documents(self.run_row, self.stage)
         if not pending:
             return
-        backend = self.mine.backends.get(self.stage)
-        own = backend is None
-        backend = backend or backend_from_config(self.model_config.backend_config())
-        try:
-            backend.run(self.requests(pending), self.on_result, should_stop=self.should_stop)
-            self.flush()
-        finally:
-            if own:
-                backend.close()
+        self.work.stream(
+            chunked_requests(pending, self.fetch),
+            store=self.store,
+            backend_config=self.model_config.backend_config(),
+            backend=self.work.backends.get(self.stage),
+            count=False,
+        )
 
-    def requests(self, pending: Sequence[int]) -> Iterator[Any]:
-        for start in range(0, len(pending), FETCH_CHUNK):
-            chunk = pending[start : start + FETCH_CHUNK]
-            for pk, inputs in self.inputs(chunk).items():
-                self.in_flight[pk] = inputs
-                prompt = stage_prompt(self.template, self.stage, inputs)
-                yield stage_request(self.model_config, self.stage, key=str(pk), prompt=prompt)
+    def fetch(self, pks: Sequence[int]) -> list[LLMRequest]:
+        requests = []
+        for pk, inputs in self.inputs(pks).items():
+            self.in_flight[pk] = inputs
+            prompt = stage_prompt(self.template, self.stage, inputs)
+            requests.append(stage_request(self.model_config, self.stage, key=str(pk), prompt=prompt))
+        return requests
 
     def inputs(self, pks: Sequence[int]) -> dict[int, dict[str, Any]]:
         if self.stage == Stage.EXTRACTION:
-            limit = self.mine.config.max_document_chars
+            limit = self.config.max_document_chars
             texts = SourceDocument.objects.filter(pk__in=pks).values_list("pk", "text")
             return {pk: {"document": text[:limit] if limit else text} for pk, text in sorted(texts)}
         inputs = stage_inputs(self.run_row, self.stage, pks)
         return {pk: inputs[pk] for pk in pks if pk in inputs}
 
-    def should_stop(self) -> bool:
-        if self.buffer and time.monotonic() - self.buffered_at >= FLUSH_S:
-            self.flush()
-        return self.mine.should_stop()
-
-    def on_result(self, result: LLMResult) -> None:
-        if not self.buffer:
-            self.buffered_at = time.monotonic()
-        self.buffer.append(result)
-        if len(self.buffer) >= FLUSH_MAX or time.monotonic() - self.buffered_at >= FLUSH_S:
-            self.flush()
-
-    def flush(self) -> None:
-        results, self.buffer = self.buffer, []
-        if not results:
-            return
+    def store(self, results: Sequence[LLMResult]) -> None:
         outcomes = [self.outcome(result) for result in results]
         with transaction.atomic():
             outcomes_insert(outcomes)
@@ -454,8 +381,6 @@ class _LLMStage:
                 _store_procedures(self.run_row, [o for o in outcomes if o.passed], self.in_flight)
         for result in results:
             self.in_flight.pop(int(result.key), None)
-        reset_queries()
-        self.mine.write_progress()
 
     def outcome(self, result: LLMResult) -> StageOutcome:
         if result.ok:
@@ -500,28 +425,3 @@ def _store_procedures(
         for o in passed
     ]
     Procedure.objects.bulk_create(procedures, ignore_conflicts=True)
-
-
-# --- job bookkeeping ---------------------------------------------------------------------------------------
-
-
-def _mark_running(job: Job, run: MiningRun) -> None:
-    now = timezone.now()
-    job.started_at = job.started_at or now
-    job.status = JobStatus.RUNNING
-    Job.objects.filter(pk=job.pk, status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).update(
-        status=JobStatus.RUNNING, started_at=job.started_at, updated_at=now
-    )
-    MiningRun.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, updated_at=now)
-
-
-def _finish(job: Job, run: MiningRun | None, status: str, *, error: str = "") -> None:
-    now = timezone.now()
-    Job.objects.filter(pk=job.pk).exclude(status=JobStatus.CANCELLED).update(
-        status=status, error=error, finished_at=now, updated_at=now
-    )
-    if run is not None:
-        final = Job.objects.filter(pk=job.pk).values_list("status", flat=True).first() or status
-        MiningRun.objects.filter(pk=run.pk, job=job).update(
-            status=_JOB_TO_RUN_STATUS.get(final, RunStatus.FAILED), updated_at=now
-        )

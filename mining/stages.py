@@ -2,7 +2,7 @@
 
 Prompts are `str.format`-ed as the reference does: `{document}` for extraction; `{goal}` and `{steps}`
 (numbered `1. step` lines) for the others; the final filter also gets `{resources}` as `- resource` lines.
-Answers are read robustly (judging.parsing.find_json_object: code fences, prose around the object,
+Answers are read robustly (h2e_site.llm.json_output.find_json_object: code fences, prose around the object,
 <think> blocks); an answer that still cannot be read is a failed outcome with the reason, never an exception.
 """
 
@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from judging.configs import ModelConfig
-from judging.llm.base import LLMRequest
-from judging.parsing import find_json_object
+from h2e_site.llm.base import LLMRequest
+from h2e_site.llm.config import ModelConfig
+from h2e_site.llm.json_output import find_json_object
 
 from .models import Stage
 

@@ -14,7 +14,7 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from judging.views import HtmxHttpRequest, staff_required, wants_fragment
+from h2e_site.web import HtmxHttpRequest, staff_required, wants_fragment
 
 from .models import STAGE_ORDER, MiningRun, RunStatus, Stage
 from .selectors import NO_TOPIC, run_funnel, stage_rejections

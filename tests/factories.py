@@ -12,7 +12,8 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractUser
 
-from judging.models import CriticalFailure, Generation, Generator, Job, JobKind, JobStatus, Judge, Judgment
+from h2e_site.jobs.models import Job, JobKind, JobStatus
+from judging.models import CriticalFailure, Generation, Generator, Judge, Judgment
 from mining.models import Procedure, Split, Topic
 
 _seq = itertools.count(1)

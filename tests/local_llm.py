@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from judging.llm.local import ensure_local_llm_server, stop_local_llm_server
+from h2e_site.llm.local import ensure_local_llm_server, stop_local_llm_server
 
 
 def free_port() -> int:

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from judging.llm.local import server_is_up
+from h2e_site.llm.local import server_is_up
 
 ROOT = Path(__file__).resolve().parent.parent
 PAPER_TREE = ROOT / "demo" / "paper-h2e"

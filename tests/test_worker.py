@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from judging.models import Job, JobStatus
+from h2e_site.jobs.models import Job, JobStatus
 from mining.models import Procedure
 from tests.worker_process import ROOT, Worker, process_env
 
@@ -50,7 +50,7 @@ def enqueue_import(env: dict[str, str], bench: Path) -> int:
     """Create the import job from another process, exactly as the admin and the API do."""
     code = (
         "from pathlib import Path\n"
-        "from judging.services import import_job_create\n"
+        "from judging.import_jobs import import_job_create\n"
         f"job = import_job_create(paths=[Path({str(bench)!r})], kind='bench', split='bench',"
         " skip_invalid=False, created_by=None)\n"
         "print('JOB', job.pk)\n"

@@ -456,7 +456,7 @@ def test_it_closes_the_items_of_a_study_that_was_closed(client: Client) -> None:
 
 
 def test_it_shows_reading_progress_and_clocks_as_the_paper_does() -> None:
-    from annotation.views_annotator import clock, reading_percent
+    from annotation.views.annotator import clock, reading_percent
 
     assert (reading_percent(7, 8), reading_percent(1, 8), reading_percent(0, 4), reading_percent(0, 0)) == (
         88,

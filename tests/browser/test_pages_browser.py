@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from judging.models import JobStatus
+from h2e_site.jobs.models import JobStatus
 from tests.browser.conftest import screenshot
 from tests.factories import (
     make_generation,
@@ -158,9 +158,9 @@ def test_it_shows_raw_texts_and_the_import_form_in_the_admin(staff_page: Any, li
     staff_page.goto(f"{live_server.url}/admin/judging/judgment/{judgment.pk}/change/")
     assert staff_page.locator("pre", has_text='{"critical_failures": [...]}').count() == 1
     screenshot(staff_page, "admin-judgment")
-    staff_page.goto(f"{live_server.url}/admin/judging/job/")
+    staff_page.goto(f"{live_server.url}/admin/jobs/job/")
     staff_page.click("text=Import h2e files")
-    staff_page.wait_for_url("**/admin/judging/job/import/")
+    staff_page.wait_for_url("**/admin/judging/generator/import/")
     assert staff_page.locator("input[type=file][multiple]").count() == 1
     screenshot(staff_page, "admin-import")
 
@@ -190,7 +190,7 @@ def _running_judge_job(*, total: int = 120, done: int = 45, failed: int = 3) -> 
 
     from django.utils import timezone
 
-    from judging.models import Job, JobKind
+    from h2e_site.jobs.models import Job, JobKind
 
     generator = make_generator(model="allenai/OLMo-3-7B-Instruct")
     judge = make_judge(model="HuggingFaceTB/SmolLM2-135M-Instruct", is_demo=True)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from judging.configs import config_from_mapping, generator_for_config, judge_for_config
+from h2e_site.llm.config import config_from_mapping
+from judging.configs import generator_for_config, judge_for_config
 from judging.models import Generator, Judge
 
 

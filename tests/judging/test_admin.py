@@ -11,7 +11,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
-from judging.models import CriticalFailure, Job
+from h2e_site.jobs.models import Job
+from judging.models import CriticalFailure
 from tests.factories import (
     make_generation,
     make_job,
@@ -24,8 +25,8 @@ from tests.factories import (
 pytestmark = pytest.mark.django_db
 
 XSS = "<script>alert(1)</script>"
-MODELS = ["mining.topic", "mining.procedure"] + [
-    f"judging.{m}" for m in ("generator", "generation", "judge", "judgment", "criticalfailure", "job")
+MODELS = ["mining.topic", "mining.procedure", "jobs.job"] + [
+    f"judging.{m}" for m in ("generator", "generation", "judge", "judgment", "criticalfailure")
 ]
 
 
@@ -66,7 +67,7 @@ def test_it_opens_every_change_page(admin_client: Client, judgment: Any) -> None
         "judging.judge": judgment.judge,
         "judging.judgment": judgment,
         "judging.criticalfailure": failure,
-        "judging.job": job,
+        "jobs.job": job,
     }
     for model, obj in objects.items():
         assert admin_client.get(admin_url(model, "change", obj.pk)).status_code == 200, model
@@ -76,7 +77,7 @@ def test_it_shows_raw_texts_escaped_in_pre_blocks(admin_client: Client, judgment
     html = admin_client.get(admin_url("judging.judgment", "change", judgment.pk)).content.decode()
     assert "&lt;script&gt;alert(1)&lt;/script&gt;</pre>" in html
     assert XSS not in html
-    assert reverse("judging:generation_detail", args=[judgment.generation_id]) in html
+    assert reverse("failures:generation_detail", args=[judgment.generation_id]) in html
     html = admin_client.get(
         admin_url("judging.generation", "change", judgment.generation_id)
     ).content.decode()
@@ -97,18 +98,18 @@ def test_it_lists_judgments_without_counting_the_whole_table(
 
 def test_it_keeps_jobs_read_only(admin_client: Client) -> None:
     job = make_job(total=10, done=5)
-    assert admin_client.get(admin_url("judging.job", "add")).status_code == 403
-    html = admin_client.get(admin_url("judging.job", "change", job.pk)).content.decode()
+    assert admin_client.get(admin_url("jobs.job", "add")).status_code == 403
+    html = admin_client.get(admin_url("jobs.job", "change", job.pk)).content.decode()
     assert '<progress max="100" value="50">' in html
     assert 'name="status"' not in html
 
 
 def test_it_offers_the_import_page_to_staff_only(admin_client: Client, client: Client) -> None:
-    url = reverse("admin:judging_job_import")
+    url = reverse("admin:judging_import")
     html = admin_client.get(url).content.decode()
     assert 'enctype="multipart/form-data"' in html and 'name="skip_invalid"' in html
     assert 'name="uploads"' in html and "multiple" in html
-    assert url in admin_client.get(admin_url("judging.job", "changelist")).content.decode()
+    assert url in admin_client.get(admin_url("jobs.job", "changelist")).content.decode()
     assert client.get(url).status_code == 302
     staff = make_user(is_staff=True)
     client.force_login(staff)
@@ -125,7 +126,7 @@ def test_it_refuses_a_tar_with_links(admin_client: Client, settings: Any, tmp_pa
         tf.addfile(link)
     upload = SimpleUploadedFile("tree.tar.gz", buffer.getvalue())
     response = admin_client.post(
-        reverse("admin:judging_job_import"), {"uploads": [upload], "kind": "h2e", "split": "bench"}
+        reverse("admin:judging_import"), {"uploads": [upload], "kind": "h2e", "split": "bench"}
     )
     assert response.status_code == 200
     assert "links are refused" in response.content.decode()
@@ -145,10 +146,8 @@ def test_it_starts_an_import_job_and_redirects_to_it(
         tf.addfile(info, io.BytesIO(data))
     upload = SimpleUploadedFile("tree.tar.gz", buffer.getvalue())
     response = admin_client.post(
-        reverse("admin:judging_job_import"), {"uploads": [upload], "kind": "h2e", "split": "bench"}
+        reverse("admin:judging_import"), {"uploads": [upload], "kind": "h2e", "split": "bench"}
     )
     job = Job.objects.get()
-    assert response.status_code == 302 and response["Location"] == reverse(
-        "judging:job_detail", args=[job.pk]
-    )
+    assert response.status_code == 302 and response["Location"] == reverse("jobs:job_detail", args=[job.pk])
     assert list((tmp_path / "uploads").glob("*/out_root_0/out_root/run_abc/generations.jsonl"))

@@ -13,8 +13,8 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
 
+from h2e_site.jobs.models import Job
 from judging import selectors
-from judging.models import Job
 from tests.factories import make_job, make_judgment, make_procedure, make_scored_world, make_user
 
 pytestmark = pytest.mark.django_db

@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from h2e_site.llm.config import ConfigError, load_config
 from judging.configs import (
-    ConfigError,
     config_for_generator,
     config_for_judge,
     generator_for_config,
+    generator_id_of,
     judge_for_config,
-    load_config,
+    judge_id_of,
 )
 from judging.models import Generator, Judge
 
@@ -33,8 +34,8 @@ def test_it_reproduces_the_reference_generator_id(tmp_path: Path, backend: str) 
     path = _write(tmp_path, f"model: gpt-4.1\nbackend: {backend}\nprovider: openai\nprompt_style: inst\n")
     config = load_config(path, role="generator")
     assert config.backend == "openai"
-    assert config.generator_id() == REFERENCE_GPT41_GENERATOR_ID
-    assert load_config(CONFIGS / "generators/gpt-4.1-openai.yaml", role="generator").generator_id() == (
+    assert generator_id_of(config) == REFERENCE_GPT41_GENERATOR_ID
+    assert generator_id_of(load_config(CONFIGS / "generators/gpt-4.1-openai.yaml", role="generator")) == (
         REFERENCE_GPT41_GENERATOR_ID
     )
 
@@ -42,14 +43,14 @@ def test_it_reproduces_the_reference_generator_id(tmp_path: Path, backend: str) 
 @pytest.mark.parametrize("path", sorted((CONFIGS / "generators").glob("*.yaml")), ids=lambda p: p.name)
 def test_it_loads_every_example_generator_config(path: Path) -> None:
     config = load_config(path, role="generator")
-    assert len(config.generator_id()) == 12
+    assert len(generator_id_of(config)) == 12
     assert config.backend_config().model == config.model
 
 
 @pytest.mark.parametrize("path", sorted((CONFIGS / "judges").glob("*.yaml")), ids=lambda p: p.name)
 def test_it_loads_every_example_judge_config(path: Path) -> None:
     config = load_config(path, role="judge")
-    assert len(config.judge_id()) == 12
+    assert len(judge_id_of(config)) == 12
     assert config.backend_config().mode == "chat"
 
 

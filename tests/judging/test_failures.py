@@ -11,8 +11,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from annotation import failures
 from annotation.models import AnnotatedFailure, Annotation, Assignment, Participant, Study, StudyItem
-from judging import failures
 from judging.models import Generation
 from tests.factories import (
     Failure,
@@ -169,7 +169,7 @@ def test_it_searches_failure_text(world: dict) -> None:
 
 def test_it_takes_odd_search_text_without_errors(admin_client: Client, world: dict) -> None:
     for q in ("\x00compost", "'\"(&|!:*", "a" * 5000, "-", "compost -"):
-        assert admin_client.get(reverse("judging:failure_list"), {"q": q}).status_code == 200, q
+        assert admin_client.get(reverse("failures:failure_list"), {"q": q}).status_code == 200, q
         assert admin_client.get(reverse("api:failures"), {"q": q}).status_code == 200, q
     assert [r.description for r in _all(_filters(q="\x00compost"))] == ["Human says add compost"]
 
@@ -185,11 +185,11 @@ def test_it_counts_failures_per_topic_under_the_filters(world: dict) -> None:
 
 
 def test_it_shows_the_failure_browser(admin_client: Client, world: dict) -> None:
-    html = admin_client.get(reverse("judging:failure_list")).content.decode()
+    html = admin_client.get(reverse("failures:failure_list")).content.decode()
     assert "<html" in html and 'id="failure-results"' in html and "<svg" in html
     assert "Human says add compost" in html and "study pilot" in html
     token = world["human_on"].judgments.filter(judge=world["judges"][0]).get().failures.first().pk
-    href = reverse("judging:generation_detail", args=[world["human_on"].pk])
+    href = reverse("failures:generation_detail", args=[world["human_on"].pk])
     assert f'{href}?failure=judge-{token}#failure-judge-{token}"' in html
     assert 'hx-get="/failures/"' in html and 'hx-push-url="true"' in html
     assert "Attention check failure" not in html
@@ -205,13 +205,13 @@ def test_it_links_next_pages_with_a_cursor(admin_client: Client, world: dict) ->
             judge=world["judges"][0],
             failures=[(f"more {i}.{k}", [1], [1]) for k in range(3)],
         )
-    first = admin_client.get(reverse("judging:failure_list"), {"source": "judge"})
+    first = admin_client.get(reverse("failures:failure_list"), {"source": "judge"})
     page = first.context["page"]
     assert len(page.rows) == 50 and page.next_cursor
     html = first.content.decode()
     assert f"source=judge&amp;cursor={page.next_cursor}" in html and 'rel="next"' in html
     second = admin_client.get(
-        reverse("judging:failure_list"), {"source": "judge", "cursor": page.next_cursor}
+        reverse("failures:failure_list"), {"source": "judge", "cursor": page.next_cursor}
     )
     rows = second.context["page"].rows
     assert len(rows) == 18 + 36 - 50 and second.context["page"].next_cursor is None
@@ -220,21 +220,21 @@ def test_it_links_next_pages_with_a_cursor(admin_client: Client, world: dict) ->
 
 
 def test_it_starts_again_for_a_mangled_cursor(admin_client: Client, world: dict) -> None:
-    response = admin_client.get(reverse("judging:failure_list"), {"cursor": "'; DROP TABLE x"})
+    response = admin_client.get(reverse("failures:failure_list"), {"cursor": "'; DROP TABLE x"})
     assert response.status_code == 200 and len(response.context["page"].rows) == 20
 
 
 def test_it_escapes_failure_text(admin_client: Client, world: dict) -> None:
     generation = world["generations"][world["generators"][1]][2]
     make_judgment(generation=generation, judge=make_judge(model="judge-xss"), failures=[(XSS, [1], [])])
-    html = admin_client.get(reverse("judging:failure_list"), {"q": XSS}).content.decode()
+    html = admin_client.get(reverse("failures:failure_list"), {"q": XSS}).content.decode()
     assert XSS not in html and "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in html
     api = admin_client.get(reverse("api:failures"), {"generator": world["generators"][1].generator_id})
     assert any(r["description"] == XSS for r in api.json()["results"])
 
 
 def test_it_renders_only_the_results_fragment_for_htmx(admin_client: Client, world: dict) -> None:
-    response = admin_client.get(reverse("judging:failure_list"), {"source": "human"}, HTTP_HX_REQUEST="true")
+    response = admin_client.get(reverse("failures:failure_list"), {"source": "human"}, HTTP_HX_REQUEST="true")
     html = response.content.decode()
     assert html.lstrip().startswith('<div id="failure-results">')
     assert "<html" not in html and "<select" not in html and "Human says add compost" in html
@@ -247,25 +247,25 @@ def test_it_lists_a_page_in_a_fixed_number_of_queries(
     # session, user; 4 filter lists; judge rows, their judges, human rows, the page's generations;
     # judge counts, human counts, topic names.
     with django_assert_num_queries(13):
-        admin_client.get(reverse("judging:failure_list"))
+        admin_client.get(reverse("failures:failure_list"))
     with django_assert_num_queries(13):
         admin_client.get(
-            reverse("judging:failure_list"),
+            reverse("failures:failure_list"),
             {"topic": "Health", "generator": world["generators"][0].generator_id, "cursor": "999999.j.1.0"},
         )
 
 
 def test_it_keeps_the_failure_browser_to_staff(client: Client, world: dict) -> None:
-    response = client.get(reverse("judging:failure_list"))
+    response = client.get(reverse("failures:failure_list"))
     assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
     assert client.get(reverse("api:failures")).status_code in {401, 403}
     client.force_login(make_user(is_staff=False))
-    assert client.get(reverse("judging:failure_list")).status_code == 403
+    assert client.get(reverse("failures:failure_list")).status_code == 403
     assert client.get(reverse("api:failures")).status_code == 403
 
 
 def test_it_refuses_posts_to_the_failure_browser(admin_client: Client) -> None:
-    assert admin_client.post(reverse("judging:failure_list")).status_code == 405
+    assert admin_client.post(reverse("failures:failure_list")).status_code == 405
     assert admin_client.post(reverse("api:failures")).status_code == 405
 
 
@@ -294,7 +294,7 @@ def test_it_highlights_the_chosen_failure_on_the_generation_page(admin_client: C
     generation = world["human_on"]
     failure = generation.judgments.get(judge=world["judges"][0]).failures.get(order=1)  # L1 2, no L2
     html = admin_client.get(
-        reverse("judging:generation_detail", args=[generation.pk]), {"failure": f"judge-{failure.pk}"}
+        reverse("failures:generation_detail", args=[generation.pk]), {"failure": f"judge-{failure.pk}"}
     ).content.decode()
     assert f'class="failure is-active is-selected" id="failure-judge-{failure.pk}"' in html
     assert 'id="l1-step-2" class="step is-linked"' in html
@@ -305,7 +305,7 @@ def test_it_lists_human_failures_on_the_generation_page(admin_client: Client, wo
     generation = world["human_on"]
     human = AnnotatedFailure.objects.get(description="Human says add compost")
     html = admin_client.get(
-        reverse("judging:generation_detail", args=[generation.pk]), {"failure": f"human-{human.pk}"}
+        reverse("failures:generation_detail", args=[generation.pk]), {"failure": f"human-{human.pk}"}
     ).content.decode()
     assert "Human annotations" in html and html.count('<span class="badge badge-human">Human</span>') == 3
     assert "Attention check failure" not in html
@@ -317,6 +317,6 @@ def test_it_ignores_an_unknown_failure_parameter(admin_client: Client, world: di
     generation = world["human_on"]
     for value in ("judge-999999", "nonsense", "human-", "<b>"):
         html = admin_client.get(
-            reverse("judging:generation_detail", args=[generation.pk]), {"failure": value}
+            reverse("failures:generation_detail", args=[generation.pk]), {"failure": value}
         ).content.decode()
         assert "is-selected" not in html and "is-linked" not in html

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from h2e_site.celery import app
-from judging.models import Job, JobStatus, Judgment
-from judging.services import import_job_create, import_job_run
+from h2e_site.jobs.models import Job, JobStatus
+from judging.import_jobs import import_job_create, import_job_run
+from judging.models import Judgment
 from judging.tasks import run_import_job
 from mining.models import Procedure
 from tests.h2e_trees import build_standard_tree, write_lines

@@ -11,8 +11,9 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from judging.models import Job, JobKind, JobStatus, Judgment
-from judging.runs import judge_job_create
+from h2e_site.jobs.models import Job, JobKind, JobStatus
+from judging.judge_jobs import judge_job_create
+from judging.models import Judgment
 from tests.factories import (
     make_generation,
     make_generator,

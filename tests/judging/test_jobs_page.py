@@ -14,10 +14,12 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from h2e_site.jobs.models import Job, JobKind, JobStatus
+from h2e_site.web import format_duration
+from judging.generate_jobs import generate_job_create
+from judging.judge_jobs import judge_job_create
 from judging.metrics import compute_generation_metrics
-from judging.models import Generation, Job, JobKind, JobStatus, Judgment
-from judging.runs import generate_job_create, judge_job_create
-from judging.views import format_duration
+from judging.models import Generation, Judgment
 from mining.models import Procedure
 from tests.factories import make_generation, make_job, make_judgment, make_procedure, make_user
 
@@ -55,7 +57,7 @@ def test_it_formats_durations() -> None:
 def test_it_lists_running_jobs_apart_from_finished_ones(admin_client: Client) -> None:
     running = judge_job()
     finished = make_job(status=JobStatus.SUCCEEDED, total=3, done=3)
-    response = admin_client.get(reverse("judging:job_list"))
+    response = admin_client.get(reverse("jobs:job_list"))
     assert [line.job.pk for line in response.context["active_lines"]] == [running.pk]
     assert [line.job.pk for line in response.context["finished_lines"]] == [finished.pk]
     html = response.content.decode()
@@ -68,7 +70,7 @@ def test_it_lists_running_jobs_apart_from_finished_ones(admin_client: Client) ->
 
 def test_it_shows_progress_elapsed_eta_and_links_of_a_judge_job(admin_client: Client) -> None:
     job = judge_job()
-    html = admin_client.get(reverse("judging:job_list")).content.decode()
+    html = admin_client.get(reverse("jobs:job_list")).content.decode()
     line = f'id="job-{job.pk}"'
     row = html[html.index(line) : html.index("</tr>", html.index(line))]
     assert '<progress max="100" value="50"' in row and "1 / 4" in row and "1 failed" in row
@@ -81,8 +83,8 @@ def test_it_shows_progress_elapsed_eta_and_links_of_a_judge_job(admin_client: Cl
 
 def test_it_labels_the_demo_judge_on_job_rows_and_pages(admin_client: Client) -> None:
     job = judge_job(demo=True)
-    assert "demo model" in admin_client.get(reverse("judging:job_list")).content.decode()
-    page = admin_client.get(reverse("judging:job_detail", args=[job.pk])).content.decode()
+    assert "demo model" in admin_client.get(reverse("jobs:job_list")).content.decode()
+    page = admin_client.get(reverse("jobs:job_detail", args=[job.pk])).content.decode()
     assert "demo model - judgments not meaningful" in page
 
 
@@ -93,12 +95,12 @@ def test_it_lists_jobs_in_a_fixed_number_of_queries(
         judge_job()
     make_job(status=JobStatus.SUCCEEDED)
     with django_assert_max_num_queries(7):
-        admin_client.get(reverse("judging:job_list"))
+        admin_client.get(reverse("jobs:job_list"))
 
 
 def test_it_polls_the_job_panel_and_stops_when_the_job_ends(admin_client: Client) -> None:
     job = judge_job()
-    url = reverse("judging:job_detail", args=[job.pk])
+    url = reverse("jobs:job_detail", args=[job.pk])
     page = admin_client.get(url).content.decode()
     assert f'id="job-panel" class="job-panel" hx-get="{url}" hx-trigger="every 2s"' in page
     assert page.count('hx-trigger="every 2s"') == 1  # the row inside the panel does not poll on its own
@@ -117,16 +119,16 @@ def test_it_shows_item_errors_and_hides_the_item_list(admin_client: Client) -> N
     Job.objects.filter(pk=job.pk).update(
         parameters={**job.parameters, "errors": ["item 7: HTTP 500 after 6 attempts"]}
     )
-    page = admin_client.get(reverse("judging:job_detail", args=[job.pk])).content.decode()
+    page = admin_client.get(reverse("jobs:job_detail", args=[job.pk])).content.decode()
     assert "item 7: HTTP 500 after 6 attempts" in page
     assert "&#x27;items&#x27;: &#x27;4 ids&#x27;" in page
 
 
 def test_it_offers_cancel_only_to_staff_who_may_run_jobs(admin_client: Client, staff_client: Client) -> None:
     job = judge_job()
-    cancel_url = reverse("judging:job_cancel", args=[job.pk])
-    assert cancel_url in admin_client.get(reverse("judging:job_list")).content.decode()
-    assert cancel_url not in staff_client.get(reverse("judging:job_list")).content.decode()
+    cancel_url = reverse("jobs:job_cancel", args=[job.pk])
+    assert cancel_url in admin_client.get(reverse("jobs:job_list")).content.decode()
+    assert cancel_url not in staff_client.get(reverse("jobs:job_list")).content.decode()
     assert staff_client.post(cancel_url).status_code == 403
     job.refresh_from_db()
     assert job.status == JobStatus.RUNNING
@@ -137,10 +139,8 @@ def test_it_cancels_from_a_plain_form_post(client: Client) -> None:
     user.user_permissions.add(Permission.objects.get(codename="add_job"))
     client.force_login(user)
     job = judge_job()
-    response = client.post(reverse("judging:job_cancel", args=[job.pk]))
-    assert response.status_code == 302 and response["Location"] == reverse(
-        "judging:job_detail", args=[job.pk]
-    )
+    response = client.post(reverse("jobs:job_cancel", args=[job.pk]))
+    assert response.status_code == 302 and response["Location"] == reverse("jobs:job_detail", args=[job.pk])
     job.refresh_from_db()
     assert job.status == JobStatus.CANCELLED
     page = client.get(response["Location"]).content.decode()
@@ -150,7 +150,7 @@ def test_it_cancels_from_a_plain_form_post(client: Client) -> None:
 def test_it_cancels_from_htmx_and_swaps_the_row(admin_client: Client) -> None:
     job = judge_job()
     row = admin_client.post(
-        reverse("judging:job_cancel", args=[job.pk]), HTTP_HX_REQUEST="true", HTTP_HX_TARGET=f"job-{job.pk}"
+        reverse("jobs:job_cancel", args=[job.pk]), HTTP_HX_REQUEST="true", HTTP_HX_TARGET=f"job-{job.pk}"
     ).content.decode()
     assert row.lstrip().startswith(f'<tr id="job-{job.pk}"') and "Cancelled" in row
     assert "hx-trigger" not in row and "job_cancel" not in row
@@ -162,23 +162,23 @@ def test_it_requires_csrf_to_cancel(client: Client) -> None:
     user.user_permissions.add(Permission.objects.get(codename="add_job"))
     csrf_client.force_login(user)
     job = judge_job()
-    assert csrf_client.post(reverse("judging:job_cancel", args=[job.pk])).status_code == 403
+    assert csrf_client.post(reverse("jobs:job_cancel", args=[job.pk])).status_code == 403
     job.refresh_from_db()
     assert job.status == JobStatus.RUNNING
 
 
 def test_it_refuses_get_on_cancel_and_retry(admin_client: Client) -> None:
     job = judge_job()
-    assert admin_client.get(reverse("judging:job_cancel", args=[job.pk])).status_code == 405
-    assert admin_client.get(reverse("judging:job_retry", args=[job.pk])).status_code == 405
+    assert admin_client.get(reverse("jobs:job_cancel", args=[job.pk])).status_code == 405
+    assert admin_client.get(reverse("jobs:job_retry", args=[job.pk])).status_code == 405
 
 
 def test_it_sends_outsiders_to_login_or_403(client: Client) -> None:
     job = make_job()
-    response = client.post(reverse("judging:job_cancel", args=[job.pk]))
+    response = client.post(reverse("jobs:job_cancel", args=[job.pk]))
     assert response.status_code == 302 and "/accounts/login/" in response["Location"]
     client.force_login(make_user(is_staff=False))
-    assert client.post(reverse("judging:job_cancel", args=[job.pk])).status_code == 403
+    assert client.post(reverse("jobs:job_cancel", args=[job.pk])).status_code == 403
 
 
 def test_it_retries_failed_items_from_the_job_page(admin_client: Client) -> None:
@@ -190,11 +190,11 @@ def test_it_retries_failed_items_from_the_job_page(admin_client: Client) -> None
         parse_failed=True,
     )
     Judgment.objects.filter(pk=judgment.pk).update(error="HTTP 503")
-    page = admin_client.get(reverse("judging:job_detail", args=[job.pk])).content.decode()
+    page = admin_client.get(reverse("jobs:job_detail", args=[job.pk])).content.decode()
     assert "Retry 1 failed item" in page
-    response = admin_client.post(reverse("judging:job_retry", args=[job.pk]))
+    response = admin_client.post(reverse("jobs:job_retry", args=[job.pk]))
     retry = Job.objects.exclude(pk=job.pk).get()
-    assert response["Location"] == reverse("judging:job_detail", args=[retry.pk])
+    assert response["Location"] == reverse("jobs:job_detail", args=[retry.pk])
     assert retry.parameters["items"] == [failed_generation]
 
 
@@ -202,7 +202,7 @@ def test_it_links_a_generate_job_to_its_generator(admin_client: Client) -> None:
     make_procedure()
     generator = make_runnable_generator()
     job = generate_job_create(generator=generator)
-    page = admin_client.get(reverse("judging:job_detail", args=[job.pk])).content.decode()
+    page = admin_client.get(reverse("jobs:job_detail", args=[job.pk])).content.decode()
     assert reverse("judging:generator_detail", args=[generator.pk]) in page
     assert job.kind == JobKind.GENERATE and "Queued" in page
 

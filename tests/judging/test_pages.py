@@ -44,9 +44,9 @@ def page_urls(world: dict[str, Any]) -> list[str]:
         reverse("judging:leaderboard"),
         reverse("judging:leaderboard_csv"),
         reverse("judging:generator_detail", args=[generation.generator_id]),
-        reverse("judging:generation_detail", args=[generation.pk]),
-        reverse("judging:job_list"),
-        reverse("judging:job_detail", args=[job.pk]),
+        reverse("failures:generation_detail", args=[generation.pk]),
+        reverse("jobs:job_list"),
+        reverse("jobs:job_detail", args=[job.pk]),
     ]
 
 
@@ -141,7 +141,7 @@ def test_it_downloads_the_leaderboard_as_csv(admin_client: Client, world: dict) 
 def test_it_says_how_to_import_when_empty(admin_client: Client) -> None:
     html = admin_client.get(reverse("judging:leaderboard")).content.decode()
     assert "No judgments yet" in html and "import_h2e" in html
-    assert reverse("admin:judging_job_import") in html
+    assert reverse("admin:judging_import") in html
 
 
 def test_it_shows_a_generator_with_verdicts_per_judge(
@@ -153,13 +153,13 @@ def test_it_shows_a_generator_with_verdicts_per_judge(
     html = response.content.decode()
     assert "2 failures" in html and "no failure" in html
     for generation in world["generations"][gen_b]:
-        assert reverse("judging:generation_detail", args=[generation.pk]) in html
+        assert reverse("failures:generation_detail", args=[generation.pk]) in html
 
 
 def test_it_shows_l1_and_l2_side_by_side_with_failures(admin_client: Client) -> None:
     judgment = make_judgment(failures=[("Never removes the plant from its pot", [2], [2, 3])])
     html = admin_client.get(
-        reverse("judging:generation_detail", args=[judgment.generation_id])
+        reverse("failures:generation_detail", args=[judgment.generation_id])
     ).content.decode()
     assert 'id="l1-step-3"' in html and 'id="l2-step-4"' in html
     assert 'data-l1="2" data-l2="2 3"' in html
@@ -170,7 +170,7 @@ def test_it_shows_l1_and_l2_side_by_side_with_failures(admin_client: Client) -> 
 
 def test_it_flags_out_of_range_and_odd_step_numbers(admin_client: Client) -> None:
     judgment = make_judgment(failures=[("Points nowhere", [0, 99, "x"], [None, 4])])
-    response = admin_client.get(reverse("judging:generation_detail", args=[judgment.generation_id]))
+    response = admin_client.get(reverse("failures:generation_detail", args=[judgment.generation_id]))
     html = response.content.decode()
     assert response.status_code == 200
     assert html.count("out of range") == 4
@@ -180,7 +180,7 @@ def test_it_flags_out_of_range_and_odd_step_numbers(admin_client: Client) -> Non
 def test_it_shows_parse_failures_and_raw_output(admin_client: Client) -> None:
     judgment = make_judgment(parse_failed=True, raw_output="not json at all")
     html = admin_client.get(
-        reverse("judging:generation_detail", args=[judgment.generation_id])
+        reverse("failures:generation_detail", args=[judgment.generation_id])
     ).content.decode()
     assert "parse failed" in html and "not json at all" in html
 
@@ -196,7 +196,7 @@ def test_it_escapes_user_text(admin_client: Client) -> None:
         raw_output=XSS,
     )
     for url in (
-        reverse("judging:generation_detail", args=[generation.pk]),
+        reverse("failures:generation_detail", args=[generation.pk]),
         reverse("judging:generator_detail", args=[generation.generator_id]),
         reverse("judging:leaderboard"),
     ):
@@ -210,13 +210,15 @@ def test_it_shows_a_generation_in_few_queries(
 ) -> None:
     generation = world["generations"][world["generators"][1]][0]
     with django_assert_max_num_queries(6):
-        assert admin_client.get(reverse("judging:generation_detail", args=[generation.pk])).status_code == 200
+        assert (
+            admin_client.get(reverse("failures:generation_detail", args=[generation.pk])).status_code == 200
+        )
 
 
 def test_it_returns_404_for_missing_objects(admin_client: Client) -> None:
-    assert admin_client.get(reverse("judging:generation_detail", args=[999999])).status_code == 404
+    assert admin_client.get(reverse("failures:generation_detail", args=[999999])).status_code == 404
     assert admin_client.get(reverse("judging:generator_detail", args=[999999])).status_code == 404
-    assert admin_client.get(reverse("judging:job_detail", args=[999999])).status_code == 404
+    assert admin_client.get(reverse("jobs:job_detail", args=[999999])).status_code == 404
 
 
 def test_it_lists_jobs_and_polls_only_unfinished_ones(
@@ -225,16 +227,16 @@ def test_it_lists_jobs_and_polls_only_unfinished_ones(
     running = make_job(status="running", total=10, done=4, created_by=admin_user)
     finished = make_job(status="succeeded", total=10, done=10)
     with django_assert_max_num_queries(5):
-        html = admin_client.get(reverse("judging:job_list")).content.decode()
-    poll = f'hx-get="{reverse("judging:job_detail", args=[running.pk])}" hx-trigger="every 2s"'
+        html = admin_client.get(reverse("jobs:job_list")).content.decode()
+    poll = f'hx-get="{reverse("jobs:job_detail", args=[running.pk])}" hx-trigger="every 2s"'
     assert poll in html
-    assert f'hx-get="{reverse("judging:job_detail", args=[finished.pk])}"' not in html
+    assert f'hx-get="{reverse("jobs:job_detail", args=[finished.pk])}"' not in html
     assert '<progress max="100" value="40"' in html
 
 
 def test_it_polls_a_job_row_as_a_fragment_and_stops_when_finished(admin_client: Client) -> None:
     job = make_job(status="running", total=4, done=1)
-    url = reverse("judging:job_detail", args=[job.pk])
+    url = reverse("jobs:job_detail", args=[job.pk])
     fragment = admin_client.get(url, HTTP_HX_REQUEST="true").content.decode()
     assert fragment.lstrip().startswith(f'<tr id="job-{job.pk}"') and 'hx-trigger="every 2s"' in fragment
     job.status, job.done = "succeeded", 4

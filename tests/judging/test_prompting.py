@@ -6,7 +6,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from judging.configs import config_from_mapping
+from h2e_site.llm.config import config_from_mapping
 from judging.prompting import (
     JUDGE_PROMPT_SUFFIX,
     generation_prompt,

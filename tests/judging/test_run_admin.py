@@ -12,9 +12,10 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 from django.urls import reverse
 
-from judging import admin as judging_admin
-from judging.models import Generation, Job, JobKind, JobStatus, Judge, Judgment
-from judging.runs import judge_job_create
+from h2e_site.jobs.models import Job, JobKind, JobStatus
+from judging.admin import actions as judging_admin
+from judging.judge_jobs import judge_job_create
+from judging.models import Generation, Judge, Judgment
 from tests.factories import (
     make_generation,
     make_generator,
@@ -30,7 +31,9 @@ pytestmark = pytest.mark.django_db
 
 
 def changelist(model: str) -> str:
-    return reverse(f"admin:judging_{model}_changelist")
+    """The admin list of a judging model, or of jobs.job ("job": the core's Job admin)."""
+    app = "jobs" if model == "job" else "judging"
+    return reverse(f"admin:{app}_{model}_changelist")
 
 
 def act(client: Client, model: str, action: str, objects: list[Any], **data: Any) -> Any:
@@ -63,7 +66,7 @@ def test_it_starts_a_generate_job_and_redirects_to_it(admin_client: Client, benc
     )
     job = Job.objects.get()
     assert response.status_code == 302
-    assert response["Location"] == reverse("judging:job_detail", args=[job.pk])
+    assert response["Location"] == reverse("jobs:job_detail", args=[job.pk])
     assert (job.kind, job.status, job.total) == (JobKind.GENERATE, JobStatus.QUEUED, 3)
     assert job.parameters["generator"] == generator.pk and job.parameters["split"] == "bench"
     assert job.parameters["items"] == [p.pk for p in bench[:3]]
@@ -124,7 +127,7 @@ def test_it_judges_each_selected_generator_with_the_chosen_judge(admin_client: C
     response = act(
         admin_client, "generator", "judge_with", [gen_a, gen_b], apply="yes", judge=f"judge:{judge.pk}"
     )
-    assert response.status_code == 302 and response["Location"] == reverse("judging:job_list")
+    assert response.status_code == 302 and response["Location"] == reverse("jobs:job_list")
     jobs = {job.parameters["generator"]: job for job in Job.objects.filter(kind=JobKind.JUDGE)}
     assert set(jobs) == {gen_a.pk, gen_b.pk}
     assert jobs[gen_a.pk].parameters["items"] == [todo[0].pk]
@@ -203,7 +206,7 @@ def test_it_confirms_before_replacing_judgments(admin_client: Client) -> None:
     assert 'value="rejudge_replace"' in html and not Job.objects.exists()
     response = act(admin_client, "judgment", "rejudge_replace", judgments, apply="yes")
     job = Job.objects.get()
-    assert response["Location"] == reverse("judging:job_detail", args=[job.pk])
+    assert response["Location"] == reverse("jobs:job_detail", args=[job.pk])
     assert job.parameters["mode"] == "replace"
     assert job.parameters["items"] == sorted(j.generation_id for j in judgments)
     assert Judgment.objects.count() == 2  # replaced by the worker, not deleted now
@@ -218,7 +221,7 @@ def test_it_shows_the_demo_label_in_the_judgment_list(admin_client: Client) -> N
 def test_it_cancels_unfinished_jobs(admin_client: Client) -> None:
     running, done = make_job(status=JobStatus.RUNNING), make_job(status=JobStatus.SUCCEEDED)
     response = act(admin_client, "job", "cancel_jobs", [running, done])
-    assert response["Location"] == reverse("judging:job_detail", args=[running.pk])
+    assert response["Location"] == reverse("jobs:job_detail", args=[running.pk])
     running.refresh_from_db()
     done.refresh_from_db()
     assert running.status == JobStatus.CANCELLED and running.finished_at is not None
@@ -235,7 +238,7 @@ def test_it_retries_the_failed_items_of_a_judge_job(admin_client: Client) -> Non
     Job.objects.filter(pk=job.pk).update(status=JobStatus.SUCCEEDED, done=2, failed=1)
     response = act(admin_client, "job", "retry_failed_items", [job])
     retry = Job.objects.exclude(pk=job.pk).get()
-    assert response["Location"] == reverse("judging:job_detail", args=[retry.pk])
+    assert response["Location"] == reverse("jobs:job_detail", args=[retry.pk])
     assert retry.parameters["items"] == [generations[1].pk]
 
 

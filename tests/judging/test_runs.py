@@ -21,20 +21,20 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.utils import timezone
 
-from judging import runs
-from judging.configs import config_from_mapping, generator_for_config, judge_for_config, load_config
-from judging.models import CriticalFailure, Generation, Generator, Job, JobStatus, Judge, Judgment
-from judging.runs import (
-    generate_job_create,
-    generate_job_run,
+from h2e_site.jobs import locks
+from h2e_site.jobs.models import Job, JobStatus
+from h2e_site.jobs.services import (
     job_cancel,
     job_queue,
     job_retry_failed,
     job_seconds_remaining,
-    judge_job_create,
-    judge_job_run,
     resume_orphaned_jobs,
 )
+from h2e_site.llm.config import config_from_mapping, load_config
+from judging.configs import generator_for_config, judge_for_config
+from judging.generate_jobs import generate_job_create, generate_job_run
+from judging.judge_jobs import judge_job_create, judge_job_run
+from judging.models import CriticalFailure, Generation, Generator, Judge, Judgment
 from tests.factories import make_generation, make_generator, make_judgment, make_procedure
 from tests.llm_server import (
     MALFORMED_JSON,
@@ -386,7 +386,7 @@ def test_it_leaves_a_job_another_runner_holds(llm_server: LoopbackLLM) -> None:
     other = connection.copy()  # another session, as another worker's would be
     try:
         with other.cursor() as cursor:
-            cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [runs.ADVISORY_LOCK_CLASS, job.pk])
+            cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [locks.ADVISORY_LOCK_CLASS, job.pk])
             assert cursor.fetchone()[0]
         assert judge_job_run(job_id=job.pk) is None
         assert resume_orphaned_jobs() == []  # queued, not running: nothing to resume either

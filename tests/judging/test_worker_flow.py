@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from judging.models import Generation, Generator, Job, JobStatus, Judge, Judgment
+from h2e_site.jobs.models import Job, JobStatus
+from judging.models import Generation, Generator, Judge, Judgment
 from judging.selectors import how2score_leaderboard
 from mining.services import bench_import
 from tests.local_llm import local_llm_url

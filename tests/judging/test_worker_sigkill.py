@@ -4,8 +4,8 @@ exactly 200 judgments, none duplicated, and its counts right.
 How it recovers: the killed worker never acks the task message (acks_late), and Redis would redeliver it
 only after the transport's visibility_timeout (an hour by default). The new worker does not wait for that:
 on startup (worker_ready) it re-enqueues every RUNNING generate/judge job whose PostgreSQL advisory lock is
-free, i.e. whose runner's database session died with it (judging.runs.resume_orphaned_jobs). The resumed run
-judges only what has no judgment yet and recounts done/failed from the rows.
+free, i.e. whose runner's database session died with it (h2e_site.jobs.services.resume_orphaned_jobs). The
+resumed run judges only what has no judgment yet and recounts done/failed from the rows.
 """
 
 from __future__ import annotations
@@ -16,9 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from judging.configs import config_from_mapping, judge_for_config
-from judging.models import Job, JobStatus, Judgment
-from judging.runs import FLUSH_MAX, judge_job_create
+from h2e_site.jobs.loop import FLUSH_MAX
+from h2e_site.jobs.models import Job, JobStatus
+from h2e_site.llm.config import config_from_mapping
+from judging.configs import judge_for_config
+from judging.judge_jobs import judge_job_create
+from judging.models import Judgment
 from tests.factories import make_generation, make_generator, make_procedure
 from tests.llm_server import LoopbackLLM, llm_server
 from tests.worker_process import Worker, process_env

@@ -8,8 +8,8 @@ import importlib.util
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from judging.llm import BackendConfig, LLMRequest, backend_from_config
-from judging.llm.vllm_offline import sampling_spec
+from h2e_site.llm import BackendConfig, LLMRequest, backend_from_config
+from h2e_site.llm.vllm_offline import sampling_spec
 
 CONFIG = BackendConfig(
     backend="vllm", model="Qwen/Qwen3-8B", mode="chat", sampling_kwargs={"top_k": 20, "temperature": 0.6}

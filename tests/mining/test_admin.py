@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from unittest import mock
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -11,7 +10,7 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 from django.urls import reverse
 
-from judging.models import Job, JobKind, JobStatus
+from h2e_site.jobs.models import Job, JobKind, JobStatus
 from mining.config import run_config_from_mapping
 from mining.models import MiningRun, StageOutcome
 from mining.runs import mine_job_run, mining_run_create
@@ -47,14 +46,14 @@ def test_it_reruns_a_run_from_a_stage_from_the_admin(
 ) -> None:
     client = admin_client()
     url = reverse("admin:mining_miningrun_changelist")
-    with mock.patch("mining.runs._enqueue") as enqueue, django_capture_on_commit_callbacks(execute=True):
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
         response = client.post(
             url, {"action": "rerun_from_filter", "_selected_action": [run.pk]}, follow=True
         )
     assert response.status_code == 200
     run.refresh_from_db()
     assert run.job is not None and run.job.status == JobStatus.QUEUED and run.job.kind == JobKind.MINE
-    assert enqueue.call_count == 1
+    assert len(callbacks) == 1  # the job is enqueued once the transaction commits
     stages = set(StageOutcome.objects.filter(run=run).values_list("stage", flat=True))
     assert stages == {"extraction", "prefilter"}
 

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from unittest import mock
-
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from judging.models import Job, JobStatus
+from h2e_site.jobs.models import Job, JobStatus
 from mining.config import run_config_from_mapping
 from mining.models import MiningRun, StageOutcome
 from mining.runs import mine_job_run, mining_run_create
@@ -39,8 +37,10 @@ def runner() -> Client:
     return client
 
 
-def test_it_reruns_a_stage_through_the_api(run: MiningRun, runner: Client) -> None:
-    with mock.patch("mining.runs._enqueue"):
+def test_it_reruns_a_stage_through_the_api(
+    run: MiningRun, runner: Client, django_capture_on_commit_callbacks
+) -> None:
+    with django_capture_on_commit_callbacks(execute=False):
         response = runner.post(
             f"/api/mining/runs/{run.pk}/rerun/", {"stage": "filter"}, content_type="application/json"
         )

@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from judging.models import Job, JobStatus
-from judging.runs import job_cancel
+from h2e_site.jobs.models import Job, JobStatus
+from h2e_site.jobs.services import job_cancel
 from mining.config import run_config_from_mapping
 from mining.models import RunStatus, StageOutcome
 from mining.runs import mine_job_run, mining_run_create, mining_run_start

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from judging.models import JobStatus
+from h2e_site.jobs.models import JobStatus
 from mining.config import run_config_from_mapping
 from mining.models import MiningRun, Procedure, RunStatus, Split, StageOutcome
 from mining.runs import mine_job_run, mining_run_create, mining_run_rerun_stage, mining_run_retry_errors

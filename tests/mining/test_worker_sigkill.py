@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from judging.models import Job, JobStatus
+from h2e_site.jobs.loop import FLUSH_MAX
+from h2e_site.jobs.models import Job, JobStatus
 from mining.config import run_config_from_mapping
 from mining.models import Procedure, StageOutcome
-from mining.runs import FLUSH_MAX, mining_run_create
+from mining.runs import mining_run_create
 from tests.llm_server import LoopbackLLM, llm_server
 from tests.mining.canned import canned_responder, loopback_config, make_document
 from tests.worker_process import Worker, process_env
@@ -75,6 +76,6 @@ def test_it_completes_a_mining_run_after_its_worker_is_killed(
     assert (job.status, job.total, job.done, job.failed) == (JobStatus.SUCCEEDED, N_DOCUMENTS, N_DOCUMENTS, 0)
     assert StageOutcome.objects.filter(run=run, passed=True).count() == total
     assert Procedure.objects.filter(mining_run=run).count() == N_DOCUMENTS
-    assert f"mining job {job.pk} was left running by a worker that died" in second.log
+    assert f"mine job {job.pk} was left running by a worker that died" in second.log
     llm_requests = N_DOCUMENTS * (N_STAGES - 1)
     assert llm_requests <= len(llm_server.completion_requests) <= llm_requests + CONCURRENCY + FLUSH_MAX

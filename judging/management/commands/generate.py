@@ -11,9 +11,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from tqdm import tqdm
 
-from judging.configs import ConfigError, generator_for_config, load_config
-from judging.models import Job, JobStatus
-from judging.runs import generate_job_create
+from h2e_site.jobs.models import Job, JobStatus
+from h2e_site.llm.config import ConfigError, load_config
+from judging.configs import generator_for_config
+from judging.generate_jobs import generate_job_create
 
 POLL_SECONDS = 0.5
 

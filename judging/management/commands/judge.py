@@ -8,9 +8,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from judging.configs import ConfigError, judge_for_config, load_config
+from h2e_site.llm.config import ConfigError, load_config
+from judging.configs import judge_for_config
+from judging.judge_jobs import JudgeMode, judge_job_create
 from judging.models import Generator
-from judging.runs import JudgeMode, judge_job_create
 
 from .generate import follow_job
 

@@ -8,7 +8,7 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from judging.llm.local import server_command, server_environment
+from h2e_site.llm.local import server_command, server_environment
 
 
 class Command(BaseCommand):

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from judging.configs import ConfigError
+from h2e_site.llm.config import ConfigError
 from mining.config import load_run_config
 from mining.runs import mine_job_run, mining_run_create
 from mining.selectors import run_funnel

@@ -1,0 +1,511 @@
+"""The failure browser's reads: every critical failure, from judges (CriticalFailure via Judgment) and from
+humans (AnnotatedFailure via Annotation -> StudyItem -> Generation), in one stable order.
+
+Order: generation id descending, then source (judge before human), then the judgment / annotation id, then
+the failure's order: judge and human failures on the same L1/L2 pair sit together. Pages are cut by a keyset
+cursor (the last row's sort key), never OFFSET: each source is asked for the first `limit + 1` rows after the
+cursor by walking an index, the two lists are merged in Python and cut again. Nothing counts the whole table.
+
+Filters: topic (name), generator (generator_id), judge (judge_id; only judge failures), study (slug; only
+human failures), source ("judge" / "human"; absent = both), q (text). On PostgreSQL q is a full-text query
+(websearch syntax, English stemming) answered by the GIN index on to_tsvector('english', description)
+(judging migration 0003); elsewhere (SQLite) it falls back to a case-insensitive substring match.
+
+Counts per topic follow the same filters. Without q the judge side sums Judgment.n_failures (one
+index-only scan; n_failures is the number of CriticalFailure rows the judgment has); with q it counts the
+matching rows. Attention-check items of studies are left out: their "failures" are instructed, not found.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from django.db import connection
+from django.db.models import BooleanField, Count, Q, QuerySet, Sum
+from django.db.models.expressions import RawSQL
+
+from judging.models import CriticalFailure, Generation, Generator, Judge, Judgment
+from mining.models import Topic
+
+from .models import AnnotatedFailure, Study
+
+Source = Literal["judge", "human"]
+SOURCES: tuple[Source, ...] = ("judge", "human")
+_SOURCE_RANK = {"judge": 0, "human": 1}
+PAGE_SIZE = 50
+NO_TOPIC = "(no topic)"
+
+
+# --- filters ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FailureFilters:
+    """Resolved filters (row ids); `nothing` when a given name matched no row, so no failure can match."""
+
+    topic: int | None = None
+    generator: int | None = None
+    judge: int | None = None
+    study: int | None = None
+    source: Source | None = None
+    q: str = ""
+    nothing: bool = False
+
+    @property
+    def sources(self) -> tuple[Source, ...]:
+        if self.nothing:
+            return ()
+        wanted = [s for s in SOURCES if self.source in (None, s)]
+        if self.judge is not None:  # a judge's failures only
+            wanted = [s for s in wanted if s == "judge"]
+        if self.study is not None:  # a study's human failures only
+            wanted = [s for s in wanted if s == "human"]
+        return tuple(wanted)
+
+
+@dataclass(frozen=True)
+class FailureQuery:
+    """The filters as given (names), echoed back in links and forms."""
+
+    topic: str = ""
+    generator: str = ""
+    judge: str = ""
+    study: str = ""
+    source: str = ""
+    q: str = ""
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> FailureQuery:
+        def get(name: str) -> str:  # NUL can't go into a PostgreSQL query: drop it
+            return str(params.get(name) or "").replace("\x00", "").strip()[:200]
+
+        source = get("source")
+        return cls(
+            topic=get("topic"),
+            generator=get("generator"),
+            judge=get("judge"),
+            study=get("study"),
+            source=source if source in SOURCES else "",
+            q=get("q"),
+        )
+
+    def params(self, **changes: str) -> dict[str, str]:
+        """The non-empty filters, with changes applied (for links that keep the other filters)."""
+        values = {
+            "topic": self.topic,
+            "generator": self.generator,
+            "judge": self.judge,
+            "study": self.study,
+            "source": self.source,
+            "q": self.q,
+        }
+        values.update(changes)
+        return {k: v for k, v in values.items() if v}
+
+
+@dataclass(frozen=True)
+class FilterChoices:
+    """The rows the filters pick from: name -> id, loaded once (the page's dropdowns use them too)."""
+
+    topics: dict[str, int] = field(default_factory=dict)
+    generators: dict[str, int] = field(default_factory=dict)
+    judges: dict[str, int] = field(default_factory=dict)
+    studies: dict[str, int] = field(default_factory=dict)
+
+
+def filter_choices_for(query: FailureQuery) -> FilterChoices:
+    """Only the rows named by the query (at most one small query per given filter)."""
+    return FilterChoices(
+        topics=dict(Topic.objects.filter(name=query.topic).values_list("name", "pk")) if query.topic else {},
+        generators=dict(
+            Generator.objects.filter(generator_id=query.generator).values_list("generator_id", "pk")
+        )
+        if query.generator
+        else {},
+        judges=dict(Judge.objects.filter(judge_id=query.judge).values_list("judge_id", "pk"))
+        if query.judge
+        else {},
+        studies=dict(Study.objects.filter(slug=query.study).values_list("slug", "pk")) if query.study else {},
+    )
+
+
+def failure_filters_resolve(query: FailureQuery, choices: FilterChoices) -> FailureFilters:
+    """Names to ids; a name that is not found makes the result empty rather than silently unfiltered."""
+    resolved: dict[str, int | None] = {}
+    nothing = False
+    for name, table in (
+        ("topic", choices.topics),
+        ("generator", choices.generators),
+        ("judge", choices.judges),
+        ("study", choices.studies),
+    ):
+        value = getattr(query, name)
+        resolved[name] = table.get(value) if value else None
+        nothing = nothing or bool(value and resolved[name] is None)
+    return FailureFilters(
+        topic=resolved["topic"],
+        generator=resolved["generator"],
+        judge=resolved["judge"],
+        study=resolved["study"],
+        source=query.source or None,  # type: ignore[arg-type]
+        q=query.q,
+        nothing=nothing,
+    )
+
+
+# --- cursor -----------------------------------------------------------------------------------------------
+
+_CURSOR = re.compile(r"^(\d{1,18})\.([jh])\.(\d{1,18})\.(\d{1,9})$")
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """The sort key of the last row shown: (generation id, source, judgment/annotation id, failure order)."""
+
+    generation_id: int
+    source: Source
+    parent_id: int
+    order: int
+
+    def sort_key(self) -> tuple[int, int, int, int]:
+        return (-self.generation_id, _SOURCE_RANK[self.source], self.parent_id, self.order)
+
+    def encode(self) -> str:
+        return f"{self.generation_id}.{self.source[0]}.{self.parent_id}.{self.order}"
+
+    @classmethod
+    def decode(cls, token: str) -> Cursor:
+        """Raises ValueError for anything but a token made by encode()."""
+        match = _CURSOR.match(token.strip())
+        if not match:
+            raise ValueError(f"not a failure cursor: {token[:40]!r}")
+        g, s, p, o = match.groups()
+        return cls(int(g), "judge" if s == "j" else "human", int(p), int(o))
+
+
+# --- rows -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FailureRow:
+    source: Source
+    pk: int
+    generation_id: int
+    parent_id: int  # the judgment (judge) or annotation (human) the failure belongs to
+    order: int
+    description: str
+    l1_steps: Any
+    l2_steps: Any
+    topic: str = ""
+    generator_id: str = ""
+    generator_model: str = ""
+    goal: str = ""
+    source_example_id: str = ""
+    judge_id: str = ""  # judge failures
+    judge_model: str = ""
+    study_slug: str = ""  # human failures
+
+    @property
+    def cursor(self) -> Cursor:
+        return Cursor(self.generation_id, self.source, self.parent_id, self.order)
+
+    @property
+    def token(self) -> str:
+        """`judge-12` / `human-7`: the generation page's ?failure= value."""
+        return f"{self.source}-{self.pk}"
+
+    @property
+    def l1_label(self) -> str:
+        return _steps_label(self.l1_steps)
+
+    @property
+    def l2_label(self) -> str:
+        return _steps_label(self.l2_steps)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "id": self.token,
+            "source": self.source,
+            "generation": self.generation_id,
+            "judgment": self.parent_id if self.source == "judge" else None,
+            "annotation": self.parent_id if self.source == "human" else None,
+            "order": self.order,
+            "description": self.description,
+            "L1_steps": self.l1_steps,
+            "L2_steps": self.l2_steps,
+            "topic": self.topic or None,
+            "generator_id": self.generator_id,
+            "generator_model": self.generator_model,
+            "source_example_id": self.source_example_id,
+            "goal": self.goal,
+            "judge_id": self.judge_id or None,
+            "judge_model": self.judge_model or None,
+            "study": self.study_slug or None,
+        }
+
+
+def _steps_label(values: Any) -> str:
+    return ", ".join(str(v) for v in values) if isinstance(values, list) else str(values)
+
+
+@dataclass(frozen=True)
+class FailurePage:
+    rows: list[FailureRow]
+    next_cursor: str | None  # None on the last page
+
+
+# --- text search ------------------------------------------------------------------------------------------
+
+
+def is_full_text() -> bool:
+    return connection.vendor == "postgresql"
+
+
+def _text_match(queryset: QuerySet[Any], table: str, q: str) -> QuerySet[Any]:
+    if not q:
+        return queryset
+    if is_full_text():
+        # The same expression as the GIN index of migration 0003, so the planner can use it.
+        match = RawSQL(
+            f"to_tsvector('english'::regconfig, {table}.description) "
+            "@@ websearch_to_tsquery('english'::regconfig, %s)",
+            [q],
+            output_field=BooleanField(),
+        )
+        return queryset.filter(match)
+    return queryset.filter(description__icontains=q)
+
+
+# --- the two sources --------------------------------------------------------------------------------------
+
+
+def _judge_failures(filters: FailureFilters) -> QuerySet[CriticalFailure]:
+    qs = CriticalFailure.objects.filter(judgment__n_failures__gt=0)
+    if filters.topic is not None:
+        qs = qs.filter(judgment__topic_id=filters.topic)
+    if filters.generator is not None:
+        qs = qs.filter(judgment__generator_id=filters.generator)
+    if filters.judge is not None:
+        qs = qs.filter(judgment__judge_id=filters.judge)
+    return _text_match(qs, CriticalFailure._meta.db_table, filters.q)
+
+
+def _human_failures(filters: FailureFilters) -> QuerySet[AnnotatedFailure]:
+    qs = AnnotatedFailure.objects.filter(annotation__item__is_attention_check=False)
+    if filters.topic is not None:
+        qs = qs.filter(annotation__item__generation__procedure__topic_id=filters.topic)
+    if filters.generator is not None:
+        qs = qs.filter(annotation__item__generation__generator_id=filters.generator)
+    if filters.study is not None:
+        qs = qs.filter(annotation__study_id=filters.study)
+    return _text_match(qs, AnnotatedFailure._meta.db_table, filters.q)
+
+
+def _after(cursor: Cursor | None, source: Source, generation: str, parent: str) -> Q:
+    """Rows of `source` that sort after the cursor (generation desc, source, parent asc, order asc).
+
+    The plain `generation <= g` term is redundant with the OR but lets the index scan start at the cursor.
+    """
+    if cursor is None:
+        return Q()
+    g = cursor.generation_id
+    starts = Q(**{f"{generation}__lte": g})
+    if _SOURCE_RANK[source] < _SOURCE_RANK[cursor.source]:
+        return starts & Q(**{f"{generation}__lt": g})
+    if _SOURCE_RANK[source] > _SOURCE_RANK[cursor.source]:
+        return starts
+    p, o = cursor.parent_id, cursor.order
+    return starts & (
+        Q(**{f"{generation}__lt": g})
+        | Q(**{generation: g, f"{parent}__gt": p})
+        | Q(**{generation: g, parent: p, "order__gt": o})
+    )
+
+
+def _judge_rows(filters: FailureFilters, cursor: Cursor | None, limit: int) -> list[FailureRow]:
+    qs = (
+        _judge_failures(filters)
+        .filter(_after(cursor, "judge", "judgment__generation_id", "judgment_id"))
+        .order_by("-judgment__generation_id", "judgment_id", "order")
+        .values_list(
+            "pk", "judgment__generation_id", "judgment_id", "order", "description", "l1_steps", "l2_steps",
+            "judgment__judge_id",
+        )[:limit]
+    )  # fmt: skip
+    judges = {}
+    rows = []
+    for pk, generation, parent, order, description, l1, l2, judge in qs:
+        judges[pk] = judge
+        rows.append(FailureRow("judge", pk, generation, parent, order, description, l1, l2))
+    return _with_judges(rows, judges)
+
+
+def _with_judges(rows: list[FailureRow], judge_of: dict[int, int]) -> list[FailureRow]:
+    if not rows:
+        return rows
+    judges = {
+        pk: (judge_id, model)
+        for pk, judge_id, model in Judge.objects.filter(pk__in=set(judge_of.values())).values_list(
+            "pk", "judge_id", "model"
+        )
+    }
+    return [
+        _replace(row, judge_id=judges[judge_of[row.pk]][0], judge_model=judges[judge_of[row.pk]][1])
+        for row in rows
+    ]
+
+
+def _human_rows(filters: FailureFilters, cursor: Cursor | None, limit: int) -> list[FailureRow]:
+    generation = "annotation__item__generation_id"
+    qs = (
+        _human_failures(filters)
+        .filter(_after(cursor, "human", generation, "annotation_id"))
+        .order_by(f"-{generation}", "annotation_id", "order")
+        .values_list(
+            "pk", generation, "annotation_id", "order", "description", "l1_steps", "l2_steps",
+            "annotation__study__slug",
+        )[:limit]
+    )  # fmt: skip
+    return [
+        FailureRow("human", pk, g, parent, order, description, l1, l2, study_slug=slug)
+        for pk, g, parent, order, description, l1, l2, slug in qs
+    ]
+
+
+def _replace(row: FailureRow, **changes: Any) -> FailureRow:
+    from dataclasses import replace
+
+    return replace(row, **changes)
+
+
+def _with_generations(rows: list[FailureRow]) -> list[FailureRow]:
+    """Goal, topic and generator of each row's generation (one query for the page)."""
+    if not rows:
+        return rows
+    info = {
+        pk: (goal, example, topic or "", generator_id, model)
+        for pk, goal, example, topic, generator_id, model in Generation.objects.filter(
+            pk__in={r.generation_id for r in rows}
+        ).values_list(
+            "pk",
+            "procedure__goal",
+            "procedure__source_example_id",
+            "procedure__topic__name",
+            "generator__generator_id",
+            "generator__model",
+        )
+    }
+    return [
+        _replace(
+            row,
+            goal=info[row.generation_id][0],
+            source_example_id=info[row.generation_id][1],
+            topic=info[row.generation_id][2],
+            generator_id=info[row.generation_id][3],
+            generator_model=info[row.generation_id][4],
+        )
+        for row in rows
+    ]
+
+
+def failure_page(
+    *, filters: FailureFilters, cursor: Cursor | None = None, page_size: int = PAGE_SIZE
+) -> FailurePage:
+    """One page of failures after the cursor: at most 2 + 1 + 1 queries (judge rows, their judges, human
+    rows, the page's generations), whatever the table size."""
+    rows: list[FailureRow] = []
+    sources = filters.sources
+    if "judge" in sources:
+        rows += _judge_rows(filters, cursor, page_size + 1)
+    if "human" in sources:
+        rows += _human_rows(filters, cursor, page_size + 1)
+    rows.sort(key=lambda r: r.cursor.sort_key())
+    has_next = len(rows) > page_size
+    rows = rows[:page_size]
+    next_cursor = rows[-1].cursor.encode() if has_next and rows else None
+    return FailurePage(rows=_with_generations(rows), next_cursor=next_cursor)
+
+
+# --- counts per topic -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TopicCount:
+    topic: str
+    judge: int
+    human: int
+
+    @property
+    def total(self) -> int:
+        return self.judge + self.human
+
+
+def failure_counts_by_topic(*, filters: FailureFilters) -> list[TopicCount]:
+    """Failures per topic under the filters, most first (two grouped queries plus one for topic names)."""
+    judge: dict[int | None, int] = {}
+    human: dict[int | None, int] = {}
+    sources = filters.sources
+    if "judge" in sources:
+        judge = _judge_counts(filters)
+    if "human" in sources:
+        grouped = (
+            _human_failures(filters)
+            .order_by()
+            .values_list("annotation__item__generation__procedure__topic_id")
+            .annotate(n=Count("id"))
+        )
+        human = {topic: n for topic, n in grouped}
+    keys = set(judge) | set(human)
+    names = dict(Topic.objects.filter(pk__in=[k for k in keys if k is not None]).values_list("pk", "name"))
+    counts = [
+        TopicCount(names.get(k, NO_TOPIC) if k else NO_TOPIC, judge.get(k, 0), human.get(k, 0)) for k in keys
+    ]
+    counts = [c for c in counts if c.total]
+    counts.sort(key=lambda c: (-c.total, c.topic))
+    return counts
+
+
+def _judge_counts(filters: FailureFilters) -> dict[int | None, int]:
+    if filters.q:
+        grouped = (
+            _judge_failures(filters).order_by().values_list("judgment__topic_id").annotate(n=Count("id"))
+        )
+        return {topic: n for topic, n in grouped}
+    qs = Judgment.objects.filter(n_failures__gt=0)
+    if filters.topic is not None:
+        qs = qs.filter(topic_id=filters.topic)
+    if filters.generator is not None:
+        qs = qs.filter(generator_id=filters.generator)
+    if filters.judge is not None:
+        qs = qs.filter(judge_id=filters.judge)
+    return {
+        topic: int(n or 0) for topic, n in qs.order_by().values_list("topic_id").annotate(n=Sum("n_failures"))
+    }
+
+
+def parse_token(token: str) -> tuple[Source, int] | None:
+    """`judge-12` -> ("judge", 12); None for anything else."""
+    source, _, pk = token.partition("-")
+    if source in SOURCES and pk.isdigit() and len(pk) <= 18:
+        return source, int(pk)  # type: ignore[return-value]
+    return None
+
+
+__all__ = [
+    "Cursor",
+    "FailureFilters",
+    "FailurePage",
+    "FailureQuery",
+    "FailureRow",
+    "FilterChoices",
+    "TopicCount",
+    "failure_counts_by_topic",
+    "failure_filters_resolve",
+    "failure_page",
+    "filter_choices_for",
+    "is_full_text",
+    "parse_token",
+]

@@ -1,0 +1,13 @@
+from django.urls import path
+
+from ..views import studies as views
+
+app_name = "annotation"
+urlpatterns = [
+    path("", views.study_list, name="study_list"),
+    path("new/", views.study_create, name="study_create"),
+    path("<slug:slug>/", views.study_detail, name="study_detail"),
+    path("<slug:slug>/open/", views.study_toggle_open, name="study_toggle_open"),
+    path("<slug:slug>/annotations.jsonl", views.study_export_jsonl, name="study_export_jsonl"),
+    path("<slug:slug>/annotations.csv", views.study_export_csv, name="study_export_csv"),
+]

@@ -1,0 +1,183 @@
+"""Agreement pages (staff only): human agreement per study and across studies, each judge against the human
+majority, and the items where a judge and the humans disagree, side by side on the L1/L2 pair."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Prefetch
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET
+
+from h2e_site.web import staff_required
+from judging.models import CriticalFailure, Generation, Judge, Judgment
+
+from ..agreement import majority, wilson_interval
+from ..agreement_data import StudyAgreement, studies_agreement, study_agreement
+from ..charts import Bar, BarChart, bar_chart
+from ..models import AnnotatedFailure, Annotation, Study
+from .failures import FailureView, step_links
+
+MAX_STUDIES_ON_OVERVIEW = 50
+
+
+@staff_required
+@require_GET
+def agreement_overview(request: HttpRequest) -> HttpResponse:
+    """Alpha with its CI for each study, and for all of them pooled."""
+    studies = list(Study.objects.order_by("-created_at", "-id")[:MAX_STUDIES_ON_OVERVIEW])
+    rows = [(study, study_agreement(study=study, with_judges=False)) for study in studies]
+    rows = [(study, result) for study, result in rows if result.n_labels]
+    everything = studies_agreement(studies=[study for study, _ in rows]) if len(rows) > 1 else None
+    chart = bar_chart(
+        "Krippendorff's alpha on has_failure (95 % bootstrap CI)",
+        [_alpha_bar(study.title, result) for study, result in rows]
+        + ([_alpha_bar("All studies pooled", everything, kind="human")] if everything else []),
+        percent=False,
+    )
+    context = {"rows": rows, "everything": everything, "chart": chart}
+    return render(request, "annotation/agreement_overview.html", context)
+
+
+def _alpha_bar(label: str, result: StudyAgreement, kind: str = "alpha") -> Bar:
+    note = "undefined" if result.alpha_binary is None else f"{result.alpha_binary:.3f}"
+    return Bar(label, result.alpha_binary, result.ci.low, result.ci.high, note=note, kind=kind)
+
+
+@staff_required
+@require_GET
+def study_agreement_page(request: HttpRequest, slug: str) -> HttpResponse:
+    study = get_object_or_404(Study, slug=slug)
+    result = study_agreement(study=study)
+    context = {
+        "study": study,
+        "result": result,
+        "alpha_chart": _alpha_chart(result),
+        "judge_chart": _judge_chart(result),
+    }
+    return render(request, "annotation/study_agreement.html", context)
+
+
+def _alpha_chart(result: StudyAgreement) -> BarChart:
+    def note(value: float | None) -> str:
+        return "undefined" if value is None else f"{value:.3f}"
+
+    bars = [
+        Bar(
+            "has_failure (binary)",
+            result.alpha_binary,
+            result.ci.low,
+            result.ci.high,
+            note(result.alpha_binary),
+        ),
+        Bar("first failure location", result.alpha_first_failure, note=note(result.alpha_first_failure)),
+        Bar("linked step sets (MASI)", result.alpha_step_sets, note=note(result.alpha_step_sets)),
+    ]
+    return bar_chart("Krippendorff's alpha between annotators", bars, percent=False)
+
+
+def _judge_chart(result: StudyAgreement) -> BarChart:
+    bars = []
+    for figures in result.judges:
+        overall = figures.agreement.overall
+        interval = wilson_interval(overall.agreed, overall.n)
+        low, high = interval if interval else (None, None)
+        kind = "demo" if figures.judge.is_demo_model else "judge"
+        note = f"{overall.rate:.1%} of {overall.n}" if overall.rate is not None else "no items"
+        bars.append(Bar(figures.judge.model, overall.rate, low, high, note, kind))
+    pooled = result.loo_pooled
+    if pooled.n:
+        interval = wilson_interval(pooled.agreed, pooled.n)
+        low, high = interval if interval else (None, None)
+        bars.append(Bar("humans, leave-one-out", pooled.rate, low, high, f"{pooled.rate:.1%}", "human"))
+    band = result.loo_range
+    return bar_chart(
+        "Agreement with the human majority (95 % Wilson CI)",
+        bars,
+        band=band,
+        band_label="range of single annotators, leave-one-out" if band else "",
+    )
+
+
+@dataclass
+class Disagreement:
+    generation: Generation
+    judgment: Judgment
+    human_labels: list[bool]
+    human_majority: bool | None
+    annotations: list[Annotation]
+
+    @property
+    def l1_steps(self) -> list[Any]:
+        return list(self.generation.procedure.steps or [])
+
+    @property
+    def l2_steps(self) -> list[Any]:
+        return list(self.generation.predicted_steps or [])
+
+    @property
+    def judge_failures(self) -> list[FailureView]:
+        return [self._linked(f, "judge") for f in self.judgment.failures.all()]
+
+    @property
+    def humans(self) -> list[tuple[Annotation, list[FailureView]]]:
+        return [(a, [self._linked(f, "human") for f in a.failures.all()]) for a in self.annotations]
+
+    @property
+    def n_say_failure(self) -> int:
+        return sum(self.human_labels)
+
+    def _linked(self, failure: CriticalFailure | AnnotatedFailure, source: str) -> FailureView:
+        l1, l2 = (
+            step_links(failure.l1_steps, len(self.l1_steps)),
+            step_links(failure.l2_steps, len(self.l2_steps)),
+        )
+        return FailureView(failure, l1, l2, source)
+
+
+@staff_required
+@require_GET
+def judge_disagreements(request: HttpRequest, slug: str, judge_id: str) -> HttpResponse:
+    """Items where the judge's verdict differs from the human majority, or the humans tie."""
+    study = get_object_or_404(Study, slug=slug)
+    judge = get_object_or_404(Judge, judge_id=judge_id)
+    by_generation = _annotations_by_generation(study)
+    judgments = _judgments(judge, list(by_generation))
+    items = []
+    for generation_id, given in by_generation.items():
+        judgment = judgments.get(generation_id)
+        labels = [annotation.has_failure for annotation in given]
+        reference = majority(labels)
+        if judgment is None or (reference is not None and judgment.has_failure == reference):
+            continue
+        items.append(Disagreement(judgment.generation, judgment, labels, reference, given))
+    items.sort(key=lambda d: (d.human_majority is not None, d.generation.pk))
+    context = {"study": study, "judge": judge, "items": items, "n_compared": len(judgments)}
+    return render(request, "annotation/judge_disagreements.html", context)
+
+
+def _annotations_by_generation(study: Study) -> dict[int, list[Annotation]]:
+    """The study's annotations of regular items, with their failures, grouped by generation."""
+    annotations = (
+        Annotation.objects.filter(study=study, item__is_attention_check=False)
+        .select_related("participant", "item")
+        .prefetch_related(Prefetch("failures", queryset=AnnotatedFailure.objects.order_by("order")))
+        .order_by("item__generation_id", "submitted_at", "pk")
+    )
+    grouped: dict[int, list[Annotation]] = defaultdict(list)
+    for annotation in annotations:
+        grouped[annotation.item.generation_id].append(annotation)
+    return grouped
+
+
+def _judgments(judge: Judge, generation_ids: list[Any]) -> dict[int, Judgment]:
+    """The judge's usable verdicts (parse failures are not verdicts) with their L1/L2 and failures."""
+    rows = (
+        Judgment.objects.filter(judge=judge, generation_id__in=generation_ids, parse_failed=False)
+        .select_related("generation__procedure", "generation__generator")
+        .prefetch_related(Prefetch("failures", queryset=CriticalFailure.objects.order_by("order")))
+    )
+    return {judgment.generation_id: judgment for judgment in rows}

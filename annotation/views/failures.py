@@ -1,0 +1,212 @@
+"""Pages that read judge and human critical failures together (staff): the failure browser (every critical
+failure, filtered, keyset-paged) and the generation page (L1 vs L2 with the judges' and the annotators'
+failures, each linked to the steps it cites)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Prefetch
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
+
+from h2e_site.web import HtmxHttpRequest, query_string, staff_required, wants_fragment
+from judging import charts
+from judging.models import CriticalFailure, Generation, Generator, Judge
+from mining.models import Topic
+
+from .. import failures
+from ..models import AnnotatedFailure, Annotation, Study
+
+
+@dataclass(frozen=True)
+class FailureOptions:
+    """What the failure filters offer (also the name -> id maps that resolve them: no extra query)."""
+
+    topics: list[tuple[int, str]]
+    generators: list[tuple[int, str, str]]
+    judges: list[tuple[int, str, str]]
+    studies: list[tuple[int, str, str]]
+
+    def choices(self) -> failures.FilterChoices:
+        return failures.FilterChoices(
+            topics={name: pk for pk, name in self.topics},
+            generators={gid: pk for pk, gid, _ in self.generators},
+            judges={jid: pk for pk, jid, _ in self.judges},
+            studies={slug: pk for pk, slug, _ in self.studies},
+        )
+
+
+def _failure_options() -> FailureOptions:
+    return FailureOptions(
+        topics=list(Topic.objects.order_by("name").values_list("pk", "name")),
+        generators=list(
+            Generator.objects.order_by("model", "generator_id").values_list("pk", "generator_id", "model")
+        ),
+        judges=list(Judge.objects.order_by("model", "judge_id").values_list("pk", "judge_id", "model")),
+        studies=list(Study.objects.order_by("slug").values_list("pk", "slug", "title")),
+    )
+
+
+def _cursor(token: str | None) -> failures.Cursor | None:
+    try:
+        return failures.Cursor.decode(token) if token else None
+    except ValueError:
+        return None  # a mangled link starts again at the first page
+
+
+@staff_required
+@require_GET
+@vary_on_headers("HX-Request")
+def failure_list(request: HtmxHttpRequest) -> HttpResponse:
+    """Critical failures from judges and humans, filtered, newest generation first, 50 a page (keyset)."""
+    query = failures.FailureQuery.from_params(request.GET)
+    options = _failure_options()
+    filters = failures.failure_filters_resolve(query, options.choices())
+    cursor = _cursor(request.GET.get("cursor"))
+    page = failures.failure_page(filters=filters, cursor=cursor)
+    counts = failures.failure_counts_by_topic(filters=filters)
+    chart_items = [
+        (
+            c.topic,
+            c.total,
+            "?" + query_string(query.params(topic=c.topic)) if c.topic != failures.NO_TOPIC else "",
+        )
+        for c in counts
+    ]
+    context = {
+        "query": query,
+        "options": options,
+        "page": page,
+        "cursor": cursor,
+        "counts": counts,
+        "total": sum(c.total for c in counts),
+        "chart": charts.bar_chart_svg(chart_items, title="Critical failures per topic", unit="failures")
+        if counts
+        else None,
+        "filter_query": query_string(query.params()),
+        "next_query": query_string({**query.params(), "cursor": page.next_cursor})
+        if page.next_cursor
+        else "",
+        "full_text": failures.is_full_text(),
+    }
+    template = (
+        "annotation/failures.html#failure-results" if wants_fragment(request) else "annotation/failures.html"
+    )
+    return render(request, template, context)
+
+
+# --- Generation ---
+
+
+@dataclass(frozen=True)
+class StepLink:
+    """A step number a critical failure points at; `valid` is False when the step list has no such step."""
+
+    label: str
+    number: int | None
+    valid: bool
+
+
+@dataclass(frozen=True)
+class FailureView:
+    failure: CriticalFailure | AnnotatedFailure  # a judge's or a human annotator's
+    l1: list[StepLink]
+    l2: list[StepLink]
+    source: str = "judge"
+
+    @property
+    def token(self) -> str:
+        """`judge-<id>` / `human-<id>`: the ?failure= value and the element id suffix."""
+        return f"{self.source}-{self.failure.pk}"
+
+    @property
+    def l1_attr(self) -> str:
+        return " ".join(str(s.number) for s in self.l1 if s.valid)
+
+    @property
+    def l2_attr(self) -> str:
+        return " ".join(str(s.number) for s in self.l2 if s.valid)
+
+
+def step_links(values: Any, n_steps: int) -> list[StepLink]:
+    """Step numbers as judged (1-based), each checked against the step list; odd values never raise."""
+    links = []
+    for value in values if isinstance(values, list) else [values]:
+        number = None
+        if not isinstance(value, bool):
+            try:
+                number = int(str(value).strip())
+            except ValueError:
+                number = None
+        valid = number is not None and 1 <= number <= n_steps
+        links.append(StepLink(label=str(value), number=number, valid=valid))
+    return links
+
+
+@staff_required
+@require_GET
+def generation_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    generation = get_object_or_404(Generation.objects.select_related("generator", "procedure__topic"), pk=pk)
+    l1_steps: list[Any] = list(generation.procedure.steps or [])
+    l2_steps: list[Any] = list(generation.predicted_steps or [])
+    judgments = generation.judgments.select_related("judge").prefetch_related(
+        Prefetch("failures", queryset=CriticalFailure.objects.order_by("order"))
+    )
+    judged = [
+        (
+            judgment,
+            [
+                FailureView(f, step_links(f.l1_steps, len(l1_steps)), step_links(f.l2_steps, len(l2_steps)))
+                for f in judgment.failures.all()
+            ],
+        )
+        for judgment in judgments.order_by("judge__model", "judge__judge_id")
+    ]
+    annotated = _human_annotations(generation, len(l1_steps), len(l2_steps))
+    selected = _selected_failure(request.GET.get("failure", ""), judged, annotated)
+    context = {
+        "generation": generation,
+        "l1_steps": l1_steps,
+        "l2_steps": l2_steps,
+        "judged": judged,
+        "annotated": annotated,
+        "selected": selected,
+        "selected_l1": {s.number for s in selected.l1 if s.valid} if selected else set(),
+        "selected_l2": {s.number for s in selected.l2 if s.valid} if selected else set(),
+    }
+    return render(request, "annotation/generation.html", context)
+
+
+def _human_annotations(generation: Generation, n_l1: int, n_l2: int) -> list[tuple[Any, list[FailureView]]]:
+    """The study annotations of this generation (attention checks left out), each with its failures."""
+    annotations = (
+        Annotation.objects.filter(item__generation=generation, item__is_attention_check=False)
+        .select_related("study")
+        .prefetch_related(Prefetch("failures", queryset=AnnotatedFailure.objects.order_by("order")))
+        .order_by("study__slug", "submitted_at", "id")
+    )
+    return [
+        (
+            annotation,
+            [
+                FailureView(f, step_links(f.l1_steps, n_l1), step_links(f.l2_steps, n_l2), "human")
+                for f in annotation.failures.all()
+            ],
+        )
+        for annotation in annotations
+    ]
+
+
+def _selected_failure(
+    token: str, judged: list[tuple[Any, list[FailureView]]], annotated: list[tuple[Any, list[FailureView]]]
+) -> FailureView | None:
+    """The failure named by ?failure=judge-<id> or human-<id>, if it is on this page."""
+    parsed = failures.parse_token(token)
+    if parsed is None:
+        return None
+    groups = judged if parsed[0] == "judge" else annotated
+    return next((v for _, views in groups for v in views if v.failure.pk == parsed[1]), None)

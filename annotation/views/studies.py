@@ -1,0 +1,135 @@
+"""Researcher pages (staff only): studies, their progress per item and per annotator, exports."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterator
+
+import orjson
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from h2e_site.web import staff_required
+
+from .. import codebook, selectors, services
+from ..forms import StudyForm
+from ..models import Study
+
+
+@staff_required
+@require_GET
+def study_list(request: HttpRequest) -> HttpResponse:
+    studies = selectors.studies_with_progress()[:200]
+    return render(request, "annotation/study_list.html", {"studies": studies})
+
+
+def _selection(form: StudyForm) -> services.Selection:
+    data = form.cleaned_data
+    return services.Selection(
+        topic_ids=[t.pk for t in data["topics"]],
+        generator_ids=[g.pk for g in data["generators"]],
+        disagreeing_judge_ids=[j.pk for j in data["disagreeing_judges"]],
+        sample_size=data["sample_size"],
+        seed=data["seed"],
+    )
+
+
+@staff_required
+@require_http_methods(["GET", "POST"])
+def study_create(request: HttpRequest) -> HttpResponse:
+    form = StudyForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        settings = {
+            name: data[name]
+            for name in (
+                "prolific_study_id",
+                "annotators_per_item",
+                "items_per_participant",
+                "min_dwell_seconds",
+                "estimated_item_minutes",
+                "attention_check_every",
+                "instructions",
+                "consent_text",
+                "training_text",
+                "comprehension_questions",
+            )
+        }
+        settings["lease_minutes"] = data["lease_minutes"] or codebook.prolific_max_minutes(
+            data["estimated_item_minutes"]
+        )
+        settings.update({k: data[k] for k in ("completion_code", "screenout_code") if data[k]})
+        study = services.study_create(
+            title=data["title"],
+            slug=data["slug"],
+            selection=_selection(form),
+            attention_checks=data["attention_checks"],
+            created_by=request.user,
+            **settings,
+        )
+        messages.success(
+            request, f"Study created with {study.items.filter(is_attention_check=False).count()} items."
+        )
+        return redirect("annotation:study_detail", slug=study.slug)
+    return render(request, "annotation/study_form.html", {"form": form})
+
+
+@staff_required
+@require_GET
+def study_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    study = get_object_or_404(Study, slug=slug)
+    context = {
+        "study": study,
+        "progress": selectors.study_progress(study=study),
+        "items": selectors.study_items_progress(study=study),
+        "participants": selectors.study_participants_progress(study=study),
+        "entry_path": request.build_absolute_uri(reverse("annotator:entry", kwargs={"slug": study.slug})),
+    }
+    return render(request, "annotation/study_detail.html", context)
+
+
+@staff_required
+@require_POST
+def study_toggle_open(request: HttpRequest, slug: str) -> HttpResponse:
+    study = get_object_or_404(Study, slug=slug)
+    services.study_set_open(study=study, is_open=not study.is_open)
+    messages.success(request, f"Study {'opened' if study.is_open else 'closed'}.")
+    return redirect("annotation:study_detail", slug=study.slug)
+
+
+def _jsonl(study: Study) -> Iterator[bytes]:
+    for row in selectors.annotations_export(study=study):
+        yield orjson.dumps(row) + b"\n"
+
+
+@staff_required
+@require_GET
+def study_export_jsonl(request: HttpRequest, slug: str) -> HttpResponse:
+    study = get_object_or_404(Study, slug=slug)
+    response = HttpResponse(b"".join(_jsonl(study)), content_type="application/x-ndjson")
+    response["Content-Disposition"] = f'attachment; filename="{study.slug}-annotations.jsonl"'
+    return response
+
+
+class _Echo:
+    def write(self, value: str) -> str:
+        return value
+
+
+def _csv(study: Study) -> Iterator[str]:
+    writer = csv.DictWriter(_Echo(), fieldnames=selectors.EXPORT_FIELDS)
+    yield writer.writeheader()
+    for row in selectors.annotations_export(study=study):
+        yield writer.writerow({k: selectors.csv_cell(v) for k, v in row.items()})
+
+
+@staff_required
+@require_GET
+def study_export_csv(request: HttpRequest, slug: str) -> HttpResponse:
+    study = get_object_or_404(Study, slug=slug)
+    response = HttpResponse("".join(_csv(study)), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{study.slug}-annotations.csv"'
+    return response

@@ -1,0 +1,110 @@
+"""The jobs API (staff): list and follow jobs of every kind, start one (POST /api/jobs/ with its kind's body),
+cancel it, retry its failed items. Writes need the jobs.add_job permission."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import django_filters
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema
+from rest_framework import mixins, permissions, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from h2e_site.web import CanRunJobs, request_user
+
+from . import services
+from .models import Job, JobKind, JobStatus
+from .registry import JobType, job_types
+from .serializers import JobSerializer
+
+
+class JobFilter(django_filters.FilterSet):
+    kind = django_filters.ChoiceFilter(choices=JobKind.choices)
+    status = django_filters.ChoiceFilter(choices=JobStatus.choices)
+
+    class Meta:
+        model = Job
+        fields = ["kind", "status"]
+
+
+def _creatable() -> dict[str, JobType]:
+    return {t.kind: t for t in job_types() if t.api_create is not None and t.create_serializer is not None}
+
+
+def _create_serializers() -> list[Any]:
+    unique: list[Any] = []
+    for job_type in _creatable().values():
+        if job_type.create_serializer not in unique:
+            unique.append(job_type.create_serializer)
+    return unique
+
+
+class JobViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet
+):
+    """Long-running jobs with their progress, elapsed time and ETA; start, cancel and retry them."""
+
+    queryset = Job.objects.select_related("created_by")
+    serializer_class = JobSerializer
+    filterset_class = JobFilter
+    permission_classes = [permissions.IsAdminUser, CanRunJobs]
+
+    @extend_schema(
+        request=PolymorphicProxySerializer(
+            component_name="JobStart", serializers=_create_serializers, resource_type_field_name=None
+        ),
+        responses={201: JobSerializer},
+        description="Start a job: the body's `kind` says which (generate: a generator x procedures of a "
+        "split; judge: a judge x the generations of a generator, or given generations). It is queued for a "
+        "worker at once.",
+    )
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        creatable = _creatable()
+        kind = request.data.get("kind")
+        if kind not in creatable:
+            expected = ", ".join(sorted(creatable))
+            raise serializers.ValidationError(
+                {"kind": [f"{kind!r} is not a kind of job started here: {expected}"]}
+            )
+        job_type = creatable[kind]
+        form = job_type.create_serializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        assert job_type.api_create is not None
+        try:
+            job = job_type.api_create(form.validated_data, request_user(request))
+        except ValueError as exc:  # ConfigError: an imported generator/judge has no config to run with
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        headers = {"Location": reverse("api:job-detail", args=[job.pk])}
+        return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED, headers=headers)
+
+    @extend_schema(request=None, responses={200: JobSerializer, 409: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        """Cancel a queued or running job (a running one stops starting requests within a second)."""
+        job = self.get_object()
+        if job.is_finished:
+            return Response(
+                {"detail": f"job {job.pk} is already {job.status}"}, status=status.HTTP_409_CONFLICT
+            )
+        return Response(JobSerializer(services.job_cancel(job=job)).data)
+
+    @extend_schema(request=None, responses={201: JobSerializer, 409: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["post"])
+    def retry(self, request: Request, pk: str | None = None) -> Response:
+        """Start a new job over the failed items of a generate or judge job."""
+        job = self.get_object()
+        if not services.job_can_retry(job):
+            return Response(
+                {"detail": f"job {job.pk} has no failed generate or judge items to retry"},
+                status=status.HTTP_409_CONFLICT,
+            )
+        retry = services.job_retry_failed(job=job, created_by=request_user(request))
+        return Response(JobSerializer(retry).data, status=status.HTTP_201_CREATED)
+
+
+# Mounted by h2e_site/urls.py on the one API router, under the "api" namespace: /api/jobs/.
+ROUTES = [("jobs", JobViewSet, "job")]

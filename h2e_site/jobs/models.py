@@ -1,0 +1,70 @@
+"""The Job row: a long-running action run by a Celery worker, and the source of truth for its progress."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class JobKind(models.TextChoices):
+    """Every kind of job. An app that adds a kind adds it here and registers it (registry.py)."""
+
+    IMPORT = "import", "Import"
+    GENERATE = "generate", "Generate L2"
+    JUDGE = "judge", "Judge (How2Score)"
+    MINE = "mine", "Mine procedures"
+    EXPORT = "export", "Export"
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+ACTIVE_STATUSES = (JobStatus.QUEUED, JobStatus.RUNNING)
+
+
+class JobQuerySet(models.QuerySet["Job"]):
+    def active(self) -> JobQuerySet:
+        """Queued or running."""
+        return self.filter(status__in=ACTIVE_STATUSES)
+
+
+class Job(models.Model):
+    """A long-running action run by a Celery worker; the source of truth for its progress."""
+
+    kind = models.CharField(max_length=16, choices=JobKind.choices)
+    parameters = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    total = models.IntegerField(default=0)
+    done = models.IntegerField(default=0)
+    failed = models.IntegerField(default=0)
+    error = models.TextField(blank=True, default="")
+    celery_task_id = models.CharField(max_length=255, blank=True, default="")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = JobQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["status", "kind"], name="job_status_kind")]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} job #{self.pk} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED}
+
+    @property
+    def progress_percent(self) -> float:
+        return 100.0 * (self.done + self.failed) / self.total if self.total else 0.0

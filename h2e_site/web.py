@@ -1,0 +1,112 @@
+"""Helpers every app's pages, admin and API use: permissions, htmx, filters given as id lists, display bits.
+
+- staff_required: the researcher pages (anonymous -> login page, signed-in non-staff -> 403).
+- RUN_PERMISSION / can_run_jobs / CanRunJobs: starting, cancelling and retrying any job needs jobs.add_job.
+- HtmxHttpRequest / wants_fragment: one view, two renderings (the page, or its fragment for an htmx swap).
+- query_ids: a filter given repeated (?judge=a&judge=b) or as a comma list (?judge=a,b), pages and API alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.contrib.auth.models import AnonymousUser, User
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+from django_htmx.middleware import HtmxDetails
+from rest_framework import permissions
+
+View = Callable[..., HttpResponse]
+RUN_PERMISSION = "jobs.add_job"
+
+
+class HtmxHttpRequest(HttpRequest):
+    htmx: HtmxDetails
+
+
+def staff_required(view: View) -> View:
+    """Anonymous users go to the login page; signed-in non-staff users get 403."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.user.is_authenticated:
+            return redirect_to_login(request.get_full_path())
+        if not request.user.is_staff:
+            raise PermissionDenied("Staff only.")
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+def wants_fragment(request: HtmxHttpRequest) -> bool:
+    """An htmx swap asks for the fragment; a history restore needs the whole page."""
+    return bool(request.htmx) and not request.htmx.history_restore_request
+
+
+def query_ids(request: HttpRequest, name: str) -> list[str]:
+    """Values of a filter given repeated (?judge=a&judge=b) or as a comma list (?judge=a,b)."""
+    return [v.strip() for raw in request.GET.getlist(name) for v in raw.split(",") if v.strip()]
+
+
+def query_string(params: dict[str, str]) -> str:
+    """A query string of the non-empty params ("" when there are none)."""
+    query = QueryDict(mutable=True)
+    query.update({k: v for k, v in params.items() if v})
+    return query.urlencode()
+
+
+def can_run_jobs(request: HttpRequest) -> bool:
+    return request.user.has_perm(RUN_PERMISSION)
+
+
+def request_user(request: HttpRequest) -> User | None:
+    """The signed-in user, or None (anonymous)."""
+    user: User | AnonymousUser = request.user  # type: ignore[assignment]
+    return user if isinstance(user, User) else None
+
+
+class CanRunJobs(permissions.BasePermission):
+    """API writes that start, cancel or retry a job need jobs.add_job; reads only the staff check."""
+
+    message = "Starting or cancelling jobs needs the 'add job' permission."
+
+    def has_permission(self, request: Any, view: Any) -> bool:
+        return request.method in permissions.SAFE_METHODS or request.user.has_perm(RUN_PERMISSION)
+
+
+def format_duration(seconds: float | None) -> str:
+    """12 s, 3 min 05 s, 2 h 07 min; "" for None."""
+    if seconds is None:
+        return ""
+    total = round(seconds)
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes:02d} min"
+    if minutes:
+        return f"{minutes} min {secs:02d} s"
+    return f"{secs} s"
+
+
+# --- admin display -------------------------------------------------------------------------------------
+
+
+def admin_link(obj: Any, text: object | None = None) -> SafeString:
+    url = reverse(f"admin:{obj._meta.app_label}_{obj._meta.model_name}_change", args=[obj.pk])
+    return format_html('<a href="{}">{}</a>', url, obj if text is None else text)
+
+
+def pre_block(text: object) -> SafeString:
+    """A raw text shown as-is (escaped) in a scrollable <pre> block."""
+    return format_html('<pre style="white-space: pre-wrap; max-height: 30rem; overflow: auto">{}</pre>', text)
+
+
+def numbered_block(steps: object) -> SafeString:
+    lines = steps if isinstance(steps, list) else [steps]
+    return pre_block("\n".join(f"{i}. {step}" for i, step in enumerate(lines, start=1)))

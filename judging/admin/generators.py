@@ -1,0 +1,139 @@
+"""Generators ("Generate L2…", "Judge with…", and the "Import h2e files" page) and judges ("Judge all
+generators' missing generations")."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from h2e_site.web import request_user
+
+from ..models import Generation, Generator, Judge
+from .actions import GenerateForm, JudgeWithForm, RunActionsMixin, run_jobs
+from .imports import import_view
+
+
+@admin.register(Generator)
+class GeneratorAdmin(RunActionsMixin, admin.ModelAdmin):
+    list_display = [
+        "model",
+        "generator_id",
+        "backend",
+        "provider",
+        "prompt_style",
+        "temperature",
+        "created_at",
+    ]
+    list_filter = ["backend", "prompt_style"]
+    search_fields = ["=generator_id", "model", "run_name"]
+    readonly_fields = ["created_at", "page_link"]
+
+    actions = ["generate_l2", "judge_with"]
+
+    def get_urls(self) -> list[URLPattern]:
+        view = self.admin_site.admin_view(lambda request: import_view(request, self.admin_site))
+        return [path("import/", view, name="judging_import"), *super().get_urls()]
+
+    @admin.display(description="page")
+    def page_link(self, obj: Generator) -> SafeString:
+        return format_html(
+            '<a href="{}">Open the generator page</a>', reverse("judging:generator_detail", args=[obj.pk])
+        )
+
+    @admin.action(description="Generate L2 for the bench split…", permissions=["run"])
+    def generate_l2(self, request: HttpRequest, queryset: QuerySet[Generator]) -> HttpResponse | None:
+        from ..generate_jobs import generate_job_create
+
+        form = GenerateForm(request.POST if "apply" in request.POST else None)
+        if form.is_bound and form.is_valid():
+            split, limit = form.cleaned_data["split"] or None, form.cleaned_data["limit"]
+            return run_jobs(
+                request,
+                queryset,
+                lambda g: generate_job_create(
+                    generator=g, split=split, limit=limit, created_by=request_user(request)
+                ),
+                what="generate",
+            )
+        return self.action_page(
+            request,
+            queryset,
+            action="generate_l2",
+            title="Generate L2",
+            submit_label="Start generating",
+            form=form,
+            intro="One generate job per generator. Generators imported from h2e files have no config and "
+            "cannot run here.",
+        )
+
+    @admin.action(description="Judge with…", permissions=["run"])
+    def judge_with(self, request: HttpRequest, queryset: QuerySet[Generator]) -> HttpResponse | None:
+        from ..judge_jobs import judge_job_create
+
+        form = JudgeWithForm(request.POST if "apply" in request.POST else None)
+        if form.is_bound and form.is_valid():
+            judge = form.cleaned_data["judge"]
+            return run_jobs(
+                request,
+                queryset,
+                lambda g: judge_job_create(
+                    judge=judge, generator=g, mode="missing", created_by=request_user(request)
+                ),
+                what="judge",
+            )
+        return self.action_page(
+            request,
+            queryset,
+            action="judge_with",
+            title="Judge with…",
+            submit_label="Start judging",
+            form=form,
+            intro="One judge job per generator, over its generations that this judge has not judged yet.",
+        )
+
+
+@admin.register(Judge)
+class JudgeAdmin(RunActionsMixin, admin.ModelAdmin):
+    list_display = ["model", "judge_id", "backend", "provider", "is_demo_model", "created_at"]
+    list_filter = ["backend", "is_demo_model"]
+    search_fields = ["=judge_id", "model"]
+    readonly_fields = ["created_at"]
+    actions = ["judge_all_missing"]
+
+    @admin.action(description="Judge all generators' missing generations", permissions=["run"])
+    def judge_all_missing(self, request: HttpRequest, queryset: QuerySet[Judge]) -> HttpResponse | None:
+        """One job per judge x generator that has generations (with L2) this judge has not judged."""
+        from ..judge_jobs import judge_job_create
+
+        pairs = [
+            (judge, generator)
+            for judge in queryset
+            for generator in Generator.objects.filter(pk__in=_generators_missing(judge))
+        ]
+        if not pairs:
+            messages.info(
+                request, "Nothing to judge: every generation already has a judgment by these judges."
+            )
+            return None
+        return run_jobs(
+            request,
+            pairs,
+            lambda pair: judge_job_create(
+                judge=pair[0], generator=pair[1], mode="missing", created_by=request_user(request)
+            ),
+            what="judge",
+        )
+
+
+def _generators_missing(judge: Judge) -> QuerySet[Generation, int]:
+    return (
+        Generation.objects.filter(error="")
+        .exclude(judgments__judge=judge)
+        .order_by()
+        .values_list("generator_id", flat=True)
+        .distinct()
+    )

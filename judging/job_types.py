@@ -1,0 +1,106 @@
+"""The judging app's kinds of job as the core (h2e_site.jobs) runs and shows them: generate, judge, import."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from django.urls import reverse
+
+from h2e_site.jobs.models import Job, JobKind
+from h2e_site.jobs.registry import JobDescription, JobLink, JobSubject, JobType, job_type_register
+
+from .models import Generator, Judge
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+DEMO_WARNING = "demo model - judgments not meaningful"
+
+
+def describe_llm_jobs(jobs: Sequence[Job]) -> dict[int, JobDescription]:
+    """Generate and judge jobs: their generator and judge (one query each), split or mode, and links."""
+    generator_pks = {j.parameters.get("generator") for j in jobs} - {None}
+    judge_pks = {j.parameters.get("judge") for j in jobs} - {None}
+    generators = Generator.objects.in_bulk(list(generator_pks)) if generator_pks else {}
+    judges = Judge.objects.in_bulk(list(judge_pks)) if judge_pks else {}
+    return {
+        job.pk: _description(
+            job, generators.get(job.parameters.get("generator")), judges.get(job.parameters.get("judge"))
+        )
+        for job in jobs
+    }
+
+
+def _description(job: Job, generator: Generator | None, judge: Judge | None) -> JobDescription:
+    subjects, links, facts = [], [], []
+    if generator is not None:
+        url = reverse("judging:generator_detail", args=[generator.pk])
+        subjects.append(JobSubject("generator", generator.model, url, generator.generator_id))
+    if judge is not None:
+        warning = DEMO_WARNING if judge.is_demo_model else ""
+        subjects.append(JobSubject("judge", judge.model, "", judge.judge_id, warning))
+        url = f"{reverse('judging:leaderboard')}?judge={judge.judge_id}"
+        links.append(JobLink("Leaderboard for this judge", url, "Leaderboard"))
+    if job.kind == JobKind.GENERATE:
+        split = job.parameters.get("split") or "all splits"
+        limit = job.parameters.get("limit")
+        facts.append(("Split", f"{split} · at most {limit:,}" if limit else split))
+        if generator is not None:
+            links.append(
+                JobLink("The generator's L2", reverse("judging:generator_detail", args=[generator.pk]))
+            )
+    if job.parameters.get("mode"):
+        facts.append(("Mode", str(job.parameters["mode"])))
+    return JobDescription(tuple(subjects), tuple(links), tuple(facts))
+
+
+def _api_create(data: dict[str, Any], created_by: User | None) -> Job:
+    from .generate_jobs import generate_job_create
+    from .judge_jobs import judge_job_create
+
+    if data["kind"] == JobKind.GENERATE:
+        return generate_job_create(
+            generator=data["generator"],
+            split=data.get("split"),
+            procedure_ids=data.get("procedure_ids"),
+            limit=data.get("limit"),
+            created_by=created_by,
+        )
+    return judge_job_create(
+        judge=data["judge"],
+        generator=data["generator"],
+        generation_ids=data.get("generation_ids"),
+        mode=data["mode"],
+        created_by=created_by,
+    )
+
+
+def register_job_types() -> None:
+    from .generate_jobs import generate_job_retry
+    from .judge_jobs import judge_job_retry
+    from .serializers import JobCreateSerializer
+    from .tasks import run_generate_job, run_import_job, run_judge_job
+
+    hint = (
+        "Generate and judge from the admin's generators (“Generate L2…”, “Judge with…”), the API "
+        "(POST /api/jobs/) or python manage.py generate / judge."
+    )
+    common: dict[str, Any] = {
+        "describe": describe_llm_jobs,
+        "create_serializer": JobCreateSerializer,
+        "api_create": _api_create,
+    }
+    job_type_register(
+        JobType(JobKind.GENERATE, run_generate_job, retry=generate_job_retry, start_hint=hint, **common)
+    )
+    job_type_register(JobType(JobKind.JUDGE, run_judge_job, retry=judge_job_retry, **common))
+    job_type_register(
+        JobType(
+            JobKind.IMPORT,
+            run_import_job,
+            resumable=False,
+            start_hint="Import h2e trees and bench files with python manage.py import_h2e / import_bench.",
+            start_link=("Import h2e files", "admin:judging_import"),
+        )
+    )

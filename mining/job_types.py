@@ -1,0 +1,41 @@
+"""The mining app's kind of job, as the core (h2e_site.jobs) runs and shows it: mine (a How2Mine run)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from django.urls import reverse
+
+from h2e_site.jobs.models import Job, JobKind
+from h2e_site.jobs.registry import JobDescription, JobLink, JobSubject, JobType, job_type_register
+
+from .models import MiningRun
+
+
+def describe_mine_jobs(jobs: Sequence[Job]) -> dict[int, JobDescription]:
+    """MINE jobs: their mining run (one query) and its funnel."""
+    runs = MiningRun.objects.in_bulk([pk for job in jobs if (pk := job.parameters.get("run")) is not None])
+    descriptions = {}
+    for job in jobs:
+        run = runs.get(job.parameters.get("run"))
+        if run is None:
+            continue
+        funnel = reverse("admin:mining_miningrun_funnel", args=[run.pk])
+        descriptions[job.pk] = JobDescription(
+            subjects=(JobSubject("mining run", run.name, funnel, f"#{run.pk}"),),
+            links=(JobLink("The run's funnel", funnel, "Funnel"),),
+        )
+    return descriptions
+
+
+def register_job_types() -> None:
+    from .tasks import run_mine_job
+
+    job_type_register(
+        JobType(
+            JobKind.MINE,
+            run_mine_job,
+            describe=describe_mine_jobs,
+            start_hint="Mine procedures from the admin's mining runs or python manage.py mine.",
+        )
+    )
