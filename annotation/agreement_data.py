@@ -117,9 +117,9 @@ def studies_agreement(*, studies: Iterable[Study], bootstrap_seed: int = 0) -> S
 def _agreement(studies: list[Study], *, title: str, seed: int, with_judges: bool) -> StudyAgreement:
     pooled_units = len(studies) > 1
     annotations = Annotation.objects.filter(study__in=studies)
-    labels, rows = _human_labels(annotations.filter(item__is_attention_check=False), pooled_units)
+    labels, rows = _human_labels(annotations.not_attention_checks(), pooled_units)
     loo = leave_one_out(labels)
-    annotators = _annotator_figures(studies, rows, loo, annotations.filter(item__is_attention_check=True))
+    annotators = _annotator_figures(studies, rows, loo, annotations.attention_checks())
     result = StudyAgreement(
         title=title,
         slugs=[study.slug for study in studies],
@@ -220,7 +220,7 @@ def _judge_figures(labels: list[Label]) -> list[JudgeFigures]:
             parse_failed[judge_id] += 1
         else:
             verdicts[judge_id][generation_id] = has_failure
-    judges = Judge.objects.filter(pk__in=set(verdicts) | set(parse_failed)).order_by("model", "judge_id")
+    judges = Judge.objects.filter(pk__in=set(verdicts) | set(parse_failed)).by_model()
     figures = [
         JudgeFigures(
             judge, judge_agreement(labels, verdicts.get(judge.pk, {})), parse_failed.get(judge.pk, 0)

@@ -294,7 +294,7 @@ def _judge_failures(filters: FailureFilters) -> QuerySet[CriticalFailure]:
 
 
 def _human_failures(filters: FailureFilters) -> QuerySet[AnnotatedFailure]:
-    qs = AnnotatedFailure.objects.filter(annotation__item__is_attention_check=False)
+    qs = AnnotatedFailure.objects.not_attention_checks()
     if filters.topic is not None:
         qs = qs.filter(annotation__item__generation__procedure__topic_id=filters.topic)
     if filters.generator is not None:

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
-from django.db.models import F, Q
+from django.db.models import F, Prefetch, Q
 
-from judging.models import Generation
+from judging.models import FailureBase, Generation
 
 from . import codebook
 
@@ -78,6 +78,12 @@ class Study(models.Model):
         return [line.strip() for line in self.instructions.splitlines() if line.strip()]
 
 
+class StudyItemQuerySet(models.QuerySet["StudyItem"]):
+    def not_attention_checks(self) -> StudyItemQuerySet:
+        """The items that are measured (an attention check's "failure" is instructed, not found)."""
+        return self.filter(is_attention_check=False)
+
+
 class StudyItem(models.Model):
     """One generation (L2 with its L1) in a study; counters are kept by the services, in the same
     transaction as the rows they count."""
@@ -92,6 +98,8 @@ class StudyItem(models.Model):
     attention_expects_failure = models.BooleanField(
         null=True, blank=True, help_text="attention checks: the answer the item's instruction asks for"
     )
+
+    objects = StudyItemQuerySet.as_manager()
 
     class Meta:
         ordering = ["study_id", "position"]
@@ -213,6 +221,20 @@ class Assignment(models.Model):
         return self.n_revealed >= self.n_l2_steps
 
 
+class AnnotationQuerySet(models.QuerySet["Annotation"]):
+    def not_attention_checks(self) -> AnnotationQuerySet:
+        return self.filter(item__is_attention_check=False)
+
+    def attention_checks(self) -> AnnotationQuerySet:
+        return self.filter(item__is_attention_check=True)
+
+    def with_failures(self) -> AnnotationQuerySet:
+        """Each annotation's critical failures prefetched, in the participant's order."""
+        return self.prefetch_related(
+            Prefetch("failures", queryset=AnnotatedFailure.objects.order_by("order"))
+        )
+
+
 class Annotation(models.Model):
     """A participant's verdict on one item: has L2 any critical failure, which ones, and the evidence."""
 
@@ -237,6 +259,8 @@ class Annotation(models.Model):
     )
     user_agent = models.TextField(blank=True, default="")
 
+    objects = AnnotationQuerySet.as_manager()
+
     class Meta:
         ordering = ["study_id", "item_id", "submitted_at"]
         constraints = [
@@ -247,22 +271,22 @@ class Annotation(models.Model):
         return f"annotation {self.pk} of item {self.item_id}"
 
 
-class AnnotatedFailure(models.Model):
-    """One critical failure a participant listed; same shape as judging.CriticalFailure."""
+class AnnotatedFailureQuerySet(models.QuerySet["AnnotatedFailure"]):
+    def not_attention_checks(self) -> AnnotatedFailureQuerySet:
+        return self.filter(annotation__item__is_attention_check=False)
+
+
+class AnnotatedFailure(FailureBase):
+    """One critical failure a participant listed (the same shape as a judge's CriticalFailure)."""
 
     annotation = models.ForeignKey(
         Annotation, on_delete=models.CASCADE, related_name="failures", db_index=False
     )
-    order = models.PositiveIntegerField(default=0)
-    description = models.TextField()
-    l1_steps = models.JSONField(default=list, blank=True)
-    l2_steps = models.JSONField(default=list, blank=True)
+
+    objects = AnnotatedFailureQuerySet.as_manager()
 
     class Meta:
         ordering = ["annotation_id", "order"]
         constraints = [
             models.UniqueConstraint(fields=["annotation", "order"], name="annotated_failure_unique_order")
         ]
-
-    def __str__(self) -> str:
-        return self.description[:80]

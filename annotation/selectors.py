@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 
-from .models import AnnotatedFailure, Annotation, AssignmentStatus, Participant, Stage, Study, StudyItem
+from .models import Annotation, AssignmentStatus, Participant, Stage, Study, StudyItem
 
 
 @dataclass(frozen=True)
@@ -29,11 +29,15 @@ class StudyProgress:
 
 
 def study_progress(*, study: Study) -> StudyProgress:
-    items = StudyItem.objects.filter(study=study, is_attention_check=False).aggregate(
-        n=Count("pk"),
-        target=Sum("target_annotations"),
-        completed=Sum("completed_count"),
-        assigned=Sum("assigned_count"),
+    items = (
+        StudyItem.objects.filter(study=study)
+        .not_attention_checks()
+        .aggregate(
+            n=Count("pk"),
+            target=Sum("target_annotations"),
+            completed=Sum("completed_count"),
+            assigned=Sum("assigned_count"),
+        )
     )
     people = Participant.objects.filter(study=study).aggregate(
         n=Count("pk"),
@@ -59,7 +63,7 @@ def _per_study(queryset: QuerySet[Any, Any], aggregate: Any) -> Subquery:
 
 def studies_with_progress() -> QuerySet[Study, Study]:
     """Studies with their counts (items, target, completed, participants) in one query."""
-    items = StudyItem.objects.filter(is_attention_check=False)
+    items = StudyItem.objects.not_attention_checks()
     return Study.objects.annotate(
         n_items=Coalesce(_per_study(items, Count("pk")), 0),
         n_target=Coalesce(_per_study(items, Sum("target_annotations")), 0),
@@ -154,7 +158,7 @@ def annotations_export(*, study: Study) -> Iterator[dict[str, Any]]:
     annotations = (
         Annotation.objects.filter(study=study)
         .select_related("study", "participant", "item__generation__generator", "item__generation__procedure")
-        .prefetch_related(Prefetch("failures", queryset=AnnotatedFailure.objects.order_by("order")))
+        .with_failures()
         .order_by("item__position", "submitted_at", "pk")
     )
     for annotation in annotations.iterator(chunk_size=500):

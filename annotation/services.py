@@ -21,6 +21,7 @@ from django.db.models import Count, F, Func, JSONField, Q, QuerySet, Value
 from django.utils import timezone
 
 from judging.models import Generation, Judgment
+from judging.steps import steps_out_of_range
 
 from .models import (
     AnnotatedFailure,
@@ -299,7 +300,7 @@ def _wants_attention_check(participant: Participant, study: Study) -> bool:
     every = study.attention_check_every
     if not every or participant.items_completed == 0 or participant.items_completed % every:
         return False
-    done_checks = Annotation.objects.filter(participant=participant, item__is_attention_check=True).count()
+    done_checks = Annotation.objects.filter(participant=participant).attention_checks().count()
     return done_checks < participant.items_completed // every
 
 
@@ -497,9 +498,7 @@ def _check_answer(submission: Submission, *, n_l1: int, n_l2: int) -> None:
             raise Refused(f"Critical failure {n} needs a description.")
         if len(failure.description) > MAX_DESCRIPTION_CHARS:
             raise Refused(f"The description of critical failure {n} is too long.")
-        if any(not 1 <= s <= n_l1 for s in failure.l1_steps) or any(
-            not 1 <= s <= n_l2 for s in failure.l2_steps
-        ):
+        if steps_out_of_range(failure.l1_steps, failure.l2_steps, n_l1=n_l1, n_l2=n_l2):
             raise Refused(f"Critical failure {n} links to a step that does not exist.")
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import django_filters
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import Q, QuerySet
 from django.urls import path
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -26,7 +26,7 @@ from mining.models import Procedure, Split
 
 from . import rankings, selectors
 from .import_jobs import import_job_create
-from .models import CriticalFailure, Generation, Judgment
+from .models import Generation, Judgment
 from .serializers import (
     GenerationSerializer,
     ImportRequestSerializer,
@@ -164,7 +164,7 @@ class JudgmentViewSet(viewsets.ReadOnlyModelViewSet):
 
     queryset = Judgment.objects.select_related(
         "judge", "generator", "topic", "generation__procedure"
-    ).prefetch_related(Prefetch("failures", queryset=CriticalFailure.objects.order_by("order")))
+    ).with_failures()
     serializer_class = JudgmentSerializer
     filterset_class = JudgmentFilter
 

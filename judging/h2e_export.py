@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import QuerySet
 
 from . import ids
 from .h2e_store import OVERRIDES_KEY
-from .models import CriticalFailure, Generation, Generator, Judge, Judgment
+from .models import Generation, Generator, Judge, Judgment
 from .selectors import how2score_for, how2score_topics_for
 
 GENERATION_SCHEMA = "how2bench.generation.v1"
@@ -204,7 +204,7 @@ def _judgments(generator: Generator, judge: Judge) -> QuerySet[Judgment]:
     return (
         Judgment.objects.filter(generator=generator, judge=judge)
         .select_related("generation__procedure__topic")
-        .prefetch_related(Prefetch("failures", queryset=CriticalFailure.objects.order_by("order")))
+        .with_failures()
         .order_by("generation__procedure__source_example_id")
     )
 

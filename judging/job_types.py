@@ -83,8 +83,8 @@ def register_job_types() -> None:
     from .tasks import run_generate_job, run_import_job, run_judge_job
 
     hint = (
-        "Generate and judge from the admin's generators (“Generate L2…”, “Judge with…”), the API "
-        "(POST /api/jobs/) or python manage.py generate / judge."
+        "Generate and judge: the admin's generators (“Generate L2…”, “Judge with…”), POST /api/jobs/, "
+        "or manage.py generate / judge."
     )
     common: dict[str, Any] = {
         "describe": describe_llm_jobs,
@@ -100,7 +100,8 @@ def register_job_types() -> None:
             JobKind.IMPORT,
             run_import_job,
             resumable=False,
-            start_hint="Import h2e trees and bench files with python manage.py import_h2e / import_bench.",
+            start_hint="Import: “Import h2e files” (here), POST /api/imports/, or manage.py import_h2e / "
+            "import_bench.",
             start_link=("Import h2e files", "admin:judging_import"),
         )
     )

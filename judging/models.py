@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 from django.db import models
+from django.db.models import Prefetch
 from django.db.models.functions import Now
 
 from mining.models import Procedure, Topic
+
+
+class GeneratorQuerySet(models.QuerySet["Generator"]):
+    def by_model(self) -> GeneratorQuerySet:
+        """By model name, then generator_id: the order every list of generators is shown in."""
+        return self.order_by("model", "generator_id")
 
 
 class Generator(models.Model):
@@ -40,6 +47,8 @@ class Generator(models.Model):
         help_text="the resolved YAML config this app runs it with (empty if imported)",
     )
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = GeneratorQuerySet.as_manager()
 
     class Meta:
         ordering = ["model", "generator_id"]
@@ -80,6 +89,12 @@ class Generation(models.Model):
         return f"L2 by {self.generator_id} for procedure {self.procedure_id}"
 
 
+class JudgeQuerySet(models.QuerySet["Judge"]):
+    def by_model(self) -> JudgeQuerySet:
+        """By model name, then judge_id: the order every list of judges is shown in."""
+        return self.order_by("model", "judge_id")
+
+
 class Judge(models.Model):
     """An LLM judge: model + config + judge prompt, identified by judge_id."""
 
@@ -113,6 +128,8 @@ class Judge(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
+    objects = JudgeQuerySet.as_manager()
+
     class Meta:
         ordering = ["model", "judge_id"]
 
@@ -125,6 +142,12 @@ class Judge(models.Model):
         from .ids import judge_short_name
 
         return judge_short_name(self.model)
+
+
+class JudgmentQuerySet(models.QuerySet["Judgment"]):
+    def with_failures(self) -> JudgmentQuerySet:
+        """Each judgment's critical failures prefetched, in the judge's order."""
+        return self.prefetch_related(Prefetch("failures", queryset=CriticalFailure.objects.order_by("order")))
 
 
 class Judgment(models.Model):
@@ -152,6 +175,8 @@ class Judgment(models.Model):
     extra = models.JSONField(default=dict, blank=True, help_text="record fields outside the h2e schema")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True, db_default=Now())
+
+    objects = JudgmentQuerySet.as_manager()
 
     class Meta:
         ordering = ["judge_id", "generation_id"]
@@ -198,15 +223,27 @@ class Judgment(models.Model):
         return f"Judgment by {self.judge_id} of generation {self.generation_id}"
 
 
-class CriticalFailure(models.Model):
-    """One critical failure a judge listed, linked to L1 (reference) and L2 (generated) step numbers."""
+class FailureBase(models.Model):
+    """A critical failure as the paper defines it (C.1): a description linked to L1 (reference) and L2
+    (generated) step numbers. Judges' (CriticalFailure) and annotators' (AnnotatedFailure) share it."""
 
-    # Indexed through the unique (judgment, order) constraint.
-    judgment = models.ForeignKey(Judgment, on_delete=models.CASCADE, related_name="failures", db_index=False)
     order = models.PositiveIntegerField(default=0)
     description = models.TextField()
     l1_steps = models.JSONField(default=list, blank=True)
     l2_steps = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return self.description[:80]
+
+
+class CriticalFailure(FailureBase):
+    """One critical failure a judge listed."""
+
+    # Indexed through the unique (judgment, order) constraint.
+    judgment = models.ForeignKey(Judgment, on_delete=models.CASCADE, related_name="failures", db_index=False)
     steps_out_of_range = models.BooleanField(
         default=False,
         db_default=False,
@@ -218,6 +255,3 @@ class CriticalFailure(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["judgment", "order"], name="critical_failure_unique_order")
         ]
-
-    def __str__(self) -> str:
-        return self.description[:80]

@@ -17,6 +17,8 @@ from typing import Any
 
 from h2e_site.llm.json_output import find_json_object
 
+from .steps import steps_out_of_range
+
 _NUMBERED_LINE = re.compile(r"^\s*\d+\s*[).:-]?\s*(.*)")
 _DIGITS = re.compile(r"\d+")
 _STEP_LABEL = re.compile(r"\bL[12]\b", re.IGNORECASE)
@@ -92,7 +94,7 @@ def parse_judge_output(text: str | None, *, n_l1: int, n_l2: int) -> ParsedJudgm
 def _failure(item: dict[str, Any], *, n_l1: int, n_l2: int) -> ParsedFailure:
     l1 = _step_numbers(item.get("L1_steps"))
     l2 = _step_numbers(item.get("L2_steps"))
-    out_of_range = any(not 1 <= s <= n_l1 for s in l1) or any(not 1 <= s <= n_l2 for s in l2)
+    out_of_range = steps_out_of_range(l1, l2, n_l1=n_l1, n_l2=n_l2)
     return ParsedFailure(
         description=_as_text(item.get("failure")),
         l1_steps=l1,

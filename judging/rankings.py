@@ -107,7 +107,7 @@ def judge_rank_correlations(
         scores.setdefault(row.judge_id, {})[row.generator_id] = value
     judges = [
         JudgeInfo(j.judge_id, j.model, j.is_demo_model, len(scores[j.judge_id]))
-        for j in Judge.objects.filter(judge_id__in=list(scores)).order_by("model", "judge_id")
+        for j in Judge.objects.filter(judge_id__in=list(scores)).by_model()
     ]
     pairs = [
         RankCorrelation(a.judge_id, b.judge_id, *rank_correlation(scores[a.judge_id], scores[b.judge_id]))

@@ -1,8 +1,8 @@
 """HTML pages for staff: leaderboard, How2Score by topic (heatmap), judges' rank correlations, generator.
 
 A page and its htmx update render the same `{% partialdef %}` fragment; htmx links also work as plain links.
-The pages that read judge and human failures together (failure browser, generation page) are the annotation
-app's (annotation/views/failures.py); the Jobs pages are the core's (h2e_site/jobs/views.py).
+The pages that read judge and human failures together (failure browser, generation page) belong to the top
+layer, the annotation app; the Jobs pages belong to the core (h2e_site.jobs).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def _leaderboard_lines(judge_ids: list[str], judges: list[Judge]) -> list[Leader
 @vary_on_headers("HX-Request")
 def leaderboard(request: HtmxHttpRequest) -> HttpResponse:
     judge_ids = query_ids(request, "judge")
-    judges = list(Judge.objects.order_by("model", "judge_id"))
+    judges = list(Judge.objects.by_model())
     lines = _leaderboard_lines(judge_ids, judges)
     context = {
         "lines": lines,
@@ -118,7 +118,7 @@ def _heatmap_for(judge: Judge | None, strict: bool) -> charts.Heatmap | None:
 @vary_on_headers("HX-Request")
 def topic_heatmap(request: HtmxHttpRequest) -> HttpResponse:
     """How2Score per generator x topic for one judge (h2e or strict), as an SVG heatmap."""
-    judges = list(Judge.objects.order_by("model", "judge_id"))
+    judges = list(Judge.objects.by_model())
     judge = _heatmap_judge(request, judges)
     strict = request.GET.get("score") == "strict"
     grid = _heatmap_for(judge, strict)
@@ -141,7 +141,7 @@ def topic_heatmap(request: HtmxHttpRequest) -> HttpResponse:
 @staff_required
 @require_GET
 def topic_heatmap_csv(request: HttpRequest) -> HttpResponse:
-    judges = list(Judge.objects.order_by("model", "judge_id"))
+    judges = list(Judge.objects.by_model())
     judge = _heatmap_judge(request, judges)
     strict = request.GET.get("score") == "strict"
     grid = _heatmap_for(judge, strict)
@@ -173,7 +173,7 @@ def rank_correlation(request: HttpRequest) -> HttpResponse:
 @require_GET
 def generator_detail(request: HttpRequest, pk: int) -> HttpResponse:
     generator = get_object_or_404(Generator, pk=pk)
-    judges = list(Judge.objects.filter(pk__in=_judge_pks_of(generator)).order_by("model", "judge_id"))
+    judges = list(Judge.objects.filter(pk__in=_judge_pks_of(generator)).by_model())
     generations = (
         Generation.objects.filter(generator=generator)
         .select_related("procedure__topic")

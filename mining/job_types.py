@@ -36,6 +36,6 @@ def register_job_types() -> None:
             JobKind.MINE,
             run_mine_job,
             describe=describe_mine_jobs,
-            start_hint="Mine procedures from the admin's mining runs or python manage.py mine.",
+            start_hint="Mine: the admin's mining runs, POST /api/mining/runs/<id>/start/, or manage.py mine.",
         )
     )

@@ -7,7 +7,6 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
@@ -162,9 +161,10 @@ def judge_disagreements(request: HttpRequest, slug: str, judge_id: str) -> HttpR
 def _annotations_by_generation(study: Study) -> dict[int, list[Annotation]]:
     """The study's annotations of regular items, with their failures, grouped by generation."""
     annotations = (
-        Annotation.objects.filter(study=study, item__is_attention_check=False)
+        Annotation.objects.filter(study=study)
+        .not_attention_checks()
         .select_related("participant", "item")
-        .prefetch_related(Prefetch("failures", queryset=AnnotatedFailure.objects.order_by("order")))
+        .with_failures()
         .order_by("item__generation_id", "submitted_at", "pk")
     )
     grouped: dict[int, list[Annotation]] = defaultdict(list)
@@ -178,6 +178,6 @@ def _judgments(judge: Judge, generation_ids: list[Any]) -> dict[int, Judgment]:
     rows = (
         Judgment.objects.filter(judge=judge, generation_id__in=generation_ids, parse_failed=False)
         .select_related("generation__procedure", "generation__generator")
-        .prefetch_related(Prefetch("failures", queryset=CriticalFailure.objects.order_by("order")))
+        .with_failures()
     )
     return {judgment.generation_id: judgment for judgment in rows}

@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
@@ -15,7 +14,8 @@ from django.views.decorators.vary import vary_on_headers
 
 from h2e_site.web import HtmxHttpRequest, query_string, staff_required, wants_fragment
 from judging import charts
-from judging.models import CriticalFailure, Generation, Generator, Judge
+from judging.models import CriticalFailure, Generation, Generator, Judge, Judgment
+from judging.steps import step_in_range
 from mining.models import Topic
 
 from .. import failures
@@ -43,10 +43,8 @@ class FailureOptions:
 def _failure_options() -> FailureOptions:
     return FailureOptions(
         topics=list(Topic.objects.order_by("name").values_list("pk", "name")),
-        generators=list(
-            Generator.objects.order_by("model", "generator_id").values_list("pk", "generator_id", "model")
-        ),
-        judges=list(Judge.objects.order_by("model", "judge_id").values_list("pk", "judge_id", "model")),
+        generators=list(Generator.objects.by_model().values_list("pk", "generator_id", "model")),
+        judges=list(Judge.objects.by_model().values_list("pk", "judge_id", "model")),
         studies=list(Study.objects.order_by("slug").values_list("pk", "slug", "title")),
     )
 
@@ -142,7 +140,7 @@ def step_links(values: Any, n_steps: int) -> list[StepLink]:
                 number = int(str(value).strip())
             except ValueError:
                 number = None
-        valid = number is not None and 1 <= number <= n_steps
+        valid = step_in_range(number, n_steps)
         links.append(StepLink(label=str(value), number=number, valid=valid))
     return links
 
@@ -153,9 +151,7 @@ def generation_detail(request: HttpRequest, pk: int) -> HttpResponse:
     generation = get_object_or_404(Generation.objects.select_related("generator", "procedure__topic"), pk=pk)
     l1_steps: list[Any] = list(generation.procedure.steps or [])
     l2_steps: list[Any] = list(generation.predicted_steps or [])
-    judgments = generation.judgments.select_related("judge").prefetch_related(
-        Prefetch("failures", queryset=CriticalFailure.objects.order_by("order"))
-    )
+    judgments = Judgment.objects.filter(generation=generation).select_related("judge").with_failures()
     judged = [
         (
             judgment,
@@ -184,9 +180,10 @@ def generation_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def _human_annotations(generation: Generation, n_l1: int, n_l2: int) -> list[tuple[Any, list[FailureView]]]:
     """The study annotations of this generation (attention checks left out), each with its failures."""
     annotations = (
-        Annotation.objects.filter(item__generation=generation, item__is_attention_check=False)
+        Annotation.objects.filter(item__generation=generation)
+        .not_attention_checks()
         .select_related("study")
-        .prefetch_related(Prefetch("failures", queryset=AnnotatedFailure.objects.order_by("order")))
+        .with_failures()
         .order_by("study__slug", "submitted_at", "id")
     )
     return [

@@ -70,9 +70,7 @@ def study_create(request: HttpRequest) -> HttpResponse:
             created_by=request.user,
             **settings,
         )
-        messages.success(
-            request, f"Study created with {study.items.filter(is_attention_check=False).count()} items."
-        )
+        messages.success(request, f"Study created with {study.items.not_attention_checks().count()} items.")
         return redirect("annotation:study_detail", slug=study.slug)
     return render(request, "annotation/study_form.html", {"form": form})
 

@@ -75,7 +75,7 @@ def job_type_for(kind: str) -> JobType:
     try:
         return _JOB_TYPES[kind]
     except KeyError:
-        raise LookupError(f"no app registered the job kind {kind!r}") from None
+        raise LookupError(f"no app registered the job kind {str(kind)!r}") from None
 
 
 def job_types() -> list[JobType]:

@@ -40,7 +40,7 @@ def judge_choices() -> list[tuple[str, list[tuple[str, str]]]]:
             f"judge:{judge.pk}",
             f"{judge.model} ({judge.judge_id}){_demo_suffix(judge)}",
         )
-        for judge in Judge.objects.exclude(config={}).order_by("model", "judge_id")
+        for judge in Judge.objects.exclude(config={}).by_model()
     ]
     files = [(f"file:{p.name}", f"configs/judges/{p.name}") for p in judge_config_files()]
     return [(label, options) for label, options in [("Judges", rows), ("Config files", files)] if options]

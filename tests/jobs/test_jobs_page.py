@@ -22,8 +22,7 @@ from judging.metrics import compute_generation_metrics
 from judging.models import Generation, Judgment
 from mining.models import Procedure
 from tests.factories import make_generation, make_job, make_judgment, make_procedure, make_user
-
-from .runnable import make_runnable_generator, make_runnable_judge
+from tests.judging.runnable import make_runnable_generator, make_runnable_judge
 
 pytestmark = pytest.mark.django_db
 

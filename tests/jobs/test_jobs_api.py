@@ -22,8 +22,7 @@ from tests.factories import (
     make_procedure,
     make_user,
 )
-
-from .runnable import make_runnable_generator, make_runnable_judge
+from tests.judging.runnable import make_runnable_generator, make_runnable_judge
 
 pytestmark = pytest.mark.django_db
 

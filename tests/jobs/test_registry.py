@@ -1,0 +1,67 @@
+"""The core knows no app: every kind of job is registered by its app, and the Jobs pages, the API, resume and
+retry read the registry."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from h2e_site.jobs.models import JobKind, JobStatus
+from h2e_site.jobs.registry import job_type_for, job_types
+from h2e_site.jobs.services import job_can_retry, job_retry_failed, resume_orphaned_jobs
+from h2e_site.jobs.views import job_lines
+from mining.models import MiningRun
+from tests.factories import make_job
+
+pytestmark = pytest.mark.django_db
+
+
+def test_it_has_a_registered_task_for_every_kind_the_apps_run() -> None:
+    registered = {job_type.kind: job_type.task.name for job_type in job_types()}
+    assert registered == {
+        JobKind.IMPORT: "judging.run_import_job",
+        JobKind.GENERATE: "judging.run_generate_job",
+        JobKind.JUDGE: "judging.run_judge_job",
+        JobKind.MINE: "mining.run_mine_job",
+    }
+    assert not job_type_for(JobKind.IMPORT).resumable and job_type_for(JobKind.MINE).resumable
+    with pytest.raises(LookupError, match="export"):
+        job_type_for(JobKind.EXPORT)
+
+
+def test_it_retries_only_kinds_that_say_how() -> None:
+    imported = make_job(kind=JobKind.IMPORT, status=JobStatus.FAILED, failed=2)
+    orphan_kind = make_job(kind=JobKind.EXPORT, status=JobStatus.FAILED, failed=2)
+    assert not job_can_retry(imported) and not job_can_retry(orphan_kind)
+    with pytest.raises(ValueError, match="cannot be retried"):
+        job_retry_failed(job=imported)
+
+
+def test_it_leaves_running_import_jobs_to_their_own_recovery() -> None:
+    make_job(kind=JobKind.IMPORT, status=JobStatus.RUNNING)
+    assert resume_orphaned_jobs() == []
+
+
+def test_it_describes_a_mine_job_by_its_run() -> None:
+    job = make_job(kind=JobKind.MINE)
+    run = MiningRun.objects.create(name="tea run", config={}, job=job)
+    job.parameters = {"run": run.pk}
+    job.save()
+    (line,) = job_lines([job])
+    (subject,) = line.description.subjects
+    assert subject.role == "mining run" and subject.name == "tea run"
+    assert subject.url == reverse("admin:mining_miningrun_funnel", args=[run.pk])
+
+
+def test_it_refuses_an_unknown_kind_on_the_api_naming_it(admin_client: Client) -> None:
+    response = admin_client.post("/api/jobs/", {"kind": "export"}, content_type="application/json")
+    assert response.status_code == 400
+    assert "'export' is not a kind of job started here" in response.json()["kind"][0]
+
+
+def test_it_lists_how_to_start_each_kind_on_the_jobs_page(admin_client: Client) -> None:
+    html = admin_client.get(reverse("jobs:job_list")).content.decode()
+    for hint in ("manage.py generate / judge", "manage.py mine", "manage.py import_h2e"):
+        assert hint in html
+    assert reverse("admin:judging_import") in html
