@@ -12,7 +12,8 @@ Definitions (the docs repeat them next to each figure):
   earliest L2 step any failure links to ("L2.k"), or "unlocated" when the failures link no L2 step.
 - alpha_step_sets: alpha over the set of steps the failures link ({"L1.2", "L2.5", ...}; empty when no
   failure) with the MASI distance (Passonneau 2006): 1 - Jaccard x monotonicity (1 equal, 2/3 subset,
-  1/3 overlapping, 0 disjoint).
+  1/3 overlapping, 0 disjoint). A verdict of failure whose failures link no step (stored before links were
+  required) is the set {"unlinked"}, never the empty set of "no failure".
 - Majorities: the strict majority of the labels; an even split is a tie, counted and reported, never broken.
 """
 
@@ -29,6 +30,7 @@ import numpy as np
 
 NO_FAILURE = "none"
 UNLOCATED = "unlocated"
+UNLINKED = "unlinked"  # the step set of a failure verdict whose failures link no step
 BOOTSTRAP_SAMPLES = 1000
 CI_LEVEL = 0.95
 
@@ -52,7 +54,8 @@ class Label:
 
     @property
     def step_set(self) -> frozenset[str]:
-        return frozenset({f"L1.{n}" for n in self.l1_steps} | {f"L2.{n}" for n in self.l2_steps})
+        steps = frozenset({f"L1.{n}" for n in self.l1_steps} | {f"L2.{n}" for n in self.l2_steps})
+        return steps if steps or not self.has_failure else frozenset({UNLINKED})
 
 
 def label_from_failures(

@@ -189,7 +189,11 @@ class FailureListView(generics.GenericAPIView):
             cursor = failures.Cursor.decode(token) if token else None
         except ValueError as exc:
             return Response({"cursor": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
-        filters = failures.failure_filters_resolve(query, failures.filter_choices_for(query))
+        choices = failures.filter_choices_for(query)
+        problems = query.problems(choices)
+        if problems:
+            return Response({k: [v] for k, v in problems.items()}, status=status.HTTP_400_BAD_REQUEST)
+        filters = failures.failure_filters_resolve(query, choices)
         page = failures.failure_page(filters=filters, cursor=cursor)
         data: dict[str, Any] = {
             "results": [row.as_json() for row in page.rows],

@@ -30,10 +30,37 @@ CONSENT = """This study is run by researchers studying how well AI systems write
 You will read a goal, a reference procedure (L1) and a procedure to evaluate (L2), and say whether L2 has\
  any critical failure that would prevent it from achieving the goal.
 
-Your answers are stored with your Prolific ID and the time you spent on each page; nothing else about you is \
-collected. Taking part is voluntary and you may stop at any time by returning the study on Prolific.
+Taking part is voluntary and you may stop at any time by returning the study on Prolific. What is recorded \
+about you is listed below.
 
 Click "I agree" to take part."""
+
+# What a study stores about a participant, each with the stored fields it covers (the export's names and the
+# Participant row's). The consent page lists these sentences under every study's own consent text, so it says
+# what is actually kept; tests/annotation/test_hardening.py checks that every stored field is covered.
+RECORDED_ABOUT_YOU: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "Your Prolific ID, and the Prolific study and session IDs of the link you followed.",
+        ("prolific_pid", "prolific_study_id", "prolific_session_id"),
+    ),
+    (
+        "Your answers: your verdict on each item, the critical failures you describe with the steps you "
+        "link, and your comments; your answers to the comprehension check (how many attempts you took).",
+        ("has_failure", "n_failures", "critical_failures", "comments", "attention_passed",
+         "comprehension_attempts"),
+    ),
+    (
+        "Timings: when you agreed, finished the training and the check, when each item was shown, when you "
+        "confirmed its goal, read each L2 step and submitted, and how long the page was in view.",
+        ("consented_at", "trained_at", "qualified_at", "finished_at", "issued_at", "goal_acknowledged_at",
+         "step_revealed_at", "submitted_at", "elapsed_seconds", "active_seconds"),
+    ),
+    (
+        "Your browser's identification string (its User-Agent: the browser's and operating system's names "
+        "and versions), to tell apart display problems.",
+        ("user_agent",),
+    ),
+)  # fmt: skip
 
 GOAL_ACKNOWLEDGEMENT = (
     "I've read the goal and understand that my assessment should focus on how well L2 achieves the goal."

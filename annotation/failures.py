@@ -82,15 +82,31 @@ class FailureQuery:
         def get(name: str) -> str:  # NUL can't go into a PostgreSQL query: drop it
             return str(params.get(name) or "").replace("\x00", "").strip()[:200]
 
-        source = get("source")
         return cls(
             topic=get("topic"),
             generator=get("generator"),
             judge=get("judge"),
             study=get("study"),
-            source=source if source in SOURCES else "",
+            source=get("source"),
             q=get("q"),
         )
+
+    def problems(self, choices: FilterChoices) -> dict[str, str]:
+        """Each filter whose value names nothing (field -> message): an unknown source, or a topic,
+        generator, judge or study that does not exist. Answered with a 400 by the API, shown on the page."""
+        found: dict[str, str] = {}
+        if self.source and self.source not in SOURCES:
+            found["source"] = f"{self.source!r} is not a source: judge or human"
+        for name, table, what in (
+            ("topic", choices.topics, "topic"),
+            ("generator", choices.generators, "generator with this generator_id"),
+            ("judge", choices.judges, "judge with this judge_id"),
+            ("study", choices.studies, "study with this slug"),
+        ):
+            value = getattr(self, name)
+            if value and value not in table:
+                found[name] = f"no {what}: {value!r}"
+        return found
 
     def params(self, **changes: str) -> dict[str, str]:
         """The non-empty filters, with changes applied (for links that keep the other filters)."""
@@ -145,12 +161,13 @@ def failure_filters_resolve(query: FailureQuery, choices: FilterChoices) -> Fail
         value = getattr(query, name)
         resolved[name] = table.get(value) if value else None
         nothing = nothing or bool(value and resolved[name] is None)
+    nothing = nothing or bool(query.source and query.source not in SOURCES)
     return FailureFilters(
         topic=resolved["topic"],
         generator=resolved["generator"],
         judge=resolved["judge"],
         study=resolved["study"],
-        source=query.source or None,  # type: ignore[arg-type]
+        source=query.source if query.source in SOURCES else None,  # type: ignore[arg-type]
         q=query.q,
         nothing=nothing,
     )

@@ -17,12 +17,13 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import IntegrityError, transaction
-from django.db.models import Count, F, Func, JSONField, Q, QuerySet, Value
+from django.db.models import Count, F, Q, QuerySet
 from django.utils import timezone
 
 from judging.models import Generation, Judgment
 from judging.steps import steps_out_of_range
 
+from .db import JSONAppend
 from .models import (
     AnnotatedFailure,
     Annotation,
@@ -39,35 +40,21 @@ MAX_COMMENTS_CHARS = 10000
 MAX_FAILURES = 50
 
 
-class JSONAppend(Func):
-    """`column` with `value` (a string) appended to its JSON array: jsonb `||` on PostgreSQL, json_insert
-    elsewhere (SQLite)."""
-
-    output_field = JSONField()
-
-    def __init__(self, column: str, value: str) -> None:
-        super().__init__(F(column), Value(value))
-
-    def _parts(self, compiler: Any, connection: Any) -> tuple[str, str, list[Any]]:
-        column, value = (compiler.compile(e) for e in self.get_source_expressions())
-        return column[0], value[0], [*column[1], *value[1]]
-
-    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:  # type: ignore[override]
-        column, value, params = self._parts(compiler, connection)
-        return f"json_insert({column}, '$[#]', {value})", params
-
-    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
-        column, value, params = self._parts(compiler, connection)
-        return f"({column} || jsonb_build_array(({value})::text))", params
-
-
 class Refused(Exception):
-    """A request the rules turn away; `status` is the HTTP status a view answers with."""
+    """A request the rules turn away; `status` is the HTTP status a view answers with, `field` what it
+    concerns when that is one part of a form ("has_failure", "comments", "failure:<n>": the n-th failure)."""
 
-    def __init__(self, message: str, *, status: int = 400) -> None:
+    def __init__(self, message: str, *, status: int = 400, field: str = "") -> None:
         super().__init__(message)
         self.message = message
         self.status = status
+        self.field = field
+
+    @property
+    def failure_number(self) -> int | None:
+        """n when the refusal concerns the n-th critical failure (1-based)."""
+        kind, _, n = self.field.partition(":")
+        return int(n) if kind == "failure" and n.isascii() and n.isdigit() else None
 
 
 # --- Studies ---
@@ -181,10 +168,21 @@ def _attention_items_create(*, study: Study, generation_ids: list[int], count: i
 # --- Participants ---
 
 
+def participant_known(*, study: Study, prolific_pid: str) -> Participant | None:
+    """The study's participant with this PID, whatever its letter case (Prolific IDs are lowercase hex;
+    a participant stored before PIDs were normalised may have upper-case letters)."""
+    return Participant.objects.filter(study=study, prolific_pid__iexact=prolific_pid).order_by("pk").first()
+
+
 def participant_enter(
     *, study: Study, prolific_pid: str, prolific_study_id: str, prolific_session_id: str, user_agent: str
 ) -> Participant:
-    """The participant for this PID, created on first arrival; a later arrival keeps its progress."""
+    """The participant for this PID (normalised to lowercase), created on first arrival; a later arrival, in
+    any letter case, keeps its progress."""
+    prolific_pid = prolific_pid.lower()
+    known = participant_known(study=study, prolific_pid=prolific_pid)
+    if known is not None:
+        return known
     defaults = {
         "prolific_study_id": prolific_study_id,
         "prolific_session_id": prolific_session_id,
@@ -484,22 +482,41 @@ def _check_gates(assignment: Assignment, study: Study, now: datetime) -> None:
 
 def _check_answer(submission: Submission, *, n_l1: int, n_l2: int) -> None:
     if submission.has_failure is None:
-        raise Refused("Choose “No critical failures identified” or “Critical failures identified”.")
+        raise Refused(
+            "Choose “No critical failures identified” or “Critical failures identified”.", field="has_failure"
+        )
     if len(submission.comments) > MAX_COMMENTS_CHARS:
-        raise Refused("The comments are too long.")
+        raise Refused(
+            f"The comments are too long (at most {MAX_COMMENTS_CHARS} characters).", field="comments"
+        )
     if not submission.has_failure:
         return
     if not submission.failures:
-        raise Refused("Describe at least one critical failure, or choose “No critical failures identified”.")
+        raise Refused(
+            "Describe at least one critical failure, or choose “No critical failures identified”.",
+            field="has_failure",
+        )
     if len(submission.failures) > MAX_FAILURES:
-        raise Refused("Too many critical failures in one submission.")
+        raise Refused(f"Too many critical failures in one submission (at most {MAX_FAILURES}).")
     for n, failure in enumerate(submission.failures, 1):
-        if not failure.description.strip():
-            raise Refused(f"Critical failure {n} needs a description.")
-        if len(failure.description) > MAX_DESCRIPTION_CHARS:
-            raise Refused(f"The description of critical failure {n} is too long.")
-        if steps_out_of_range(failure.l1_steps, failure.l2_steps, n_l1=n_l1, n_l2=n_l2):
-            raise Refused(f"Critical failure {n} links to a step that does not exist.")
+        _check_failure(n, failure, n_l1=n_l1, n_l2=n_l2)
+
+
+def _check_failure(n: int, failure: FailureInput, *, n_l1: int, n_l2: int) -> None:
+    """A failure is described and linked to the L1 and/or L2 steps it concerns (paper C.1, figure 10)."""
+    field = f"failure:{n}"
+    if not failure.description.strip():
+        raise Refused(f"Critical failure {n} needs a description.", field=field)
+    if len(failure.description) > MAX_DESCRIPTION_CHARS:
+        raise Refused(
+            f"The description of critical failure {n} is too long "
+            f"(at most {MAX_DESCRIPTION_CHARS} characters).",
+            field=field,
+        )
+    if not failure.l1_steps and not failure.l2_steps:
+        raise Refused(f"Critical failure {n}: select the L1 and/or L2 step(s) it concerns.", field=field)
+    if steps_out_of_range(failure.l1_steps, failure.l2_steps, n_l1=n_l1, n_l2=n_l2):
+        raise Refused(f"Critical failure {n} links to a step that does not exist.", field=field)
 
 
 @dataclass(frozen=True)
@@ -528,6 +545,7 @@ def _annotation_store(
 ) -> Annotation:
     failures = submission.failures if submission.has_failure else []
     has_failure = bool(submission.has_failure)
+    elapsed = (now - assignment.issued_at).total_seconds()
     annotation = Annotation.objects.create(
         assignment=assignment,
         study_id=assignment.study_id,
@@ -541,8 +559,8 @@ def _annotation_store(
         goal_acknowledged_at=assignment.goal_acknowledged_at or now,  # the gates made sure it is set
         step_revealed_at=assignment.step_revealed_at,
         submitted_at=now,
-        elapsed_seconds=(now - assignment.issued_at).total_seconds(),
-        active_seconds=submission.active_seconds,
+        elapsed_seconds=elapsed,
+        active_seconds=_bounded_active_seconds(submission.active_seconds, elapsed),
         user_agent=submission.user_agent[:1000],
     )
     AnnotatedFailure.objects.bulk_create(
@@ -562,6 +580,12 @@ def _annotation_store(
             items_completed=F("items_completed") + 1
         )
     return annotation
+
+
+def _bounded_active_seconds(active: float | None, elapsed: float) -> float | None:
+    """The browser's count of seconds the page was in view, never more than the server's own clock says
+    the item was open (nor negative)."""
+    return None if active is None else min(max(active, 0.0), elapsed)
 
 
 def study_set_open(*, study: Study, is_open: bool) -> Study:

@@ -4,29 +4,38 @@ consent -> training -> comprehension check -> items -> Prolific completion URL. 
 participant's id; every assignment is fetched through `_assignment_for`, scoped to that participant. The item
 page and its htmx updates (goal acknowledgement, L2 step reveals) render the same `reading` fragment; without
 JavaScript the same buttons post the form and come back to the page.
+
+Refusals are answered in one place (`answers_refusals`): a Problem, a service's Refused or a BadInput becomes
+a 4xx page saying what happened and what to do next, or for an htmx request the `reading` fragment with that
+message where the participant clicked (htmx is configured to swap 4xx answers: annotator_base.html).
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import wraps
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from h2e_site.inputs import BadInput, clean_text
 from h2e_site.web import HtmxHttpRequest, wants_fragment
 
-from .. import codebook, services
+from .. import codebook, posted, services
 from ..models import Assignment, AssignmentStatus, Participant, Stage, Study
+from ..posted import FailureEntry
 
-PID_PATTERN = re.compile(r"[0-9a-fA-F]{24}")
-PROLIFIC_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
+PID_PATTERN = re.compile(r"[0-9a-fA-F]{24}", re.ASCII)  # Prolific IDs: 24 hex characters, stored lowercase
+PROLIFIC_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}", re.ASCII)
 # Read on their own pages only: left out of the participant lookup every request makes.
 STAGE_TEXTS = ("consent_text", "training_text", "comprehension_questions", "selection")
 STUDY_TEXTS = tuple(f"study__{name}" for name in STAGE_TEXTS)
@@ -48,9 +57,31 @@ class Problem(Exception):
         self.title, self.message, self.status = title, message, status
 
 
-def _problem_page(request: HttpRequest, problem: Problem) -> HttpResponse:
-    context = {"title": problem.title, "message": problem.message}
+def _problem_page(request: HttpRequest, problem: Problem, *, next_url: str = "") -> HttpResponse:
+    """The page (or, for htmx, the fragment where the participant acted) explaining a refusal."""
+    context = {"title": problem.title, "message": problem.message, "next_url": next_url}
+    if getattr(request, "htmx", False):
+        return render(request, "annotation/problem.html#notice", context, status=problem.status)
     return render(request, "annotation/problem.html", context, status=problem.status)
+
+
+def answers_refusals(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Every refusal of an annotator view becomes a 4xx answer with its reason, never a server error."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, slug: str, *args: object, **kwargs: object) -> HttpResponse:
+        try:
+            return view(request, slug, *args, **kwargs)
+        except Problem as problem:
+            return _problem_page(request, problem)
+        except services.Refused as refused:
+            next_url = reverse("annotator:entry", args=[slug]) if refused.status == 409 else ""
+            refusal = Problem("This could not be done", refused.message, refused.status)
+            return _problem_page(request, refusal, next_url=next_url)
+        except BadInput as bad:
+            return _problem_page(request, Problem("Your answer could not be read", bad.message, 400))
+
+    return wrapped
 
 
 def _session_key(slug: str) -> str:
@@ -100,7 +131,7 @@ def _bind(request: HttpRequest, study: Study, participant: Participant) -> None:
 
 
 def _check_entry_params(request: HttpRequest, study: Study) -> tuple[str, str, str]:
-    pid = request.GET.get("PROLIFIC_PID", "").strip()
+    pid = request.GET.get("PROLIFIC_PID", "").strip().lower()
     prolific_study = request.GET.get("STUDY_ID", "").strip()
     session = request.GET.get("SESSION_ID", "").strip()
     if not PID_PATTERN.fullmatch(pid):
@@ -130,7 +161,7 @@ def entry(request: HttpRequest, slug: str) -> HttpResponse:
         if "PROLIFIC_PID" not in request.GET:
             return _resume(_participant_for(request, slug))
         pid, prolific_study, session = _check_entry_params(request, study)
-        known = Participant.objects.filter(study=study, prolific_pid=pid).first()
+        known = services.participant_known(study=study, prolific_pid=pid)
         if not study.is_open and (known is None or known.stage not in {Stage.DONE, Stage.SCREENED_OUT}):
             raise _closed()
         participant = known or services.participant_enter(
@@ -138,7 +169,7 @@ def entry(request: HttpRequest, slug: str) -> HttpResponse:
             prolific_pid=pid,
             prolific_study_id=prolific_study,
             prolific_session_id=session,
-            user_agent=request.headers.get("User-Agent", ""),
+            user_agent=clean_text(request.headers.get("User-Agent", "")),
         )
     except Problem as problem:
         return _problem_page(request, problem)
@@ -159,60 +190,77 @@ def _stage_page(request: HttpRequest, slug: str, stage: Stage) -> Participant | 
 
 @never_cache
 @require_http_methods(["GET", "POST"])
+@answers_refusals
 def consent(request: HttpRequest, slug: str) -> HttpResponse:
     participant = _stage_page(request, slug, Stage.CONSENT)
     if isinstance(participant, HttpResponse):
         return participant
     if request.method == "POST":
         return _resume(services.participant_consent(participant=participant))
-    return render(request, "annotation/consent.html", {"study": participant.study})
+    recorded = [sentence for sentence, _ in codebook.RECORDED_ABOUT_YOU]
+    return render(request, "annotation/consent.html", {"study": participant.study, "recorded": recorded})
 
 
 @never_cache
 @require_http_methods(["GET", "POST"])
+@answers_refusals
 def training(request: HttpRequest, slug: str) -> HttpResponse:
-    participant = _stage_page(request, slug, Stage.TRAINING)
-    if isinstance(participant, HttpResponse):
-        return participant
+    """The training; read again during the comprehension check (the check's answers are in it)."""
+    participant = _participant_for(request, slug)
+    rereading = participant.stage == Stage.COMPREHENSION
+    if participant.stage != Stage.TRAINING and not rereading:
+        return _resume(participant)
     if request.method == "POST":
         return _resume(services.participant_finish_training(participant=participant))
     blocks = codebook.training_blocks(participant.study.training_text)
-    return render(request, "annotation/training.html", {"study": participant.study, "blocks": blocks})
+    context = {"study": participant.study, "blocks": blocks, "rereading": rereading}
+    return render(request, "annotation/training.html", context)
 
 
-def _answers(request: HttpRequest, n_questions: int) -> dict[int, int]:
-    answers = {}
-    for i in range(n_questions):
-        value = request.POST.get(f"q{i}", "")
-        if value.isdigit():
-            answers[i] = int(value)
-    return answers
+def _answers_key(slug: str) -> str:
+    return f"annotation:answers:{slug}"
 
 
 @never_cache
 @require_http_methods(["GET", "POST"])
+@answers_refusals
 def comprehension(request: HttpRequest, slug: str) -> HttpResponse:
-    """The comprehension check: all right opens the items; wrong twice ends with the screen-out code."""
+    """The comprehension check: all right opens the items; wrong on every attempt ends with the screen-out
+    code. The answers given stay selected (in the session) while the participant rereads the training."""
     participant = _stage_page(request, slug, Stage.COMPREHENSION)
     if isinstance(participant, HttpResponse):
         return participant
     study = participant.study
-    context: dict[str, Any] = {"study": study, "questions": study.comprehension_questions}
+    context: dict[str, Any] = {"study": study}
     if request.method == "POST":
-        result = services.comprehension_grade(
-            participant=participant, answers=_answers(request, len(study.comprehension_questions))
-        )
+        try:
+            answers = posted.posted_answers(request.POST, study.comprehension_questions)
+            result = services.comprehension_grade(participant=participant, answers=answers)
+        except services.Refused:  # graded already by a request sent at the same moment
+            participant.refresh_from_db(fields=["stage"])
+            return _resume(participant)
         if result.passed or result.attempts_left == 0:
             participant.refresh_from_db(fields=["stage"])
             return _resume(participant)
+        request.session[_answers_key(slug)] = {str(k): v for k, v in answers.items()}
         context.update(result=result, attempts_left=result.attempts_left)
+        context["questions"] = _questions(study, answers)
         return render(request, "annotation/comprehension.html", context, status=422)
+    kept = request.session.get(_answers_key(slug), {})
+    answers = {int(k): v for k, v in kept.items() if k.isascii() and k.isdigit()}
+    context["questions"] = _questions(study, answers)
     context["attempts_left"] = study.comprehension_attempts - participant.comprehension_attempts
     return render(request, "annotation/comprehension.html", context)
 
 
+def _questions(study: Study, answers: dict[int, int]) -> list[dict[str, Any]]:
+    """The check's questions, each with the option the participant chose last (kept across a reread)."""
+    return [{**q, "selected": answers.get(i)} for i, q in enumerate(study.comprehension_questions)]
+
+
 @never_cache
 @require_GET
+@answers_refusals
 def done(request: HttpRequest, slug: str) -> HttpResponse:
     """A finished participant's completion code (or a screened-out participant's screen-out code)."""
     try:
@@ -243,16 +291,6 @@ def _assignment_for(participant: Participant, pk: int) -> Assignment:
         pk=pk,
         participant=participant,
     )
-
-
-@dataclass(frozen=True)
-class FailureEntry:
-    """A critical-failure entry as the form shows it (posted values kept when a submission is refused)."""
-
-    index: int
-    description: str
-    l1: set[int]
-    l2: set[int]
 
 
 @dataclass(frozen=True)
@@ -325,6 +363,7 @@ def _render_item(
 
 @never_cache
 @require_GET
+@answers_refusals
 def item(request: HttpRequest, slug: str) -> HttpResponse:
     """The participant's current item (resumed as it was), or a new one; none left: completion."""
     participant = _stage_page(request, slug, Stage.ITEMS)
@@ -374,110 +413,110 @@ def _reading_response(
     error: str = "",
     status: int = 200,
 ) -> HttpResponse:
+    """After a goal or step click: the reading fragment (htmx) or the page; a refusal is shown in the
+    fragment, where the participant clicked, with a way on when the item is gone."""
     if not wants_fragment(request):
         if error:
             return _render_item(request, participant, assignment, error=error, status=status)
         return redirect("annotator:item", slug=participant.study.slug)
     context = {**_item_context(participant, assignment), "reading_error": error}
+    if status == 409:  # the lease ran out: this item is closed for them
+        context["reading_next_url"] = reverse("annotator:item", args=[participant.study.slug])
     return render(request, "annotation/item.html#reading", context, status=status)
 
 
-def _item_action(request: HttpRequest, slug: str, pk: int) -> tuple[Participant, Assignment] | HttpResponse:
+def _reading_action(
+    request: HtmxHttpRequest, slug: str, pk: int, act: Callable[[Assignment], Assignment]
+) -> HttpResponse:
+    participant = _participant_for(request, slug)
+    assignment = _assignment_for(participant, pk)
     try:
-        participant = _participant_for(request, slug)
-    except Problem as problem:
-        return _problem_page(request, problem)
-    return participant, _assignment_for(participant, pk)
+        assignment = act(assignment)
+    except services.Refused as refused:
+        return _reading_response(request, participant, assignment, refused.message, refused.status)
+    return _reading_response(request, participant, assignment)
 
 
 @never_cache
 @require_POST
 @vary_on_headers("HX-Request")
+@answers_refusals
 def acknowledge_goal(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
-    found = _item_action(request, slug, pk)
-    if isinstance(found, HttpResponse):
-        return found
-    participant, assignment = found
-    try:
-        assignment = services.assignment_acknowledge_goal(assignment=assignment)
-    except services.Refused as refused:
-        return _reading_response(request, participant, assignment, refused.message, refused.status)
-    return _reading_response(request, participant, assignment)
+    return _reading_action(
+        request, slug, pk, lambda assignment: services.assignment_acknowledge_goal(assignment=assignment)
+    )
 
 
 @never_cache
 @require_POST
 @vary_on_headers("HX-Request")
+@answers_refusals
 def reveal_step(request: HtmxHttpRequest, slug: str, pk: int, number: int) -> HttpResponse:
-    found = _item_action(request, slug, pk)
-    if isinstance(found, HttpResponse):
-        return found
-    participant, assignment = found
-    try:
-        assignment = services.assignment_reveal_step(assignment=assignment, number=number)
-    except services.Refused as refused:
-        return _reading_response(request, participant, assignment, refused.message, refused.status)
-    return _reading_response(request, participant, assignment)
-
-
-def _int_list(values: list[str]) -> list[int]:
-    return [int(v) for v in values if v.strip().lstrip("-").isdigit()][:100]
-
-
-def _posted_failures(request: HttpRequest) -> list[FailureEntry]:
-    indexes = sorted(
-        {
-            int(m.group(1))
-            for key in request.POST
-            if (m := re.fullmatch(r"failure-(\d{1,3})-description", key))
-        }
+    return _reading_action(
+        request,
+        slug,
+        pk,
+        lambda assignment: services.assignment_reveal_step(assignment=assignment, number=number),
     )
-    return [
-        FailureEntry(
-            index=i,
-            description=request.POST.get(f"failure-{i}-description", ""),
-            l1=set(_int_list(request.POST.getlist(f"failure-{i}-l1"))),
-            l2=set(_int_list(request.POST.getlist(f"failure-{i}-l2"))),
-        )
-        for i in indexes
-    ]
 
 
-def _submission(request: HttpRequest, failures: list[FailureEntry]) -> services.Submission:
-    choice = request.POST.get("has_failure", "")
-    try:
-        active = float(request.POST.get("active_seconds", ""))
-    except ValueError:
-        active = None
-    return services.Submission(
-        has_failure={"yes": True, "no": False}.get(choice),
-        failures=[services.FailureInput(f.description, sorted(f.l1), sorted(f.l2)) for f in failures],
-        comments=request.POST.get("comments", ""),
-        active_seconds=active if active is not None and 0 <= active < 10**6 else None,
-        user_agent=request.headers.get("User-Agent", ""),
-    )
+def _refused_item(
+    request: HttpRequest,
+    participant: Participant,
+    assignment: Assignment,
+    form: posted.PostedItem,
+    *,
+    message: str,
+    status: int,
+    field: str,
+) -> HttpResponse:
+    """The item again with the posted answers, the reason at the top and next to the part it concerns."""
+    failures = form.failures or [FailureEntry(0, "", set(), set())]
+    failures = [f.with_error(message) if field == f"failure-{f.index}" else f for f in failures]
+    context = {"choice": form.choice, "failures": failures, "comments": form.comments, "error_field": field}
+    return _render_item(request, participant, assignment, error=message, status=status, posted=context)
+
+
+def _error_field(refused: services.Refused, form: posted.PostedItem) -> str:
+    """The form part a service refusal concerns: "failure-<index>" for the n-th failure entry."""
+    n = refused.failure_number
+    if n is not None and 0 < n <= len(form.failures):
+        return f"failure-{form.failures[n - 1].index}"
+    return refused.field
+
+
+def _bad_input_field(bad: BadInput) -> str:
+    """ "failure-<index>" for a step reference of a failure entry, else the field's own name."""
+    parts = bad.field.split("-")
+    return "-".join(parts[:2]) if parts[0] == "failure" and len(parts) == 3 else bad.field
 
 
 @never_cache
 @require_POST
+@answers_refusals
 def submit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    """Store the annotation if the server's gates hold (else 4xx with the reason) and go to the next item."""
-    found = _item_action(request, slug, pk)
-    if isinstance(found, HttpResponse):
-        return found
-    participant, assignment = found
-    failures = _posted_failures(request)
+    """Store the annotation if the server's gates hold (else 4xx with the reason, shown next to the answer it
+    concerns) and go to the next item."""
+    participant = _participant_for(request, slug)
+    assignment = _assignment_for(participant, pk)
+    procedure = assignment.item.generation.procedure
+    form = posted.posted_item(request.POST, n_l1=len(procedure.steps), n_l2=assignment.n_l2_steps)
+    if form.problem is not None:
+        return _refused_item(
+            request, participant, assignment, form,
+            message=form.problem.message, status=400, field=_bad_input_field(form.problem),
+        )  # fmt: skip
+    user_agent = request.headers.get("User-Agent", "")
     try:
-        services.annotation_submit(assignment=assignment, submission=_submission(request, failures))
+        services.annotation_submit(
+            assignment=assignment, submission=posted.submission(form, request.POST, user_agent=user_agent)
+        )
     except services.Refused as refused:
         if refused.status == 409:  # the lease ran out and the item went to someone else
-            return _problem_page(request, Problem("This item is closed", refused.message, refused.status))
-        posted = {
-            "choice": request.POST.get("has_failure", ""),
-            "failures": failures or [FailureEntry(0, "", set(), set())],
-            "comments": request.POST.get("comments", ""),
-        }
-        return _render_item(
-            request, participant, assignment, error=refused.message, status=refused.status, posted=posted
-        )
+            closed = Problem("This item is closed", refused.message, refused.status)
+            return _problem_page(request, closed, next_url=reverse("annotator:item", args=[slug]))
+        return _refused_item(
+            request, participant, assignment, form,
+            message=refused.message, status=refused.status, field=_error_field(refused, form),
+        )  # fmt: skip
     return redirect("annotator:item", slug=slug)

@@ -63,7 +63,8 @@ def failure_list(request: HtmxHttpRequest) -> HttpResponse:
     """Critical failures from judges and humans, filtered, newest generation first, 50 a page (keyset)."""
     query = failures.FailureQuery.from_params(request.GET)
     options = _failure_options()
-    filters = failures.failure_filters_resolve(query, options.choices())
+    choices = options.choices()
+    filters = failures.failure_filters_resolve(query, choices)
     cursor = _cursor(request.GET.get("cursor"))
     page = failures.failure_page(filters=filters, cursor=cursor)
     counts = failures.failure_counts_by_topic(filters=filters)
@@ -76,6 +77,7 @@ def failure_list(request: HtmxHttpRequest) -> HttpResponse:
         for c in counts
     ]
     context = {
+        "filter_problems": query.problems(choices),
         "query": query,
         "options": options,
         "page": page,

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 from annotation import services
-from annotation.models import Participant, Stage, Study
+from annotation.models import Assignment, Participant, Stage, Study
 from tests.factories import make_generation, make_generator, make_procedure
 
 L1 = [
@@ -68,10 +69,15 @@ def qualified(study: Study, n: int) -> Participant:
     return participant
 
 
-def read_everything(assignment: Any) -> Any:
+def read_everything(assignment: Any, *, seconds: float = 120.0) -> Any:
+    """Acknowledge the goal and read every L2 step, as a participant who took `seconds` over it (the item
+    is shown that long ago: the server bounds the browser's active time by its own clock)."""
     services.assignment_acknowledge_goal(assignment=assignment)
     for n in range(1, assignment.n_l2_steps + 1):
         assignment = services.assignment_reveal_step(assignment=assignment, number=n)
+    issued_at = assignment.issued_at - timedelta(seconds=seconds)
+    Assignment.objects.filter(pk=assignment.pk).update(issued_at=issued_at)
+    assignment.issued_at = issued_at
     return assignment
 
 

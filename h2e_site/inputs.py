@@ -1,0 +1,52 @@
+"""What a browser or a client sends, parsed the one way every view does it: integers as ASCII digits within
+a range (a step number, an answer index), text cleaned of NUL and other control characters. A value that does
+not parse raises BadInput naming the field and the value, which the views answer with a 400."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+
+_ASCII_DIGITS = re.compile(r"[0-9]{1,9}")  # no sign, no Unicode digits ("²", "٣"), no decimals
+_KEPT_CONTROLS = {"\n", "\t"}
+
+
+class BadInput(ValueError):
+    """A field whose value cannot be used; the message names both."""
+
+    def __init__(self, field: str, value: object, expected: str) -> None:
+        shown = str(value)
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        super().__init__(f"{field}: {shown!r} is not {expected}")
+        self.field = field
+        self.value = value
+        self.message = str(self)
+
+
+def ascii_int(field: str, value: str, *, minimum: int, maximum: int, expected: str = "") -> int:
+    """`value` as an int written in ASCII digits, minimum <= int <= maximum; else BadInput."""
+    text = value.strip()
+    expected = expected or f"a whole number from {minimum} to {maximum}"
+    if not _ASCII_DIGITS.fullmatch(text):
+        raise BadInput(field, value, expected)
+    number = int(text)
+    if not minimum <= number <= maximum:
+        raise BadInput(field, value, expected)
+    return number
+
+
+def ascii_ints(
+    field: str, values: Iterable[str], *, minimum: int, maximum: int, expected: str = "", at_most: int = 100
+) -> list[int]:
+    """Each value parsed by ascii_int (sorted, repeats dropped); more than `at_most` values is BadInput."""
+    values = list(values)
+    if len(values) > at_most:
+        raise BadInput(field, f"{len(values)} values", f"at most {at_most} values")
+    return sorted({ascii_int(field, v, minimum=minimum, maximum=maximum, expected=expected) for v in values})
+
+
+def clean_text(value: str) -> str:
+    """Text without NUL and other control characters (newlines and tabs kept; CR LF and CR become LF)."""
+    value = value.replace("\r\n", "\n").replace("\r", "\n")
+    return "".join(ch for ch in value if ch in _KEPT_CONTROLS or unicodedata.category(ch) not in {"Cc", "Cs"})
