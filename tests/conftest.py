@@ -71,3 +71,12 @@ def browser() -> Iterator[Any]:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The fuzz test's count of generated requests, when it ran (tests/test_fuzz.py)."""
+    import sys
+
+    fuzz = sys.modules.get("tests.test_fuzz")
+    if fuzz is not None and fuzz.SENT:
+        terminalreporter.write_line(fuzz.fuzz_report())

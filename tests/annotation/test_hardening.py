@@ -5,10 +5,13 @@ what is recorded, and an unlinked failure never counts as "no failure" in the st
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -96,24 +99,36 @@ def test_it_cleans_text_and_parses_integers_in_one_place() -> None:
         ascii_int("n", "²", minimum=1, maximum=9)
 
 
+@pytest.mark.django_db(transaction=True)
 def test_it_sends_a_participant_graded_by_a_simultaneous_request_where_they_are(client: Client) -> None:
-    """Two answers sent at the same moment: the second finds the check already passed (the service refuses
-    it with a 409); the view sends the participant on instead of failing."""
+    """Two answers sent at the same moment: while this request waits for the participant's row, the other
+    one passes the check; the service then refuses this one (409) and the view sends the participant on to
+    their items instead of failing."""
     study = make_study(n_items=1)
     client.get(entry_url(study))
     client.post(reverse("annotator:consent", args=[study.slug]))
     client.post(reverse("annotator:training", args=[study.slug]))
     answers = {f"q{i}": q["answer"] for i, q in enumerate(study.comprehension_questions)}
     participant = Participant.objects.get()
-    session_sees_check = participant.stage
-    # the other request wins the row lock and grades first
-    from annotation import services
-
-    services.comprehension_grade(participant=participant, answers={int(k[1:]): v for k, v in answers.items()})
-    assert session_sees_check == Stage.COMPREHENSION
-    Participant.objects.filter(pk=participant.pk).update(stage=Stage.COMPREHENSION)  # what this one read
-    response = client.post(reverse("annotator:comprehension", args=[study.slug]), answers)
-    assert response.status_code == 302
+    other = connection.copy()  # the other request's session holds the row, grading it
+    other.set_autocommit(False)
+    with other.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM annotation_participant WHERE id = %s FOR UPDATE", [participant.pk])
+        cursor.execute("UPDATE annotation_participant SET stage = 'items' WHERE id = %s", [participant.pk])
+    responses: list[Any] = []
+    thread = threading.Thread(
+        target=lambda: responses.append(
+            client.post(reverse("annotator:comprehension", args=[study.slug]), answers)
+        )
+    )
+    thread.start()
+    time.sleep(1.0)  # it reads the stage (still the check), then waits for the row lock
+    other.commit()
+    other.close()
+    thread.join(timeout=30)
+    assert responses and responses[0].status_code == 302
+    assert responses[0].url == reverse("annotator:item", args=[study.slug])
+    assert Participant.objects.get().comprehension_attempts == 0  # graded once, by the other request
 
 
 # --- 2. silent acceptance --------------------------------------------------------------------------------
