@@ -110,6 +110,8 @@
     });
     entry.querySelector("textarea").value = "";
     entry.querySelectorAll("input[type=checkbox]").forEach(function (box) { box.checked = false; });
+    entry.classList.remove("has-error");  // a refusal shown on the first entry is not the new one's
+    entry.querySelectorAll(".field-error").forEach(function (error) { error.remove(); });
     list.appendChild(entry);
     renumber();
     list.lastElementChild.querySelector("textarea").focus();
@@ -126,6 +128,19 @@
     }
     renumber();
     markChanged();
+  }
+
+  // Phone: L1 and L2 as two tabs of one panel; the choice survives the reading fragment's htmx swaps.
+  var shown = "l2";
+
+  function showColumn(which) {
+    shown = which;
+    var compare = document.getElementById("compare");
+    if (!compare) return;
+    compare.dataset.show = which;
+    document.querySelectorAll(".compare-tab").forEach(function (tab) {
+      tab.setAttribute("aria-pressed", tab.dataset.show === which ? "true" : "false");
+    });
   }
 
   function trackVisibility() {
@@ -147,7 +162,10 @@
   form.addEventListener("click", function (event) {
     var remove = event.target.closest(".remove-failure");
     if (remove) removeFailure(remove.closest(".failure-entry"));
+    var tab = event.target.closest(".compare-tab");
+    if (tab) showColumn(tab.dataset.show);
   });
+  document.body.addEventListener("htmx:afterSwap", function () { showColumn(shown); });
   document.getElementById("add-failure").addEventListener("click", function () { addFailure(); saveDraft(); });
   document.addEventListener("visibilitychange", trackVisibility);
   form.addEventListener("submit", function (event) {
@@ -166,6 +184,7 @@
   });
 
   renumber();
+  showColumn(shown);
   restoreDraft();
   showChoice();
   tick();
