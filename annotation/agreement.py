@@ -23,10 +23,11 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import krippendorff
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+
 
 NO_FAILURE = "none"
 UNLOCATED = "unlocated"
@@ -83,6 +84,8 @@ def _ints(values: Sequence[Any]) -> list[int]:
 
 def value_counts(labels: Sequence[Label], value: Callable[[Label], Hashable]) -> tuple[np.ndarray, list[Any]]:
     """The units x values count matrix the `krippendorff` package takes, and the values in column order."""
+    import numpy as np
+
     units = sorted({label.unit for label in labels}, key=repr)
     values = sorted({value(label) for label in labels}, key=repr)
     row = {unit: i for i, unit in enumerate(units)}
@@ -96,6 +99,9 @@ def value_counts(labels: Sequence[Label], value: Callable[[Label], Hashable]) ->
 def nominal_alpha(counts: np.ndarray) -> float | None:
     """Krippendorff's nominal alpha of a units x values count matrix; None when undefined (fewer than two
     pairable units' worth of labels, or a single value used throughout: no expected disagreement)."""
+    import krippendorff
+    import numpy as np
+
     pairable = counts[counts.sum(axis=1) >= 2]
     if pairable.shape[0] == 0 or np.count_nonzero(pairable.sum(axis=0)) < 2:
         return None
@@ -124,6 +130,9 @@ def masi_distance(a: frozenset[str], b: frozenset[str]) -> float:
 
 def alpha_step_sets(labels: Sequence[Label]) -> float | None:
     """Alpha over the linked step sets with the MASI distance (the package's alpha with a custom metric)."""
+    import krippendorff
+    import numpy as np
+
     counts, sets = value_counts(labels, lambda label: label.step_set)
     pairable = counts[counts.sum(axis=1) >= 2]
     if pairable.shape[0] == 0 or np.count_nonzero(pairable.sum(axis=0)) < 2:
@@ -152,6 +161,8 @@ def bootstrap_alpha_ci(
     Every resample's alpha is the package's nominal alpha of the resampled count matrix; it is computed for
     all resamples at once from each unit's coincidences (nominal_alpha_of_resamples, which the tests check
     against the package) so that 1,000 resamples cost milliseconds, not a second."""
+    import numpy as np
+
     counts, _ = value_counts(labels, lambda label: label.has_failure)
     counts = counts[counts.sum(axis=1) >= 2]
     if counts.shape[0] < 2:
@@ -174,6 +185,8 @@ def nominal_alpha_of_resamples(counts: np.ndarray, multiplicities: np.ndarray) -
 
     A unit with value counts n_c (m of them) adds (n_c n_k - [c = k] n_c) / (m - 1) to the coincidence o_ck;
     alpha = 1 - (n - 1) (n - sum_c o_cc) / (n^2 - sum_c n_c^2) with n_c = sum_k o_ck (Krippendorff 2011)."""
+    import numpy as np
+
     m = counts.sum(axis=1)
     per_unit = counts[:, :, None] * counts[:, None, :] - np.einsum(
         "uc,ck->uck", counts, np.eye(counts.shape[1])

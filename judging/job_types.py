@@ -79,7 +79,6 @@ def _api_create(data: dict[str, Any], created_by: User | None) -> Job:
 def register_job_types() -> None:
     from .generate_jobs import generate_job_retry
     from .judge_jobs import judge_job_retry
-    from .serializers import JobCreateSerializer
     from .tasks import run_generate_job, run_import_job, run_judge_job
 
     hint = (
@@ -88,7 +87,7 @@ def register_job_types() -> None:
     )
     common: dict[str, Any] = {
         "describe": describe_llm_jobs,
-        "create_serializer": JobCreateSerializer,
+        "create_serializer": "judging.serializers.JobCreateSerializer",
         "api_create": _api_create,
     }
     job_type_register(

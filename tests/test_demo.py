@@ -73,9 +73,8 @@ class Demo:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 pytest.fail(f"make demo exited with {self.process.returncode}:\n{self.output()}")
-            output = self.output()
-            if "Ctrl-C stops" in output and re.search(r"celery@\S+ ready", output):
-                return  # the web app answers and the worker is consuming
+            if "Ctrl-C stops" in self.output():
+                return  # run.py says so once the web app answers and the worker is consuming
             time.sleep(0.5)
         pytest.fail(f"make demo did not come up in {START_TIMEOUT_SECONDS} s:\n{self.output()}")
 
@@ -146,18 +145,74 @@ def test_it_serves_the_paper_examples_with_a_staff_login_and_stops_on_ctrl_c(dem
     assert (demo.var_dir / "celery-broker.sqlite3").exists()
 
     llm_url = f"http://127.0.0.1:{demo.llm_port}/v1"
-    assert f"Embedded model (a plumbing/demo model): {llm_url}" in demo.output()
+    assert (
+        f"Embedded model (a plumbing/demo model: its judgments are not meaningful): {llm_url}"
+        in demo.output()
+    )
     deadline = time.monotonic() + START_TIMEOUT_SECONDS
     while not server_is_up(llm_url) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert server_is_up(llm_url), f"the embedded model does not answer at {llm_url}:\n{demo.output()}"
 
+    assert_quiet_console(demo)
     demo.interrupt()
     assert "Stopping the web app, the worker and the embedded model" in demo.output()
     assert not port_open(demo.port), "the web app still listens after Ctrl-C"
     assert not port_open(demo.llm_port), "the embedded model still listens after Ctrl-C"
     with pytest.raises(ProcessLookupError):  # no process of the demo is left: not gunicorn, not celery
         os.killpg(demo.process.pid, 0)
+
+
+def assert_quiet_console(demo: Demo) -> None:
+    """The console says what a person needs (URL, login, annotator link, where the logs are); the children's
+    start-up chatter is in their logs under var/log/."""
+    output = demo.output()
+    started = output.index("Starting the web app, a Celery worker and the embedded model")
+    console = output[started:].splitlines()
+    assert len(console) < 15, "\n".join(console)
+    base = f"http://127.0.0.1:{demo.port}/"
+    username, password = staff_login(demo.var_dir)
+    for needed in (
+        f"Open:            {base}",
+        f"Staff login:     {username} / {password}",
+        f"Annotator link:  {base.rstrip('/')}/a/paper-examples/?PROLIFIC_PID=",
+        "Logs:",
+        "Ctrl-C stops.",
+    ):
+        assert needed in output, f"{needed!r} missing from:\n{output}"
+    for chatter in ("celery@", "[tasks]", "Booting worker", "llama", "Uvicorn", "INFO"):
+        assert chatter not in output[started:], f"{chatter!r} on the console:\n{output[started:]}"
+    logs = demo.var_dir / "log"
+    assert re.search(r"celery@\S+ ready", (logs / "worker.log").read_text(errors="replace"))
+    assert "Booting worker" in (logs / "web.log").read_text(errors="replace")
+    assert (logs / "llm.log").read_text(errors="replace").strip(), "the embedded model wrote no log"
+    assert f"{logs / 'web.log'}" in output or "var/log/web.log" in output
+
+
+def test_it_reports_a_demo_process_that_exits_with_its_log(tmp_path: Path) -> None:
+    """A child that dies (here the web app: its port is taken) is named on the console with its exit status
+    and the end of its log, and the demo stops."""
+    env = {
+        key: value for key, value in os.environ.items() if key not in {"DEBUG", "SECRET_KEY", "DATABASE_URL"}
+    }
+    env |= {
+        "H2E_VAR_DIR": str(tmp_path / "var"),
+        "DEBUG": "1",
+        "H2E_LOCAL_LLM_URL": f"http://127.0.0.1:{free_port()}/v1",
+    }
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "demo/run.py", "--port", str(port)],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "The web app exited with status" in result.stderr
+    assert "Last lines of" in result.stderr and "web.log" in result.stderr
+    assert "Connection in use" in result.stderr or "Address already in use" in result.stderr, result.stderr
+    assert "Stopped." in result.stdout
 
 
 @pytest.mark.slow

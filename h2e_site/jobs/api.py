@@ -7,6 +7,7 @@ from typing import Any
 
 import django_filters
 from django.urls import reverse
+from django.utils.module_loading import import_string
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema
 from rest_framework import mixins, permissions, serializers, status, viewsets
@@ -32,15 +33,12 @@ class JobFilter(django_filters.FilterSet):
 
 
 def _creatable() -> dict[str, JobType]:
-    return {t.kind: t for t in job_types() if t.api_create is not None and t.create_serializer is not None}
+    return {t.kind: t for t in job_types() if t.api_create is not None and t.create_serializer}
 
 
 def _create_serializers() -> list[Any]:
-    unique: list[Any] = []
-    for job_type in _creatable().values():
-        if job_type.create_serializer not in unique:
-            unique.append(job_type.create_serializer)
-    return unique
+    paths = dict.fromkeys(job_type.create_serializer for job_type in _creatable().values())
+    return [import_string(path) for path in paths]
 
 
 class JobViewSet(
@@ -71,7 +69,7 @@ class JobViewSet(
                 {"kind": [f"{kind!r} is not a kind of job started here: {expected}"]}
             )
         job_type = creatable[kind]
-        form = job_type.create_serializer(data=request.data)
+        form = import_string(job_type.create_serializer)(data=request.data)
         form.is_valid(raise_exception=True)
         assert job_type.api_create is not None
         try:

@@ -57,7 +57,7 @@ class JobType:
     describe: Describe | None = None  # the subjects and links of jobs of this kind (a few queries per call)
     # POST /api/jobs/ {"kind": ..., ...}: the body's serializer and the service that starts the job from its
     # validated data (None: this kind is started elsewhere, e.g. a mining run's own endpoint)
-    create_serializer: Any = None
+    create_serializer: str = ""  # dotted path of the serializer class (imported when the API needs it)
     api_create: Callable[[dict[str, Any], User | None], Job] | None = None
     start_hint: str = ""  # on the Jobs page: where jobs of this kind are started
     start_link: tuple[str, str] | None = None  # (label, URL name) of a page that starts one, as a button

@@ -87,7 +87,9 @@ class Command(BaseCommand):
         self.stdout.write(
             self.style.SUCCESS(f"Staff login: {DEMO_USERNAME} / {password} (kept in {demo_login_path()})")
         )
+        entry = f"/a/{study.slug}/?PROLIFIC_PID=<24 hex characters>&STUDY_ID=demo&SESSION_ID=demo"
+        (Path(settings.VAR_DIR) / "demo-study.txt").write_text(entry + "\n", encoding="utf-8")
         self.stdout.write(
-            f"Annotator view of the demo study: /a/{study.slug}/?PROLIFIC_PID=<24 hex characters>"
-            f"&STUDY_ID=demo&SESSION_ID=demo ({study.items.count()} items, k = {study.annotators_per_item})"
+            f"Annotator view of the demo study: {entry} "
+            f"({study.items.count()} items, k = {study.annotators_per_item})"
         )

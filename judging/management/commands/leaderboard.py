@@ -53,6 +53,7 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 
 
 class Command(BaseCommand):
+    requires_system_checks: list[str] = []  # a read-only query: start fast (no URL or model checks)
     help = "How2Score per generator x judge (h2e-compatible score, strict score, counts), best first."
 
     def add_arguments(self, parser: CommandParser) -> None:
