@@ -27,6 +27,7 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,38 +59,90 @@ def words(rng: random.Random, n: int) -> str:
     return text[0].upper() + text[1:] + "."
 
 
-def steps(rng: random.Random, n: int) -> list[str]:
-    return [words(rng, rng.randint(11, 19)) for _ in range(n)]
+def steps(rng: random.Random, n: int, low: int = 11, high: int = 19) -> list[str]:
+    return [words(rng, rng.randint(low, high)) for _ in range(n)]
 
 
 # --- tree generation ------------------------------------------------------------------------------
 
 
-def make_examples(n: int, rng: random.Random) -> list[dict[str, Any]]:
+def make_examples(n: int, rng: random.Random, shape: Shape | None = None) -> list[dict[str, Any]]:
+    low, high = shape.step_words if shape else (11, 19)
     return [
         {
             "source_example_id": f"bench-{i:05d}",
             "topic": TOPICS[i % len(TOPICS)],
             "goal": words(rng, rng.randint(18, 32)),
-            "steps": steps(rng, rng.randint(5, 15)),
+            "steps": steps(rng, rng.randint(5, 15), low, high),
             "resources": [words(rng, 2)[:-1] for _ in range(rng.randint(0, 6))],
         }
         for i in range(n)
     ]
 
 
-def write_tree(out: Path, *, n_generators: int, n_examples: int, n_judges: int, seed: int = 7) -> None:
+@dataclass(frozen=True)
+class Shape:
+    """How a tree's records look. "bench": the reference's full generation prompt (~3 KB) in every
+    generation, L1/L2 copies equal to the generation file's, judgments sorted by example. "short": what a
+    tree written elsewhere can look like (short or no prompts, shorter reasoning, longer steps, more
+    failures, records in the generator's own order, the judge's cleaned L2 copy differing from the
+    generation's steps). "drift": like "short" but every run's L1 copies differ a little from the first
+    run's (resources in another order, a goal with a trailing space), so no copy matches what is stored."""
+
+    name: str
+    full_prompt: bool = True
+    reasoning_words: tuple[int, int] = (120, 180)
+    step_words: tuple[int, int] = (11, 19)
+    failures: tuple[int, ...] = (0, 0, 1, 1, 2, 3)
+    sorted_judgments: bool = True
+    cleaned_l2: bool = False
+    drift: bool = False
+
+
+SHAPES = {
+    "bench": Shape("bench"),
+    "short": Shape("short", full_prompt=False, reasoning_words=(30, 90), step_words=(14, 30),
+                   failures=(0, 1, 1, 2, 3, 4, 5), sorted_judgments=False, cleaned_l2=True),
+    "drift": Shape("drift", full_prompt=False, reasoning_words=(30, 90), step_words=(14, 30),
+                   failures=(0, 1, 1, 2, 3, 4, 5), sorted_judgments=False, cleaned_l2=True, drift=True),
+}  # fmt: skip
+
+
+def write_tree(
+    out: Path,
+    *,
+    n_generators: int,
+    n_examples: int,
+    n_judges: int,
+    shape: Shape = SHAPES["bench"],
+    seed: int = 7,
+) -> None:
     rng = random.Random(seed)
-    examples = make_examples(n_examples, rng)
+    examples = make_examples(n_examples, rng, shape)
     judges = [(f"judge-org/judge-model-{j}", f"j{j + 1:011d}") for j in range(n_judges)]
     for g in range(n_generators):
         model = f"org/generator-model-{g:02d}"
         generator_id = f"{g + 1:012d}"
         run_dir = out / f"generator-model-{g:02d}_{generator_id}"
-        preds = _write_generations(run_dir, model, generator_id, examples, rng)
+        run_examples = _drifted(examples, rng) if shape.drift and g else examples
+        if not shape.sorted_judgments:
+            run_examples = rng.sample(run_examples, len(run_examples))
+        preds = _write_generations(run_dir, model, generator_id, run_examples, rng, shape)
         for judge_model, judge_id in judges:
-            _write_judgments(run_dir, judge_model, judge_id, examples, preds, rng)
+            _write_judgments(run_dir, judge_model, judge_id, run_examples, preds, rng, shape)
         print(f"  wrote run {g + 1}/{n_generators}", file=sys.stderr, flush=True)
+
+
+def _drifted(examples: list[dict[str, Any]], rng: random.Random) -> list[dict[str, Any]]:
+    """The same examples as another run copied them: resources reordered, some goals with a trailing space."""
+    return [
+        {
+            **ex,
+            "resources": list(reversed(ex["resources"])),
+            "goal": ex["goal"] + (" " if rng.random() < 0.5 else ""),
+        }
+        for ex in examples
+    ]
 
 
 def _manifest(path: Path, data: dict[str, Any]) -> None:
@@ -98,7 +151,12 @@ def _manifest(path: Path, data: dict[str, Any]) -> None:
 
 
 def _write_generations(
-    run_dir: Path, model: str, generator_id: str, examples: list[dict[str, Any]], rng: random.Random
+    run_dir: Path,
+    model: str,
+    generator_id: str,
+    examples: list[dict[str, Any]],
+    rng: random.Random,
+    shape: Shape,
 ) -> dict[str, list[str]]:
     sha = "f" * 64
     _manifest(
@@ -119,7 +177,9 @@ def _write_generations(
     with (run_dir / "generations.jsonl").open("w", encoding="utf-8") as f:
         for ex in examples:
             n = len(ex["steps"])
-            predicted = steps(rng, n)
+            predicted = steps(rng, n, *shape.step_words)
+            if shape.cleaned_l2:  # the model's raw steps: a trailing space the judge's copy strips
+                predicted = [f"{step} " if i % 3 == 0 else step for i, step in enumerate(predicted)]
             preds[ex["source_example_id"]] = predicted
             resources = json.dumps(ex["resources"], ensure_ascii=False) if ex["resources"] else "[]"
             record = {
@@ -133,7 +193,9 @@ def _write_generations(
                 "resources": ex["resources"],
                 "model_completion": "\n".join(f"{i}. {s}" for i, s in enumerate(predicted, 1)),
                 "predicted_steps": predicted,
-                "prompt": PROMPT.format(goal=ex["goal"], resources=resources, n=n),
+                "prompt": PROMPT.format(goal=ex["goal"], resources=resources, n=n)
+                if shape.full_prompt
+                else f"Write {n} steps for: {ex['goal']}",
                 "generator": {"backend": "deluge", "provider": "openai", "model": model},
             }
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
@@ -147,6 +209,7 @@ def _write_judgments(
     examples: list[dict[str, Any]],
     preds: dict[str, list[str]],
     rng: random.Random,
+    shape: Shape,
 ) -> None:
     short = judge_model.split("/")[-1]
     judge_dir = run_dir / "judgments" / f"{short}_{judge_id}"
@@ -163,14 +226,17 @@ def _write_judgments(
         },
     )  # fmt: skip
     with (judge_dir / "judgments.jsonl").open("w", encoding="utf-8") as f:
-        for ex in sorted(examples, key=lambda e: e["source_example_id"]):
+        ordered = (
+            sorted(examples, key=lambda e: e["source_example_id"]) if shape.sorted_judgments else examples
+        )
+        for ex in ordered:
             parse_failed = rng.random() < 0.02
             n_l1, n_l2 = len(ex["steps"]), len(preds[ex["source_example_id"]])
             failures = [] if parse_failed else [
                 {"failure": words(rng, rng.randint(18, 32)),
                  "L1_steps": sorted(rng.sample(range(1, n_l1 + 1), rng.randint(0, 2))),
                  "L2_steps": sorted(rng.sample(range(1, n_l2 + 1), rng.randint(0, 2)))}
-                for _ in range(rng.choice((0, 0, 1, 1, 2, 3)))
+                for _ in range(rng.choice(shape.failures))
             ]  # fmt: skip
             record = {
                 "schema_version": "how2bench.judgment.v1",
@@ -181,9 +247,11 @@ def _write_judgments(
                 "goal": ex["goal"],
                 "steps": ex["steps"],
                 "resources": ex["resources"],
-                "predicted_steps": preds[ex["source_example_id"]],
+                "predicted_steps": [s.strip() for s in preds[ex["source_example_id"]]]
+                if shape.cleaned_l2
+                else preds[ex["source_example_id"]],
                 "judge": judge_block,
-                "reasoning": "" if parse_failed else words(rng, rng.randint(120, 180)),
+                "reasoning": "" if parse_failed else words(rng, rng.randint(*shape.reasoning_words)),
                 "critical_failures": failures,
                 "has_failure": bool(failures) or parse_failed,
                 "n_failures": len(failures),
@@ -338,17 +406,31 @@ def main() -> None:
         "--only-processes", action="store_true", help="the database is already imported: time the processes"
     )
     parser.add_argument("--regenerate", action="store_true", help="rewrite the tree even if present")
+    parser.add_argument(
+        "--shape", choices=sorted(SHAPES), default="bench", help="how the records look (Shape)"
+    )
     parser.add_argument("--append-doc", action="store_true", help=f"append the figures to {DOC}")
     parser.add_argument("--note", default="", help="a remark recorded with the figures")
     args = parser.parse_args()
 
-    shape = {"generators": args.generators, "examples": args.examples, "judges": args.judges}
+    shape = {
+        "generators": args.generators,
+        "examples": args.examples,
+        "judges": args.judges,
+        "shape": args.shape,
+    }
     marker = args.out / ".shape.json"
     if args.regenerate or not marker.is_file() or json.loads(marker.read_text()) != shape:
         shutil.rmtree(args.out, ignore_errors=True)
         print(f"writing the tree to {args.out} ...", file=sys.stderr)
         start = time.perf_counter()
-        write_tree(args.out, n_generators=args.generators, n_examples=args.examples, n_judges=args.judges)
+        write_tree(
+            args.out,
+            n_generators=args.generators,
+            n_examples=args.examples,
+            n_judges=args.judges,
+            shape=SHAPES[args.shape],
+        )
         marker.write_text(json.dumps(shape))
         print(f"  done in {time.perf_counter() - start:.0f} s", file=sys.stderr)
     size = tree_size(args.out)
@@ -356,7 +438,9 @@ def main() -> None:
     load_before = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     env = {**os.environ, "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{args.db}", "DEBUG": "1"}
     if args.only_processes:
-        processes = whole_process_leaderboards(args.out, env, args.process_runs)
+        processes = (
+            whole_process_leaderboards(args.out, env, args.process_runs) if args.process_runs else None
+        )
         print(json.dumps(processes, indent=2))
         if args.append_doc:
             append_process_doc(processes, machine_info(), load_before, args.note)
@@ -368,7 +452,7 @@ def main() -> None:
     from_files = file_leaderboard(args.out)
     files_seconds = time.perf_counter() - start
     mismatches = {k for k, v in from_files.items() if abs(board["rows"].get(k, -1.0) - v) > 1e-9}
-    processes = whole_process_leaderboards(args.out, env, args.process_runs)
+    processes = whole_process_leaderboards(args.out, env, args.process_runs) if args.process_runs else None
 
     result = {
         "shape": shape,
@@ -438,7 +522,8 @@ def append_doc(result: dict[str, Any], machine: dict[str, str], note: str) -> No
         "",
         "| measure | figure | target |",
         "| --- | --- | --- |",
-        f"| tree | {s['generators']} generators x {s['examples']} examples x {s['judges']} judges, "
+        f"| tree ({s.get('shape', 'bench')} shape) | {s['generators']} generators x {s['examples']} "
+        f"examples x {s['judges']} judges, "
         f"{result['judgments']:,} judgments, {result['tree_bytes'] / 1e9:.2f} GB of JSONL | |",
         f"| import_h2e wall time | {result['import_seconds']:.1f} s | <= 60 s ({mark[ok['import']]}) |",
         f"| import_h2e peak RSS | {result['import_peak_rss_mib']:.0f} MiB | <= 1.5 GB ({mark[ok['rss']]}) |",
@@ -447,7 +532,7 @@ def append_doc(result: dict[str, Any], machine: dict[str, str], note: str) -> No
         f"| same leaderboard recomputed from the files | {result['file_recompute_seconds']:.1f} s "
         "| (the reference's way) |",
         f"| leaderboards agree | {'yes' if result['leaderboards_agree'] else 'NO'} | |",
-        *process_lines(result["whole_processes"]),
+        *(process_lines(result["whole_processes"]) if result["whole_processes"] else []),
     ]
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     lines += [

@@ -13,12 +13,20 @@ procedure/generation are kept in `.extra["_h2e_record"]` so export writes the re
 
 On PostgreSQL the validated rows are streamed with COPY into temporary staging tables and moved with
 INSERT ... SELECT ... ON CONFLICT DO NOTHING; elsewhere (SQLite) the same steps run through the ORM.
+
+Two database sessions at once: a run's judgments files (one per judge) depend on its generations file only,
+not on each other, so when the import is not inside a caller's transaction they are imported side by side,
+each in its own transaction on its own connection (H2E_IMPORT_WORKERS, 2 by default). PostgreSQL's work on
+them (index upkeep, full-text entries of the critical failures) is most of an import's time, and one session
+uses one core.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -143,10 +151,10 @@ def h2e_import(
         )
         report.files.append(gen_report)
         progress.file_done(path=str(run.generations), ok=gen_report.imported, size=_size(run.generations))
-        for path in run.judgments:
-            judg_report = _import_judgments(
-                path, known, generator_pk=generator_pk, skip_invalid=skip_invalid, progress=progress
-            )
+        judged = _import_judgment_files(
+            run.judgments, known, generator_pk=generator_pk, skip_invalid=skip_invalid, progress=progress
+        )
+        for path, judg_report in zip(run.judgments, judged, strict=True):
             report.files.append(judg_report)
             progress.file_done(path=str(path), ok=judg_report.imported, size=_size(path))
     if known.enabled and any(f.created for f in report.files):
@@ -161,6 +169,65 @@ def _size(path: Path) -> int:
 
 class _RejectFile(Exception):
     pass
+
+
+def import_workers() -> int:
+    """How many judgments files are imported at once (H2E_IMPORT_WORKERS; 1 = one after the other)."""
+    try:
+        return max(1, int(os.environ.get("H2E_IMPORT_WORKERS", "2")))
+    except ValueError:
+        return 2
+
+
+def _import_judgment_files(
+    paths: list[Path],
+    known: _Known,
+    *,
+    generator_pk: int | None,
+    skip_invalid: bool,
+    progress: ImportProgress,
+) -> list[FileReport]:
+    """A run's judgments files: side by side on their own connections when that is safe (the COPY path, not
+    inside a caller's transaction: each file commits on its own), else one after the other."""
+    workers = min(import_workers(), len(paths))
+    if workers < 2 or not known.enabled or connection.in_atomic_block:
+        return [
+            _import_judgments(
+                path, known, generator_pk=generator_pk, skip_invalid=skip_invalid, progress=progress
+            )
+            for path in paths
+        ]
+    counted = _CountedProgress()
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="h2e-import") as pool:
+        futures = [
+            pool.submit(_on_own_connection, path, known, generator_pk=generator_pk, skip_invalid=skip_invalid,
+                        progress=counted)
+            for path in paths
+        ]  # fmt: skip
+        reports = [future.result() for future in futures]
+    progress.records(counted.n_records)
+    return reports
+
+
+def _on_own_connection(path: Path, known: _Known, **options: Any) -> FileReport:
+    """_import_judgments in a worker thread: Django gives the thread its own connection, closed after."""
+    try:
+        h2e_store.prepare_session(connection)
+        return _import_judgments(path, known, **options)
+    finally:
+        connection.close()
+
+
+class _CountedProgress(ImportProgress):
+    """Records counted in worker threads (the Job row and the bar are written by the importing thread)."""
+
+    def __init__(self) -> None:
+        self.n_records = 0
+        self._lock = threading.Lock()
+
+    def records(self, n: int) -> None:
+        with self._lock:
+            self.n_records += n
 
 
 L1 = tuple[str, str, list[str], list[str]]

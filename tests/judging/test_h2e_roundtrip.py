@@ -187,3 +187,43 @@ def test_it_reads_compressed_run_files(tree: Path) -> None:
         path.unlink()
     report = h2e_import(out_root=tree)
     assert report.ok and Generation.objects.count() == 18 and Judgment.objects.count() == 36
+
+
+def _stored() -> dict[str, Any]:
+    """Everything an import stores, without row ids (two imports into fresh tables give other ids)."""
+    return {
+        "judgments": sorted(
+            Judgment.objects.values_list(
+                "judge__judge_id", "generation__procedure__source_example_id", "generator__generator_id",
+                "reasoning", "parse_failed", "has_failure", "n_failures", "extra", "topic__name",
+            )
+        ),
+        "failures": sorted(
+            CriticalFailure.objects.values_list(
+                "judgment__judge__judge_id", "judgment__generation__procedure__source_example_id",
+                "judgment__generator__generator_id", "order", "description", "l1_steps", "l2_steps",
+            )
+        ),
+        "counts": _counts(),
+    }  # fmt: skip
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_stores_the_same_whether_judgments_files_go_side_by_side_or_one_by_one(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside a transaction a run's judgments files are imported on two connections at once; the result,
+    the report and a rejected file's rollback are those of one file after the other."""
+    bad = tree / GEN_B.dir_name() / "judgments" / JUDGE_B.dir_name() / "judgments.jsonl"
+    bad.write_text(bad.read_text(encoding="utf-8") + "{not json\n", encoding="utf-8")
+    runs = []
+    for workers in ("2", "1"):
+        monkeypatch.setenv("H2E_IMPORT_WORKERS", workers)
+        report = h2e_import(out_root=tree)
+        runs.append((_stored(), [(f.path, f.imported, f.created, f.errors) for f in report.files]))
+        for model in (CriticalFailure, Judgment, Generation, Judge, Generator, Procedure):
+            model.objects.all().delete()
+    (side_by_side, report_2), (one_by_one, report_1) = runs
+    assert side_by_side == one_by_one and report_2 == report_1
+    assert side_by_side["counts"]["Judgment"] == 3 * 2 * 6 - 6  # the bad file stored nothing
+    assert any(not imported and errors for _, imported, _, errors in report_2)
