@@ -2,6 +2,8 @@
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.http import HttpRequest, HttpResponsePermanentRedirect
+from django.templatetags.static import static
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
@@ -9,6 +11,12 @@ from rest_framework.routers import DefaultRouter
 from annotation import api as annotation_api
 from h2e_site.jobs import api as jobs_api
 from judging import api as judging_api
+
+
+def favicon(request: HttpRequest) -> HttpResponsePermanentRedirect:
+    """The static icon's URL is resolved per request (it carries a content hash once collected)."""
+    return HttpResponsePermanentRedirect(static("favicon.svg"))
+
 
 api_router = DefaultRouter()
 for prefix, viewset, basename in [*jobs_api.ROUTES, *judging_api.ROUTES]:
@@ -20,6 +28,8 @@ api_urlpatterns = [
 ]
 
 urlpatterns = [
+    # Browsers ask for /favicon.ico on every site; the icon is the vendored static/favicon.svg.
+    path("favicon.ico", favicon, name="favicon"),
     path("admin/", admin.site.urls),
     path(
         "accounts/login/",

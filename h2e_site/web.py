@@ -8,7 +8,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import csv
+from collections.abc import Callable, Iterable, Mapping
 from functools import wraps
 from typing import Any
 
@@ -92,6 +93,39 @@ def format_duration(seconds: float | None) -> str:
     if minutes:
         return f"{minutes} min {secs:02d} s"
     return f"{secs} s"
+
+
+# --- CSV exports -----------------------------------------------------------------------------------------
+
+# OWASP "CSV injection": a cell starting with one of these is run as a formula by spreadsheet programs.
+CSV_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+CSV_DECIMALS = 4  # every float a CSV export writes is rounded to this many decimal places
+
+
+def csv_value(value: Any) -> Any:
+    """A cell as every CSV export of the app writes it: text that a spreadsheet would run as a formula (it
+    starts with = + - @ tab or CR, also after leading spaces) gets a leading single quote, as OWASP
+    recommends; a carriage return inside text becomes a line feed (which the csv module always quotes);
+    floats are rounded to CSV_DECIMALS places (no 42.00000000000001); numbers the app computed and other
+    values are written as they are. (The h2e files export_h2e writes follow the reference's format
+    to the byte instead.)"""
+    if isinstance(value, float):
+        return round(value, CSV_DECIMALS)
+    if isinstance(value, str):
+        safe = "'" + value if value.lstrip(" ").startswith(CSV_FORMULA_STARTS) else value
+        return safe.replace("\r\n", "\n").replace("\r", "\n")  # a line break inside a cell is always quoted
+    return value
+
+
+class SafeDictWriter(csv.DictWriter):
+    """csv.DictWriter whose every cell goes through csv_value."""
+
+    def writerow(self, rowdict: Mapping[str, Any]) -> Any:
+        return super().writerow({key: csv_value(value) for key, value in rowdict.items()})
+
+    def writerows(self, rowdicts: Iterable[Mapping[str, Any]]) -> None:
+        for rowdict in rowdicts:
+            self.writerow(rowdict)
 
 
 # --- admin display -------------------------------------------------------------------------------------

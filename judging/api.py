@@ -16,6 +16,7 @@ from django.urls import path
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, status, viewsets
+from rest_framework.pagination import PageNumberPagination
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -48,11 +49,19 @@ _LEADERBOARD_FILTERS = [
 ]
 
 
+class WholeTable(PageNumberPagination):
+    """A leaderboard comes whole, in one page ({count, next, previous, results}, next null): a client that
+    reads one page has the table. (Beyond 100,000 rows - generators x judges x topics - `next` links on.)"""
+
+    page_size = 100_000
+
+
 class LeaderboardView(generics.GenericAPIView):
-    """How2Score per generator x judge (h2e-compatible and strict), best first."""
+    """How2Score per generator x judge (h2e-compatible and strict), best first; the whole table."""
 
     serializer_class = LeaderboardRowSerializer
     filter_backends: list[Any] = []
+    pagination_class = WholeTable
 
     @extend_schema(parameters=_LEADERBOARD_FILTERS, responses=LeaderboardRowSerializer(many=True))
     def get(self, request: Request) -> Response:
@@ -64,10 +73,11 @@ class LeaderboardView(generics.GenericAPIView):
 
 
 class TopicLeaderboardView(generics.GenericAPIView):
-    """How2Score per generator x judge x topic (topic "" for judgments without one)."""
+    """How2Score per generator x judge x topic (topic "" for judgments without one); the whole table."""
 
     serializer_class = TopicLeaderboardRowSerializer
     filter_backends: list[Any] = []
+    pagination_class = WholeTable
 
     @extend_schema(parameters=_LEADERBOARD_FILTERS, responses=TopicLeaderboardRowSerializer(many=True))
     def get(self, request: Request) -> Response:

@@ -7,7 +7,6 @@ layer, the annotation app; the Jobs pages belong to the core (h2e_site.jobs).
 
 from __future__ import annotations
 
-import csv
 from collections import Counter
 from dataclasses import dataclass
 
@@ -18,7 +17,14 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from h2e_site.web import HtmxHttpRequest, query_ids, query_string, staff_required, wants_fragment
+from h2e_site.web import (
+    HtmxHttpRequest,
+    SafeDictWriter,
+    query_ids,
+    query_string,
+    staff_required,
+    wants_fragment,
+)
 
 from . import charts, rankings, selectors
 from .models import Generation, Generator, Judge, Judgment
@@ -89,7 +95,7 @@ def leaderboard_csv(request: HttpRequest) -> HttpResponse:
         *selectors.LeaderboardRow("", "", "", "", selectors.How2Score(0, 0, 0, 0)).as_json(),
         *selectors.GeneratorMetrics().as_json(),
     ]
-    writer = csv.DictWriter(response, fieldnames=fields)
+    writer = SafeDictWriter(response, fieldnames=fields)
     writer.writeheader()
     writer.writerows(selectors.leaderboard_metrics_json(rows))
     return response
@@ -147,7 +153,7 @@ def topic_heatmap_csv(request: HttpRequest) -> HttpResponse:
     grid = _heatmap_for(judge, strict)
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="how2score_by_topic.csv"'
-    writer = csv.DictWriter(response, fieldnames=charts.HEATMAP_CSV_FIELDS)
+    writer = SafeDictWriter(response, fieldnames=charts.HEATMAP_CSV_FIELDS)
     writer.writeheader()
     writer.writerows(grid.csv_rows() if grid else [])
     return response

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterator
 
 import orjson
@@ -12,7 +11,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from h2e_site.web import staff_required
+from h2e_site.web import SafeDictWriter, staff_required
 
 from .. import codebook, selectors, services
 from ..forms import StudyForm
@@ -118,7 +117,7 @@ class _Echo:
 
 
 def _csv(study: Study) -> Iterator[str]:
-    writer = csv.DictWriter(_Echo(), fieldnames=selectors.EXPORT_FIELDS)
+    writer = SafeDictWriter(_Echo(), fieldnames=selectors.EXPORT_FIELDS)
     yield writer.writeheader()
     for row in selectors.annotations_export(study=study):
         yield writer.writerow({k: selectors.csv_cell(v) for k, v in row.items()})

@@ -76,3 +76,22 @@ def test_it_rejects_repetition_at_each_threshold(
 def test_it_reports_the_rates_it_measured() -> None:
     verdict = prefilter_steps(with_repeats(13, 5, 2), PAPER)
     assert verdict.payload(13) == {"n_steps": 13, "ngram_repetition": {"2": 0.384615, "3": 0.0, "4": 0.0}}
+
+
+def test_it_counts_only_the_steps_that_are_there_unlike_the_reference() -> None:
+    """A deliberate deviation (README, "How it differs from the reference"): a 5-item extraction with one
+    blank step has 4 steps here and fails the 5-15 check; the reference counts the blank and passes it."""
+    import json
+
+    from mining.stages import parse_stage_output
+
+    extraction = {
+        "has_valid_process": True,
+        "goal": "Bake bread",
+        "steps": ["Mix", "Knead", " ", "Rise", "Bake"],
+    }
+    steps = parse_stage_output("extraction", json.dumps(extraction)).payload["steps"]
+    assert steps == ["Mix", "Knead", "Rise", "Bake"]
+    verdict = prefilter_steps(steps, PAPER)
+    assert not verdict.passed and verdict.reason == "4 steps, outside 5-15"
+    assert len(extraction["steps"]) == 5  # what the reference's count would be: inside 5-15

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import csv
 import json
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from h2e_site.web import SafeDictWriter
 from judging.selectors import how2score_leaderboard, leaderboard_json
 
 COLUMNS = [
@@ -67,7 +67,7 @@ class Command(BaseCommand):
         if options["format"] == "json":
             self.stdout.write(json.dumps(rows, ensure_ascii=False, indent=2))
         elif options["format"] == "csv":
-            writer = csv.DictWriter(self.stdout, fieldnames=COLUMNS, lineterminator="\n")
+            writer = SafeDictWriter(self.stdout, fieldnames=COLUMNS, lineterminator="\n")
             writer.writeheader()
             writer.writerows(rows)
         elif rows:
