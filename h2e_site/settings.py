@@ -182,6 +182,10 @@ CELERY_TASK_DEFAULT_QUEUE = "default"
 if REDIS_URL:
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Pinned (Celery 6 changes the default to True): a task keeps running when the worker loses the broker
+# connection, so a judge job survives a Redis restart. Jobs whose task is gone all the same are enqueued
+# again by the workers' stale-job sweep (h2e_site/jobs/tasks.py), not left "running".
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 CELERY_TASK_ALWAYS_EAGER = False
 
 LOGGING = {

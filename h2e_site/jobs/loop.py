@@ -40,6 +40,7 @@ FETCH_CHUNK = 256  # item rows read per query while building requests
 FLUSH_MAX = 32  # results written per transaction at most
 FLUSH_S = 0.25  # ... and at the latest this long after the first of them arrived
 STOP_CHECK_S = 1.0
+HEARTBEAT_S = 20.0  # a running job touches its row at least this often (services.jobs_sweep_stale)
 PROGRESS_WRITE_S = 0.5
 MAX_ERRORS_KEPT = 20
 
@@ -62,6 +63,7 @@ class JobWork:
         self.failure = ""  # set by run() to fail the job with this message (without an exception)
         self._stop_checked_at = 0.0
         self._progress_written_at = 0.0
+        self._heartbeat_at = time.monotonic()
 
     # --- what a kind supplies ---
     def run(self) -> None:
@@ -111,6 +113,9 @@ class JobWork:
             self._stop_checked_at = now
             status = Job.objects.filter(pk=self.job.pk).values_list("status", flat=True).first()
             self.stopped = status != JobStatus.RUNNING
+            if not self.stopped and now - self._heartbeat_at >= HEARTBEAT_S:
+                self._heartbeat_at = now  # still alive, even while one long request is in flight
+                Job.objects.filter(pk=self.job.pk).update(updated_at=timezone.now())
         return self.stopped
 
     def present(self, pks: Sequence[int], rows: Mapping[int, Any]) -> list[int]:
@@ -139,6 +144,7 @@ class JobWork:
         if not force and now - self._progress_written_at < PROGRESS_WRITE_S:
             return
         self._progress_written_at = now
+        self._heartbeat_at = now
         self.job.done, self.job.failed = self.progress.done, self.progress.failed
         self.job.parameters = {**self.job.parameters, "errors": self.errors}
         Job.objects.filter(pk=self.job.pk).update(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import os
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
@@ -88,6 +89,37 @@ def resume_orphaned_jobs() -> list[int]:
         job_enqueue(job)
         resumed.append(job.pk)
     return resumed
+
+
+def jobs_sweep_stale(*, stale_after: float | None = None) -> list[int]:
+    """Re-enqueue the resumable RUNNING jobs nobody is running any more: no heartbeat for `stale_after`
+    seconds (H2E_JOB_STALE_SECONDS, default 120; a running job touches its row every 20 s) and, on
+    PostgreSQL, nobody holding their lock. This catches a job whose Celery task is gone while its worker
+    lives on (a task cancelled when the broker connection was lost, a pool process killed), which the
+    resume at worker start would only find at the next restart. Run by every worker every
+    H2E_JOB_SWEEP_SECONDS (tasks.py); a job re-enqueued twice runs once (the lock turns the second away)."""
+    stale_after = stale_after if stale_after is not None else _seconds("H2E_JOB_STALE_SECONDS", 120.0)
+    kinds = [job_type.kind for job_type in job_types() if job_type.resumable]
+    quiet_since = timezone.now() - datetime.timedelta(seconds=stale_after)
+    swept = []
+    for job in Job.objects.filter(status=JobStatus.RUNNING, kind__in=kinds, updated_at__lt=quiet_since):
+        with job_lock(job.pk) as held:
+            if not held:
+                continue
+        logger.warning(
+            "%s job %s has had no runner for %.0f s: enqueueing it again", job.kind, job.pk, stale_after
+        )
+        Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(updated_at=timezone.now())
+        job_enqueue(job)
+        swept.append(job.pk)
+    return swept
+
+
+def _seconds(name: str, default: float) -> float:
+    try:
+        return max(0.0, float(os.environ.get(name, default)))
+    except ValueError:
+        return default
 
 
 def job_elapsed_seconds(job: Job, *, now: datetime.datetime | None = None) -> float | None:
