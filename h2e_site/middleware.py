@@ -4,28 +4,31 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, QueryDict
 
 
-class RefuseNulMiddleware:
-    """A NUL character in the path or a query parameter gets a 400 naming where it is: PostgreSQL cannot store
-    or compare text holding NUL, so such a value could only ever reach the database as a server error. (Form
-    fields refuse NUL themselves: Django's and DRF's CharFields, and the annotator's forms clean it away.)"""
+class NulMiddleware:
+    """PostgreSQL cannot store or compare text holding NUL, so no NUL may reach a query: NULs are removed
+    from query parameters (a search for "\\x00compost" is a search for "compost"), and a path holding one
+    gets a 400. (Form fields refuse NUL themselves: Django's and DRF's CharFields; the annotator's forms
+    clean it away with h2e_site.inputs.clean_text.)"""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        where = _nul_in(request)
-        if where:
-            return HttpResponseBadRequest(f"{where} contains a NUL character.", content_type="text/plain")
+        if "\x00" in request.path:
+            return HttpResponseBadRequest("The path contains a NUL character.", content_type="text/plain")
+        if "\x00" in request.META.get("QUERY_STRING", "") or any(
+            "\x00" in key or any("\x00" in value for value in values) for key, values in request.GET.lists()
+        ):
+            request.GET = _without_nul(request.GET)  # type: ignore[assignment]
         return self.get_response(request)
 
 
-def _nul_in(request: HttpRequest) -> str:
-    if "\x00" in request.path:
-        return "The path"
-    for key, values in request.GET.lists():
-        if "\x00" in key or any("\x00" in value for value in values):
-            return f"The query parameter {key.replace(chr(0), '')!r}"
-    return ""
+def _without_nul(query: QueryDict) -> QueryDict:
+    cleaned = QueryDict(mutable=True)
+    for key, values in query.lists():
+        cleaned.setlist(key.replace("\x00", ""), [value.replace("\x00", "") for value in values])
+    cleaned._mutable = False
+    return cleaned

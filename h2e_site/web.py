@@ -13,10 +13,16 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import wraps
 from typing import Any
 
+from django import forms
+from django.contrib import admin
+from django.contrib.admin import helpers
 from django.contrib.auth.models import AnonymousUser, User
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
+from django.db import models
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, QueryDict
+from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
@@ -128,7 +134,53 @@ class SafeDictWriter(csv.DictWriter):
             self.writerow(rowdict)
 
 
-# --- admin display -------------------------------------------------------------------------------------
+# --- admin --------------------------------------------------------------------------------------------
+
+
+class RunActionsMixin:
+    """Admin actions that start or stop jobs: the "run" permission (jobs.add_job) and the intermediate page
+    every such action shows first (what will happen, then a confirmation), as Django's delete action does."""
+
+    admin_site: admin.AdminSite
+    model: type[models.Model]
+
+    def has_run_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm(RUN_PERMISSION)
+
+    def action_page(
+        self,
+        request: HttpRequest,
+        queryset: QuerySet[Any],
+        *,
+        action: str,
+        title: str,
+        submit_label: str,
+        form: forms.Form | None = None,
+        intro: str = "",
+        warning: str = "",
+        summary: list[str] | None = None,
+    ) -> TemplateResponse:
+        """The intermediate page of an action: the selection, a form or a confirmation, posted back."""
+        context = {
+            **self.admin_site.each_context(request),
+            "title": title,
+            "opts": self.model._meta,
+            "queryset": queryset,
+            "objects_label": f"Selected {self.model._meta.verbose_name_plural}",
+            "form": form,
+            "action": action,
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            "submit_label": submit_label,
+            "intro": intro,
+            "warning": warning,
+            "summary": summary or [],
+        }
+        return TemplateResponse(request, "admin/run_action.html", context)
+
+
+def confirmed(request: HttpRequest) -> bool:
+    """Whether an admin action's intermediate page was submitted (the "apply" button)."""
+    return "apply" in request.POST
 
 
 def admin_link(obj: Any, text: object | None = None) -> SafeString:

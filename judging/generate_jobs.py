@@ -18,7 +18,7 @@ from django.db.models import Exists, OuterRef
 
 from h2e_site.jobs.loop import ItemWork, Progress, job_run
 from h2e_site.jobs.models import Job, JobKind
-from h2e_site.jobs.services import job_create
+from h2e_site.jobs.services import NothingToRetry, job_create
 from h2e_site.llm.base import BackendConfig, LLMBackend, LLMRequest, LLMResult
 from mining.models import Procedure
 
@@ -39,6 +39,7 @@ def generate_job_create(
     limit: int | None = None,
     created_by: User | None = None,
     enqueue: bool = True,
+    retry_of: int | None = None,
 ) -> Job:
     """A job generating L2 with `generator` for the procedures of `split` (and/or `procedure_ids`), first
     `limit` by id, that have no good L2 from it yet. Enqueued once the surrounding transaction commits
@@ -63,6 +64,7 @@ def generate_job_create(
         "limit": limit,
         "backend": config.backend,
         "items": items,
+        **({"retry_of": retry_of} if retry_of else {}),
     }
     return job_create(
         kind=JobKind.GENERATE, parameters=parameters, total=len(items), created_by=created_by, enqueue=enqueue
@@ -77,7 +79,11 @@ def generate_job_retry(job: Job, created_by: User | None) -> Job:
         .exclude(error="")
         .values_list("procedure_id", flat=True)
     )
-    return generate_job_create(generator=generator, split=None, procedure_ids=failed, created_by=created_by)
+    if not failed:
+        raise NothingToRetry(f"job {job.pk} has no failed items left to retry (they were run again since)")
+    return generate_job_create(
+        generator=generator, split=None, procedure_ids=failed, created_by=created_by, retry_of=job.pk
+    )
 
 
 def generate_job_run(*, job_id: int, backend: LLMBackend | None = None) -> Job | None:

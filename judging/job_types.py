@@ -51,7 +51,10 @@ def _description(job: Job, generator: Generator | None, judge: Judge | None) -> 
                 JobLink("The generator's L2", reverse("judging:generator_detail", args=[generator.pk]))
             )
     if job.parameters.get("mode"):
-        facts.append(("Mode", str(job.parameters["mode"])))
+        facts.append(("Mode", job.mode_label))
+    if job.parameters.get("retry_of"):
+        origin = job.parameters["retry_of"]
+        links.append(JobLink(f"The job it retries (#{origin})", reverse("jobs:job_detail", args=[origin])))
     return JobDescription(tuple(subjects), tuple(links), tuple(facts))
 
 

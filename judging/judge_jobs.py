@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal
 
 from h2e_site.jobs.loop import ItemWork, Progress, job_run
 from h2e_site.jobs.models import Job, JobKind
-from h2e_site.jobs.services import job_create
+from h2e_site.jobs.services import NothingToRetry, job_create
 from h2e_site.llm.base import BackendConfig, LLMBackend, LLMRequest, LLMResult
 
 from .configs import config_for_judge, prompt_for_judge
@@ -40,6 +40,7 @@ def judge_job_create(
     mode: JudgeMode = "missing",
     created_by: User | None = None,
     enqueue: bool = True,
+    retry_of: int | None = None,
 ) -> Job:
     """A job judging generations (of `generator` and/or `generation_ids`) with `judge` (see the module doc
     for the modes). Enqueued once the surrounding transaction commits (enqueue=False: not at all)."""
@@ -68,6 +69,7 @@ def judge_job_create(
         "mode": mode,
         "backend": config.backend,
         "items": items,
+        **({"retry_of": retry_of} if retry_of else {}),
     }
     return job_create(
         kind=JobKind.JUDGE, parameters=parameters, total=len(items), created_by=created_by, enqueue=enqueue
@@ -82,7 +84,11 @@ def judge_job_retry(job: Job, created_by: User | None) -> Job:
         .exclude(error="")
         .values_list("generation_id", flat=True)
     )
-    return judge_job_create(judge=judge, generation_ids=failed, mode="parse_failed", created_by=created_by)
+    if not failed:
+        raise NothingToRetry(f"job {job.pk} has no failed items left to retry (they were judged again since)")
+    return judge_job_create(
+        judge=judge, generation_ids=failed, mode="parse_failed", created_by=created_by, retry_of=job.pk
+    )
 
 
 def judge_job_run(*, job_id: int, backend: LLMBackend | None = None) -> Job | None:

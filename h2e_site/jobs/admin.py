@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from h2e_site.web import RUN_PERMISSION, pre_block, request_user
+from h2e_site.web import RunActionsMixin, confirmed, pre_block, request_user
 
 from . import services
 from .models import Job
@@ -32,7 +32,7 @@ def jobs_redirect(request: HttpRequest, jobs: list[Job], *, what: str) -> HttpRe
 
 
 @admin.register(Job)
-class JobAdmin(admin.ModelAdmin):
+class JobAdmin(RunActionsMixin, admin.ModelAdmin):
     actions = ["cancel_jobs", "retry_failed_items"]
     list_display = ["id", "kind", "status", "progress", "created_by", "created_at", "finished_at"]
     list_filter = ["status", "kind"]
@@ -67,9 +67,6 @@ class JobAdmin(admin.ModelAdmin):
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    def has_run_permission(self, request: HttpRequest) -> bool:
-        return request.user.has_perm(RUN_PERMISSION)
-
     @admin.display(description="progress")
     def progress(self, obj: Job) -> SafeString:
         return format_html(
@@ -84,9 +81,24 @@ class JobAdmin(admin.ModelAdmin):
     def error_block(self, obj: Job) -> SafeString:
         return pre_block(obj.error)
 
-    @admin.action(description="Cancel job", permissions=["run"])
+    @admin.action(description="Cancel job…", permissions=["run"])
     def cancel_jobs(self, request: HttpRequest, queryset: QuerySet[Job]) -> HttpResponse | None:
         running = [job for job in queryset if not job.is_finished]
+        if running and not confirmed(request):
+            return self.action_page(
+                request,
+                queryset,
+                action="cancel_jobs",
+                title="Cancel jobs",
+                submit_label=f"Yes, cancel {len(running)} job{'s' if len(running) > 1 else ''}",
+                summary=[
+                    f"#{job.pk} {job.get_kind_display()}, {job.get_status_display().lower()}: "
+                    f"{job.done + job.failed} of {job.total or '?'} items done" for job in running
+                ] + [f"#{job.pk} is {job.get_status_display().lower()}: left as it is" for job in queryset
+                     if job.is_finished],
+                warning="A running job stops starting requests within a second; what it stored stays. "
+                "Its failed or missing items can be run later (retry, or judge what is missing).",
+            )  # fmt: skip
         cancelled = [services.job_cancel(job=job) for job in running]
         if not cancelled:
             messages.warning(request, "None of the selected jobs was queued or running.")

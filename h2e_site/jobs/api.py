@@ -100,7 +100,10 @@ class JobViewSet(
                 {"detail": f"job {job.pk} has no failed generate or judge items to retry"},
                 status=status.HTTP_409_CONFLICT,
             )
-        retry = services.job_retry_failed(job=job, created_by=request_user(request))
+        try:
+            retry = services.job_retry_failed(job=job, created_by=request_user(request))
+        except services.NothingToRetry as nothing:
+            return Response({"detail": str(nothing)}, status=status.HTTP_409_CONFLICT)
         return Response(JobSerializer(retry).data, status=status.HTTP_201_CREATED)
 
 

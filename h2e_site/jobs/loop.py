@@ -263,6 +263,8 @@ def job_run(job_id: int, kind: str, work: Callable[[Job], JobWork]) -> Job | Non
             job_finish(job, JobStatus.FAILED, error=runner.failure)
         elif runner.stopped:
             job_finish(job, JobStatus.CANCELLED)
+        elif runner.progress.failed and not runner.progress.done:
+            job_finish(job, JobStatus.FAILED, error=runner.summary())  # every item failed: not a success
         else:
             job_finish(job, JobStatus.SUCCEEDED, error=runner.summary())
         job.refresh_from_db()

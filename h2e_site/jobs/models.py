@@ -25,6 +25,11 @@ class JobStatus(models.TextChoices):
 
 
 ACTIVE_STATUSES = (JobStatus.QUEUED, JobStatus.RUNNING)
+JOB_MODE_LABELS = {
+    "missing": "what is not judged yet",
+    "parse_failed": "re-judge parse failures",
+    "replace": "re-judge all, replacing",
+}
 
 
 class JobQuerySet(models.QuerySet["Job"]):
@@ -64,6 +69,23 @@ class Job(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED}
+
+    @property
+    def outcome(self) -> str:
+        """The status as the pages show it: a success with failed items says so."""
+        if self.status == JobStatus.SUCCEEDED and self.failed:
+            return f"Succeeded, {self.failed} failed"
+        return self.get_status_display()
+
+    @property
+    def outcome_class(self) -> str:
+        return "partial" if self.status == JobStatus.SUCCEEDED and self.failed else str(self.status)
+
+    @property
+    def mode_label(self) -> str:
+        """A judge job's mode in words (one spelling everywhere)."""
+        mode = str(self.parameters.get("mode") or "")
+        return JOB_MODE_LABELS.get(mode, mode.replace("_", " "))
 
     @property
     def progress_percent(self) -> float:

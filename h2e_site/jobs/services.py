@@ -59,6 +59,10 @@ def job_cancel(*, job: Job) -> Job:
     return job
 
 
+class NothingToRetry(ValueError):
+    """A retry asked for a job whose failed items have all been run again since."""
+
+
 def job_can_retry(job: Job) -> bool:
     """A job of a retryable kind with failed items."""
     try:

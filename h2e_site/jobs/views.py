@@ -16,6 +16,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import trigger_client_event
 
 from h2e_site.web import (
     HtmxHttpRequest,
@@ -123,7 +124,10 @@ def _job_fragment(request: HtmxHttpRequest, job: Job) -> HttpResponse:
     context = {"line": job_lines([job])[0], "can_run": can_run_jobs(request)}
     if request.htmx.target == "job-panel":
         return render(request, "jobs/job_detail.html#job-panel", context)
-    return render(request, "jobs/jobs.html#job-row", context)
+    response = render(request, "jobs/jobs.html#job-row", context)
+    if job.is_finished:  # finished here or in another tab: the list moves it from "Running" to "Finished"
+        trigger_client_event(response, "jobs-changed")
+    return response
 
 
 def _run_permission_required(request: HttpRequest) -> None:
@@ -158,7 +162,11 @@ def job_retry(request: HttpRequest, pk: int) -> HttpResponse:
     if not JobLine(job).can_retry:
         messages.error(request, f"Job #{job.pk} has no failed generate or judge items to retry.")
         return redirect("jobs:job_detail", pk=job.pk)
-    retry = services.job_retry_failed(job=job, created_by=request_user(request))
+    try:
+        retry = services.job_retry_failed(job=job, created_by=request_user(request))
+    except services.NothingToRetry as nothing:
+        messages.warning(request, f"{nothing} No job was started.")
+        return redirect("jobs:job_detail", pk=job.pk)
     messages.success(
         request, f"Started job #{retry.pk} over the {retry.total} failed item(s) of job #{job.pk}."
     )

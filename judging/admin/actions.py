@@ -9,16 +9,12 @@ from typing import Any
 
 from django import forms
 from django.conf import settings
-from django.contrib import admin, messages
-from django.contrib.admin import helpers
-from django.db import models
-from django.db.models import QuerySet
+from django.contrib import messages
+from django.db.models import Count, QuerySet
 from django.http import HttpRequest, HttpResponse
-from django.template.response import TemplateResponse
 
 from h2e_site.jobs.admin import jobs_redirect
 from h2e_site.jobs.models import Job
-from h2e_site.web import RUN_PERMISSION
 from mining.models import Split
 
 from ..models import Judge
@@ -97,42 +93,21 @@ class JudgeWithForm(forms.Form):
             raise forms.ValidationError(str(exc)) from exc
 
 
-class RunActionsMixin:
-    """Permission and redirect helpers of the run actions (the "run" action permission)."""
+def request_estimate(judge: Judge, n: int) -> str:
+    """What n judge requests cost, as far as the app can say: an input-token estimate (the prompt's text at
+    ~4 characters a token, plus ~350 tokens of goal, L1 and L2), and that no price is configured."""
+    tokens = n * (len(judge.prompt_text or "") // 4 + 350)
+    return (
+        f"{n:,} request{'s' if n != 1 else ''} to {judge.model}, about {tokens:,} input tokens; "
+        "cost: no price is configured for this model"
+    )
 
-    admin_site: admin.AdminSite
-    model: type[models.Model]
 
-    def has_run_permission(self, request: HttpRequest) -> bool:
-        return request.user.has_perm(RUN_PERMISSION)
-
-    def action_page(
-        self,
-        request: HttpRequest,
-        queryset: QuerySet[Any],
-        *,
-        action: str,
-        title: str,
-        submit_label: str,
-        form: forms.Form | None = None,
-        intro: str = "",
-        warning: str = "",
-    ) -> TemplateResponse:
-        """The intermediate page of an action: the selection, a form or a confirmation, posted back."""
-        context = {
-            **self.admin_site.each_context(request),
-            "title": title,
-            "opts": self.model._meta,
-            "queryset": queryset,
-            "objects_label": f"Selected {self.model._meta.verbose_name_plural}",
-            "form": form,
-            "action": action,
-            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
-            "submit_label": submit_label,
-            "intro": intro,
-            "warning": warning,
-        }
-        return TemplateResponse(request, "admin/judging/run_action.html", context)
+def rejudge_summary(parse_failed: QuerySet[Any]) -> list[str]:
+    """One line per judge: how many parse failures it re-judges, and what that costs."""
+    counts = parse_failed.order_by().values_list("judge").annotate(n=Count("pk"))
+    judges = Judge.objects.in_bulk([judge_pk for judge_pk, _ in counts])
+    return [f"Judge {judges[pk].judge_id}: {request_estimate(judges[pk], n)}" for pk, n in counts]
 
 
 def run_jobs(

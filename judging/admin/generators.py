@@ -10,10 +10,10 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from h2e_site.web import request_user
+from h2e_site.web import RunActionsMixin, confirmed, request_user
 
 from ..models import Generation, Generator, Judge
-from .actions import GenerateForm, JudgeWithForm, RunActionsMixin, run_jobs
+from .actions import GenerateForm, JudgeWithForm, request_estimate, run_jobs
 from .imports import import_view
 
 
@@ -104,7 +104,7 @@ class JudgeAdmin(RunActionsMixin, admin.ModelAdmin):
     readonly_fields = ["created_at"]
     actions = ["judge_all_missing"]
 
-    @admin.action(description="Judge all generators' missing generations", permissions=["run"])
+    @admin.action(description="Judge all generators' missing generations…", permissions=["run"])
     def judge_all_missing(self, request: HttpRequest, queryset: QuerySet[Judge]) -> HttpResponse | None:
         """One job per judge x generator that has generations (with L2) this judge has not judged."""
         from ..judge_jobs import judge_job_create
@@ -119,6 +119,15 @@ class JudgeAdmin(RunActionsMixin, admin.ModelAdmin):
                 request, "Nothing to judge: every generation already has a judgment by these judges."
             )
             return None
+        if not confirmed(request):
+            return self.action_page(
+                request,
+                queryset,
+                action="judge_all_missing",
+                title="Judge all generators' missing generations",
+                submit_label=f"Yes, start {len(pairs)} judge job{'s' if len(pairs) > 1 else ''}",
+                summary=_missing_summary(pairs),
+            )
         return run_jobs(
             request,
             pairs,
@@ -127,6 +136,14 @@ class JudgeAdmin(RunActionsMixin, admin.ModelAdmin):
             ),
             what="judge",
         )
+
+
+def _missing_summary(pairs: list[tuple[Judge, Generator]]) -> list[str]:
+    lines = []
+    for judge, generator in pairs:
+        n = Generation.objects.filter(generator=generator, error="").exclude(judgments__judge=judge).count()
+        lines.append(f"{judge.model} ({judge.judge_id}) x {generator.model}: {request_estimate(judge, n)}")
+    return lines
 
 
 def _generators_missing(judge: Judge) -> QuerySet[Generation, int]:

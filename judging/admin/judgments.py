@@ -9,7 +9,7 @@ from collections import defaultdict
 from typing import Any
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
@@ -17,10 +17,10 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from h2e_site.web import admin_link, numbered_block, pre_block, request_user
+from h2e_site.web import RunActionsMixin, admin_link, confirmed, numbered_block, pre_block, request_user
 
 from ..models import CriticalFailure, Generation, Judge, Judgment
-from .actions import RunActionsMixin, run_jobs
+from .actions import rejudge_summary, run_jobs
 
 
 class JudgmentInline(admin.TabularInline):
@@ -165,12 +165,27 @@ class JudgmentAdmin(RunActionsMixin, admin.ModelAdmin):
             )
         return format_html("{}", obj.judge)
 
-    @admin.action(description="Re-judge parse failures", permissions=["run"])
+    @admin.action(description="Re-judge parse failures…", permissions=["run"])
     def rejudge_parse_failures(
         self, request: HttpRequest, queryset: QuerySet[Judgment]
     ) -> HttpResponse | None:
         """Per judge, a job over the selected judgments' generations whose judgment is a parse failure."""
-        return self._rejudge(request, queryset, mode="parse_failed")
+        failed = queryset.filter(parse_failed=True)
+        if not failed.exists():
+            messages.info(request, "None of the selected judgments is a parse failure: nothing to re-judge.")
+            return None
+        if confirmed(request):
+            return self._rejudge(request, failed, mode="parse_failed")
+        return self.action_page(
+            request,
+            queryset.select_related("judge", "generation"),
+            action="rejudge_parse_failures",
+            title="Re-judge parse failures",
+            submit_label="Yes, re-judge them",
+            summary=rejudge_summary(failed),
+            intro="Each judge judges again the selected generations whose judgment is a parse failure or an "
+            "API error; a new verdict replaces the old one when it is written.",
+        )
 
     @admin.action(description="Re-judge (replace)…", permissions=["run"])
     def rejudge_replace(self, request: HttpRequest, queryset: QuerySet[Judgment]) -> HttpResponse | None:

@@ -169,7 +169,11 @@ def test_it_judges_all_generators_missing_generations(admin_client: Client) -> N
     make_judgment(generation=make_generation(generator=gen_done), judge=judge)
     failed = make_generation(generator=gen_done)
     Generation.objects.filter(pk=failed.pk).update(error="HTTP 500")  # no L2: never judged
-    response = act(admin_client, "judge", "judge_all_missing", [judge])
+    page = act(admin_client, "judge", "judge_all_missing", [judge])
+    html = page.content.decode()
+    assert page.status_code == 200 and not Job.objects.exists()  # first, what will happen
+    assert "Yes, start 2 judge jobs" in html and "1 request to" in html and "no price is configured" in html
+    response = act(admin_client, "judge", "judge_all_missing", [judge], apply="yes")
     assert response.status_code == 302
     items = {job.parameters["generator"]: job.parameters["items"] for job in Job.objects.all()}
     assert items == {gen_a.pk: [a.pk], gen_b.pk: [b.pk]}
@@ -189,7 +193,11 @@ def test_it_rejudges_the_parse_failures_among_the_selected_judgments(admin_clien
     bad = make_judgment(generation=make_generation(generator=generator), judge=judge, parse_failed=True)
     good = make_judgment(generation=make_generation(generator=generator), judge=judge)
     other_bad = make_judgment(generation=bad.generation, judge=other, parse_failed=True)
-    response = act(admin_client, "judgment", "rejudge_parse_failures", [bad, good, other_bad])
+    page = act(admin_client, "judgment", "rejudge_parse_failures", [bad, good, other_bad])
+    html = page.content.decode()
+    assert page.status_code == 200 and not Job.objects.exists()  # first, what will happen
+    assert f"Judge {judge.judge_id}: 1 request" in html and f"Judge {other.judge_id}: 1 request" in html
+    response = act(admin_client, "judgment", "rejudge_parse_failures", [bad, good, other_bad], apply="yes")
     assert response.status_code == 302
     jobs = {job.parameters["judge"]: job for job in Job.objects.all()}
     assert jobs[judge.pk].parameters["items"] == [bad.generation_id]
@@ -220,7 +228,10 @@ def test_it_shows_the_demo_label_in_the_judgment_list(admin_client: Client) -> N
 
 def test_it_cancels_unfinished_jobs(admin_client: Client) -> None:
     running, done = make_job(status=JobStatus.RUNNING), make_job(status=JobStatus.SUCCEEDED)
-    response = act(admin_client, "job", "cancel_jobs", [running, done])
+    page = act(admin_client, "job", "cancel_jobs", [running, done])
+    assert page.status_code == 200 and "Yes, cancel 1 job" in page.content.decode()
+    assert Job.objects.get(pk=running.pk).status == JobStatus.RUNNING  # nothing happens before the "yes"
+    response = act(admin_client, "job", "cancel_jobs", [running, done], apply="yes")
     assert response["Location"] == reverse("jobs:job_detail", args=[running.pk])
     running.refresh_from_db()
     done.refresh_from_db()
