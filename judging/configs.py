@@ -166,9 +166,15 @@ def config_for_judge(judge: Judge) -> ModelConfig:
 
 def _stored_config(stored: dict, *, role: Role, label: str) -> ModelConfig:
     if not stored:
-        raise ConfigError(
-            label, "config", "this row was imported, not created from a config: it cannot be run from the app"
+        how = (
+            "attach a config to it in the admin (Judges, action “Attach a config…”: its prompt file must "
+            "hash to the judge's recorded prompt_sha256, so the judge_id stays true), or judge with a judge "
+            "made from a config (python manage.py judge --judge-config FILE; it gets its own judge_id)"
+            if role == "judge"
+            else "generate with a generator made from a config (python manage.py generate --generator-config "
+            "FILE; it gets its own generator_id)"
         )
+        raise ConfigError(label, "config", f"this row was imported, not created from a config: {how}")
     data = {key: value for key, value in stored.items() if key in CONFIG_FIELDS}
     return config_from_mapping(data, role=role, source=label)
 
@@ -193,3 +199,35 @@ def _prompt_of(row: Generator | Judge, *, label: str) -> str:
     return check_prompt(
         config.prompt_text(), expected_sha256=row.prompt_sha256, label=label, path=config.prompt_path
     )
+
+
+def judge_attach_config(*, judge: Judge, config: ModelConfig) -> Judge:
+    """Let an imported judge run from the app: store `config` on it, refused (ConfigError naming the field)
+    unless the config describes this judge - its prompt hashes to the judge's recorded prompt_sha256, and
+    model and decoding are the judge's - so that the judge_id stays true of what the jobs send."""
+    label = f"judge {judge.judge_id}"
+    prompt = config.prompt_text()
+    if judge.prompt_sha256 and prompt_sha256(prompt) != judge.prompt_sha256:
+        raise ConfigError(
+            label,
+            "prompt_path",
+            f"{config.prompt_path} hashes to {prompt_sha256(prompt)[:12]}…, the judge recorded "
+            f"{judge.prompt_sha256[:12]}…: its judge_id would not describe the prompt sent",
+        )
+    for field, ours, theirs in _identity(judge, config):
+        if theirs is not None and ours != theirs:
+            raise ConfigError(label, field, f"the config says {ours!r}, the judge was run with {theirs!r}")
+    judge.config, judge.prompt_text, judge.prompt_path = config.as_json(), prompt, config.prompt_path
+    judge.backend = config.backend
+    judge.save(update_fields=["config", "prompt_text", "prompt_path", "backend"])
+    return judge
+
+
+def _identity(judge: Judge, config: ModelConfig) -> list[tuple[str, Any, Any]]:
+    """(field, the config's value, the judge's) for what the judge_id hashes besides the prompt."""
+    return [
+        ("model", config.model, judge.model),
+        ("temperature", config.temperature, judge.temperature),
+        ("max_new_tokens", config.max_new_tokens, judge.max_new_tokens),
+        ("reasoning_effort", config.reasoning_effort, judge.reasoning_effort or None),
+    ]

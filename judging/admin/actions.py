@@ -3,6 +3,7 @@ forms, the intermediate page every action shows, and starting one job per select
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -30,16 +31,38 @@ def judge_config_files() -> list[Path]:
 
 
 def judge_choices() -> list[tuple[str, list[tuple[str, str]]]]:
-    """Judges that can run (rows with a config), then config files (a row is made for one on first use)."""
+    """Judges that can run (rows with a config), then the config files no row was made from yet (a row is
+    made on first use); a file some row was made from shows as that row, named with the file."""
+    judges = list(Judge.objects.exclude(config={}).by_model())
+    files_of: dict[str, list[str]] = defaultdict(list)
+    new_files = []
+    for path in judge_config_files():
+        judge_id = _config_file_judge_id(path)
+        if judge_id is not None and any(judge.judge_id == judge_id for judge in judges):
+            files_of[judge_id].append(f"configs/judges/{path.name}")
+        else:
+            new_files.append((f"file:{path.name}", f"configs/judges/{path.name} (new judge)"))
     rows = [
         (
             f"judge:{judge.pk}",
-            f"{judge.model} ({judge.judge_id}){_demo_suffix(judge)}",
+            f"{judge.model} ({judge.judge_id}){_demo_suffix(judge)}"
+            + (f" · {', '.join(files_of[judge.judge_id])}" if files_of[judge.judge_id] else ""),
         )
-        for judge in Judge.objects.exclude(config={}).by_model()
+        for judge in judges
     ]
-    files = [(f"file:{p.name}", f"configs/judges/{p.name}") for p in judge_config_files()]
-    return [(label, options) for label, options in [("Judges", rows), ("Config files", files)] if options]
+    return [(label, options) for label, options in [("Judges", rows), ("Config files", new_files)] if options]
+
+
+def _config_file_judge_id(path: Path) -> str | None:
+    """The judge_id a config file would make (None when the file does not load: choosing it says why)."""
+    from h2e_site.llm.config import load_config
+
+    from ..configs import judge_id_of
+
+    try:
+        return judge_id_of(load_config(path, role="judge"))
+    except (ValueError, OSError):
+        return None
 
 
 def _demo_suffix(judge: Judge) -> str:
@@ -59,6 +82,30 @@ def judge_from_choice(value: str) -> Judge:
     if path not in judge_config_files():
         raise ValueError(f"no judge config file {ref!r} in configs/judges/")
     return judge_for_config(load_config(path, role="judge"))
+
+
+class AttachConfigForm(forms.Form):
+    config_file = forms.ChoiceField(label="Config file", help_text="a judge config from configs/judges/")
+
+    def __init__(self, *args: Any, judge: Judge, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.judge = judge
+        field = self.fields["config_file"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = [(p.name, f"configs/judges/{p.name}") for p in judge_config_files()]
+
+    def clean_config_file(self) -> str:
+        """Attach it (the service refuses a config that does not describe the judge: shown on the field)."""
+        from h2e_site.llm.config import load_config
+
+        from ..configs import judge_attach_config
+
+        name = self.cleaned_data["config_file"]
+        try:
+            judge_attach_config(judge=self.judge, config=load_config(JUDGE_CONFIG_DIR / name, role="judge"))
+        except ValueError as exc:  # ConfigError: names the file or the judge, and the field
+            raise forms.ValidationError(str(exc)) from exc
+        return f"configs/judges/{name}"
 
 
 class GenerateForm(forms.Form):

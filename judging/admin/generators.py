@@ -13,7 +13,7 @@ from django.utils.safestring import SafeString
 from h2e_site.web import RunActionsMixin, confirmed, request_user
 
 from ..models import Generation, Generator, Judge
-from .actions import GenerateForm, JudgeWithForm, request_estimate, run_jobs
+from .actions import AttachConfigForm, GenerateForm, JudgeWithForm, request_estimate, run_jobs
 from .imports import import_view
 
 
@@ -102,7 +102,33 @@ class JudgeAdmin(RunActionsMixin, admin.ModelAdmin):
     list_filter = ["backend", "is_demo_model"]
     search_fields = ["=judge_id", "model"]
     readonly_fields = ["created_at"]
-    actions = ["judge_all_missing"]
+    actions = ["judge_all_missing", "attach_config"]
+
+    @admin.action(description="Attach a config… (imported judges)", permissions=["run"])
+    def attach_config(self, request: HttpRequest, queryset: QuerySet[Judge]) -> HttpResponse | None:
+        """Let an imported judge run here: a config whose prompt hashes to the judge's recorded prompt."""
+        if queryset.count() != 1:
+            messages.warning(request, "Select one judge to attach a config to.")
+            return None
+        judge = queryset.get()
+        form = AttachConfigForm(request.POST if confirmed(request) else None, judge=judge)
+        if form.is_bound and form.is_valid():
+            messages.success(
+                request, f"Judge {judge.judge_id} runs with {form.cleaned_data['config_file']} from now on."
+            )
+            return None
+        return self.action_page(
+            request,
+            queryset,
+            action="attach_config",
+            title="Attach a config",
+            submit_label="Attach it",
+            form=form,
+            intro=f"Judge {judge.judge_id} ({judge.model}) was imported: a config lets it judge here. "
+            f"The config's prompt file must hash to the prompt_sha256 the judge recorded "
+            f"({judge.prompt_sha256[:12] or 'none'}…) and its model and decoding must be the judge's, "
+            "so that the judge_id keeps describing what is sent.",
+        )
 
     @admin.action(description="Judge all generators' missing generations…", permissions=["run"])
     def judge_all_missing(self, request: HttpRequest, queryset: QuerySet[Judge]) -> HttpResponse | None:

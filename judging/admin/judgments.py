@@ -117,15 +117,17 @@ class CriticalFailureInline(admin.TabularInline):
 @admin.register(Judgment)
 class JudgmentAdmin(RunActionsMixin, admin.ModelAdmin):
     actions = ["rejudge_parse_failures", "rejudge_replace"]
+    # The verdict first and the names short (ids on hover): with the filter sidebar open, every column
+    # fits at 1,400 px, the one just filtered on included.
     list_display = [
         "id",
-        "judge_label",
-        "generator",
-        "generation_link",
-        "topic",
         "parse_failed",
         "has_failure",
         "n_failures",
+        "judge_label",
+        "generator_label",
+        "generation_link",
+        "topic",
     ]
     list_filter = ["judge", "generator", "topic", "parse_failed", "has_failure"]
     list_select_related = ["judge", "generator", "topic", "generation"]
@@ -157,13 +159,19 @@ class JudgmentAdmin(RunActionsMixin, admin.ModelAdmin):
 
     @admin.display(description="judge", ordering="judge")
     def judge_label(self, obj: Judgment) -> SafeString:
+        label = format_html('<span title="judge_id {}">{}</span>', obj.judge.judge_id, obj.judge.model)
         if obj.judge.is_demo_model:
             return format_html(
                 '{} <strong title="{}">(demo model)</strong>',
-                obj.judge,
+                label,
                 "A plumbing/demo model: its judgments are not meaningful",
             )
-        return format_html("{}", obj.judge)
+        return label
+
+    @admin.display(description="generator", ordering="generator__model")
+    def generator_label(self, obj: Judgment) -> SafeString:
+        generator = obj.generator
+        return format_html('<span title="generator_id {}">{}</span>', generator.generator_id, generator.model)
 
     @admin.action(description="Re-judge parse failures…", permissions=["run"])
     def rejudge_parse_failures(
