@@ -46,6 +46,7 @@ from mining.services import (
 )
 
 from . import h2e_store
+from .h2e_manifests import generator_fields, judge_fields, read_manifest
 
 OVERRIDES_KEY = h2e_store.OVERRIDES_KEY
 GENERATION_KEYS = frozenset(
@@ -262,78 +263,6 @@ class _Known:
 _MAX_KNOWN = 200_000
 
 
-# --- manifests ------------------------------------------------------------------------------------
-
-
-def _read_manifest(path: Path, report: FileReport) -> dict[str, Any] | None:
-    if not path.is_file():
-        return None
-    try:
-        manifest = orjson.loads(path.read_bytes())
-    except orjson.JSONDecodeError as exc:
-        report.errors.append(f"{path}:1: manifest: malformed JSON ({exc})")
-        return None
-    if not isinstance(manifest, dict):
-        report.errors.append(f"{path}:1: manifest: expected a JSON object")
-        return None
-    return manifest
-
-
-def _block(data: Any) -> dict[str, Any]:
-    return data if isinstance(data, dict) else {}
-
-
-def _generator_fields(manifest: dict[str, Any] | None, first: dict[str, Any]) -> dict[str, Any]:
-    if manifest:
-        gen = _block(manifest.get("generator"))
-        return {
-            "model": str(gen.get("model") or ""),
-            "backend": str(gen.get("backend") or ""),
-            "provider": gen.get("provider"),
-            "prompt_style": str(_block(manifest.get("generation")).get("model_type") or ""),
-            "temperature": gen.get("temperature"),
-            "max_new_tokens": gen.get("max_new_tokens"),
-            "max_requests_per_minute": gen.get("max_requests_per_minute"),
-            "max_tokens_per_minute": gen.get("max_tokens_per_minute"),
-            "reasoning_effort": gen.get("reasoning_effort"),
-            "vllm_overrides": gen.get("vllm_overrides") or {},
-            "prompt_sha256": str(manifest.get("generation_prompt_sha256") or ""),
-            "prompt_path": str(manifest.get("generation_prompt_path") or ""),
-            "manifest": manifest,
-        }
-    gen = _block(first.get("generator"))
-    return {
-        "model": str(gen.get("model") or ""),
-        "backend": str(gen.get("backend") or ""),
-        "provider": gen.get("provider"),
-        "prompt_sha256": str(first.get("generation_prompt_sha256") or ""),
-    }
-
-
-def _judge_fields(manifest: dict[str, Any] | None, first: dict[str, Any]) -> dict[str, Any]:
-    if manifest:
-        judge = _block(manifest.get("judge"))
-        return {
-            "model": str(judge.get("model") or ""),
-            "backend": str(judge.get("backend") or ""),
-            "provider": judge.get("provider"),
-            "temperature": judge.get("temperature"),
-            "max_new_tokens": judge.get("max_new_tokens"),
-            "reasoning_effort": judge.get("reasoning_effort"),
-            "vllm_overrides": judge.get("vllm_overrides") or {},
-            "prompt_sha256": str(manifest.get("judge_prompt_sha256") or ""),
-            "prompt_path": str(manifest.get("judge_prompt_path") or ""),
-            "manifest": manifest,
-        }
-    judge = _block(first.get("judge"))
-    return {
-        "model": str(judge.get("model") or ""),
-        "backend": str(judge.get("backend") or ""),
-        "provider": judge.get("provider"),
-        "prompt_sha256": str(first.get("judge_prompt_sha256") or ""),
-    }
-
-
 def _id_from_dir(name: str) -> str:
     return name.rsplit("_", 1)[-1] if "_" in name else name
 
@@ -502,7 +431,7 @@ def _import_generations(
     path = run.generations
     report = FileReport(path=str(path))
     known.predicted = {}
-    manifest = _read_manifest(run.run_dir / "generation_manifest.json", report)
+    manifest = read_manifest(run.run_dir / "generation_manifest.json", report)
     generator_id = str((manifest or {}).get("generator_id") or "")
     rows = _FileRows(path, report, _generation_row, known, ("generator_id", generator_id), progress)
     try:
@@ -555,7 +484,7 @@ def _generator_row(
     suffix = f"_{generator_id}"
     name = run.run_dir.name
     run_name = name[: -len(suffix)] if name.endswith(suffix) else name
-    fields = _generator_fields(manifest, first)
+    fields = generator_fields(manifest, first)
     generator, created = Generator.objects.get_or_create(
         generator_id=generator_id, defaults={**fields, "run_name": run_name}
     )
@@ -580,7 +509,7 @@ def _import_judgments(
     path: Path, known: _Known, *, generator_pk: int | None, skip_invalid: bool, progress: ImportProgress
 ) -> FileReport:
     report = FileReport(path=str(path))
-    manifest = _read_manifest(path.parent / "judge_manifest.json", report)
+    manifest = read_manifest(path.parent / "judge_manifest.json", report)
     judge_id = str((manifest or {}).get("judge_id") or "")
     rows = _FileRows(path, report, _judgment_row, known, ("judge_id", judge_id), progress)
     try:
@@ -609,7 +538,7 @@ def _import_judgments(
 def _judge_row(
     path: Path, judge_id: str, manifest: dict[str, Any] | None, first: dict[str, Any], report: FileReport
 ) -> Judge:
-    judge, created = Judge.objects.get_or_create(judge_id=judge_id, defaults=_judge_fields(manifest, first))
+    judge, created = Judge.objects.get_or_create(judge_id=judge_id, defaults=judge_fields(manifest, first))
     if created and manifest is None:
         report.notes.append(f"{path.parent}: no judge_manifest.json; judge {judge_id} built from the records")
     return judge
