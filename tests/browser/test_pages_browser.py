@@ -131,10 +131,15 @@ def test_it_polls_running_jobs_until_they_finish(staff_page: Any, live_server: A
     screenshot(staff_page, "jobs")
     job.status, job.done = JobStatus.SUCCEEDED, 200
     job.save()
-    staff_page.wait_for_function(
-        f"document.querySelector('#job-{job.pk} .status').textContent.trim() === 'Succeeded'", timeout=8000
+    staff_page.wait_for_function(  # the row is swapped, then the lists reload: it may be gone for a moment
+        f"(document.querySelector('#job-{job.pk} .status')?.textContent || '').trim() === 'Succeeded'",
+        timeout=8000,
     )
     assert staff_page.locator(f"#job-{job.pk}").get_attribute("hx-trigger") is None
+    # the lists reloaded: the finished job has moved from "Running and queued" to "Finished"
+    staff_page.wait_for_selector("text=No job is running.", timeout=8000)
+    finished = staff_page.locator("h2", has_text="Finished").locator("xpath=following-sibling::div[1]")
+    assert finished.locator(f"#job-{job.pk}").count() == 1
 
 
 def test_it_serves_api_docs_without_external_requests(

@@ -145,7 +145,8 @@ def test_it_records_a_permanent_generation_error_and_retries_it_later(llm_server
     llm_server.responder = lambda body: "1. Water it.\n2. Lift it out.\n3. Replant it."
     llm_server.script(Fail(400, message="bad request"))
     job = generate_job_run(job_id=generate_job_create(generator=generator).pk)
-    assert job is not None and (job.status, job.done, job.failed) == (JobStatus.SUCCEEDED, 0, 1)
+    # every item failed: the job failed (issue #11: not a green "Succeeded")
+    assert job is not None and (job.status, job.done, job.failed) == (JobStatus.FAILED, 0, 1)
     assert "1 item(s) failed" in job.error
     generation = Generation.objects.get(generator=generator, procedure=procedure)
     assert "bad request" in generation.error and generation.predicted_steps == []
