@@ -19,7 +19,6 @@ Definitions (the docs repeat them next to each figure):
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -319,14 +318,3 @@ def cohen_kappa(confusion: dict[bool, dict[bool, int]]) -> float | None:
     if expected == 1:
         return None
     return (observed - expected) / (1 - expected)
-
-
-def wilson_interval(successes: int, n: int, *, z: float = 1.959964) -> tuple[float, float] | None:
-    """The Wilson score 95 % interval of a proportion (None when n is 0)."""
-    if n == 0:
-        return None
-    p = successes / n
-    denominator = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)

@@ -62,6 +62,12 @@ class HeatmapCell:
             return self.score.strict_how2score_percent if self.score.total else None
         return self.score.how2score_percent if self.score.n_examples else None
 
+    def interval(self, strict: bool) -> tuple[float, float] | None:
+        """The 95 % Wilson score interval of the cell's score, in percent."""
+        if self.score is None:
+            return None
+        return self.score.strict_interval_percent if strict else self.score.interval_percent
+
     def n(self, strict: bool) -> int:
         """The examples behind the cell: scored ones (h2e), or all judged ones (strict)."""
         if self.score is None:
@@ -96,10 +102,17 @@ class Heatmap:
                     "topic": cell.topic,
                     "score": "strict" if self.strict else "h2e",
                     "how2score_percent": "" if percent is None else percent,
+                    **_ci_cells(cell.interval(self.strict)),
                     "n": cell.n(self.strict),
                     "n_with_failures": cell.score.n_with_failures if cell.score else 0,
                     "n_parse_failed": cell.score.n_parse_failed if cell.score else 0,
                 }
+
+
+def _ci_cells(interval: tuple[float, float] | None) -> dict[str, object]:
+    return (
+        {"ci_low": "", "ci_high": ""} if interval is None else {"ci_low": interval[0], "ci_high": interval[1]}
+    )
 
 
 def _total(scores: Iterable[How2Score]) -> How2Score:
@@ -213,6 +226,7 @@ def heatmap_svg(grid: Heatmap, *, judge_label: str) -> HeatmapSvg:
                 )
                 continue
             fill = score_colour(percent / 100)
+            low, high = cell.interval(grid.strict) or (percent, percent)
             cells.append(
                 SvgCell(
                     x,
@@ -220,7 +234,7 @@ def heatmap_svg(grid: Heatmap, *, judge_label: str) -> HeatmapSvg:
                     fill,
                     text_colour(fill),
                     f"{percent:.0f}",
-                    f"{where}: {kind} {percent:.1f}% (n = {n})",
+                    f"{where}: {kind} {percent:.1f}% (95 % CI {low:.1f}-{high:.1f}, n = {n})",
                     False,
                 )
             )
@@ -324,6 +338,8 @@ HEATMAP_CSV_FIELDS = [
     "topic",
     "score",
     "how2score_percent",
+    "ci_low",
+    "ci_high",
     "n",
     "n_with_failures",
     "n_parse_failed",

@@ -18,6 +18,7 @@ from typing import Any
 from django.db.models import Avg, Case, Count, F, FloatField, Q, QuerySet, Sum, Value, When
 
 from .models import Generation, Judgment
+from .stats import wilson_interval
 
 _SCORED = Q(parse_failed=False)
 _COUNTS = {
@@ -68,6 +69,22 @@ class How2Score:
     def strict_how2score_percent(self) -> float:
         return 100.0 * self.strict_how2score
 
+    @property
+    def interval_percent(self) -> tuple[float, float] | None:
+        """95 % Wilson score interval of How2Score (examples with no critical failure among the scored)."""
+        return _percent_interval(self.n_examples - self.n_with_failures, self.n_examples)
+
+    @property
+    def interval_width_percent(self) -> float:
+        """How wide the How2Score interval is, in points (0 without examples): for drawing it."""
+        interval = self.interval_percent
+        return interval[1] - interval[0] if interval else 0.0
+
+    @property
+    def strict_interval_percent(self) -> tuple[float, float] | None:
+        """95 % Wilson score interval of the strict score (parse failures count as failures)."""
+        return _percent_interval(self.total - self.n_with_failures - self.n_parse_failed, self.total)
+
     def summary_json(self) -> dict[str, Any]:
         """The reference's aggregate/summary.json, key for key."""
         summary: dict[str, Any] = {
@@ -98,6 +115,11 @@ class How2Score:
         return row
 
 
+def _percent_interval(successes: int, n: int) -> tuple[float, float] | None:
+    interval = wilson_interval(successes, n)
+    return None if interval is None else (100.0 * interval[0], 100.0 * interval[1])
+
+
 def _score(row: Mapping[str, Any]) -> How2Score:
     return How2Score(
         total=row["total"],
@@ -105,6 +127,11 @@ def _score(row: Mapping[str, Any]) -> How2Score:
         n_with_failures=row["n_with_failures"],
         sum_failures=int(row["sum_failures"] or 0),
     )
+
+
+def _interval_json(name: str, interval: tuple[float, float] | None) -> dict[str, float | None]:
+    low, high = interval if interval is not None else (None, None)
+    return {f"{name}_ci_low": low, f"{name}_ci_high": high}
 
 
 @dataclass(frozen=True)
@@ -123,7 +150,9 @@ class LeaderboardRow:
             "judge_model": self.judge_model,
             "judge_id": self.judge_id,
             "how2score_percent": self.score.how2score_percent,
+            **_interval_json("how2score", self.score.interval_percent),
             "strict_how2score_percent": self.score.strict_how2score_percent,
+            **_interval_json("strict_how2score", self.score.strict_interval_percent),
             "n_examples": self.score.n_examples,
             "n_with_failures": self.score.n_with_failures,
             "n_parse_failed": self.score.n_parse_failed,

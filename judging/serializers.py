@@ -172,7 +172,15 @@ class LeaderboardRowSerializer(serializers.Serializer):
     judge_model = serializers.CharField()
     judge_id = serializers.CharField()
     how2score_percent = serializers.FloatField()
+    how2score_ci_low = serializers.FloatField(
+        allow_null=True, help_text="95 % Wilson score interval of How2Score, low end (null: no example)"
+    )
+    how2score_ci_high = serializers.FloatField(allow_null=True, help_text="... and high end")
     strict_how2score_percent = serializers.FloatField()
+    strict_how2score_ci_low = serializers.FloatField(
+        allow_null=True, help_text="95 % Wilson score interval of the strict score, low end"
+    )
+    strict_how2score_ci_high = serializers.FloatField(allow_null=True, help_text="... and high end")
     n_examples = serializers.IntegerField()
     n_with_failures = serializers.IntegerField()
     n_parse_failed = serializers.IntegerField()

@@ -13,8 +13,9 @@ from django.views.decorators.http import require_GET
 
 from h2e_site.web import staff_required
 from judging.models import CriticalFailure, Generation, Judge, Judgment
+from judging.stats import wilson_interval
 
-from ..agreement import majority, wilson_interval
+from ..agreement import majority
 from ..agreement_data import StudyAgreement, studies_agreement, study_agreement
 from ..charts import Bar, BarChart, bar_chart
 from ..models import AnnotatedFailure, Annotation, Study

@@ -22,8 +22,8 @@ from annotation.agreement import (
     majority,
     masi_distance,
     nominal_alpha_of_resamples,
-    wilson_interval,
 )
+from judging.stats import wilson_interval
 
 
 def binary(matrix: list[list[int | None]]) -> list[Label]:

@@ -104,6 +104,13 @@ def test_it_filters_the_leaderboard_by_generator(admin_client: Client, world: di
     assert len(rows) == 2
 
 
+def wilson_percent(k: int, n: int) -> tuple[float, float]:
+    from scipy.stats import binomtest
+
+    interval = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    return 100 * interval.low, 100 * interval.high
+
+
 def test_it_reports_parse_failures_and_strict_scores(admin_client: Client, world: dict) -> None:
     gen_a, judge_x = world["generators"][0], world["judges"][0]
     rows = results(
@@ -119,7 +126,12 @@ def test_it_reports_parse_failures_and_strict_scores(admin_client: Client, world
             "judge_model": "org/judge-x",
             "judge_id": judge_x.judge_id,
             "how2score_percent": 50.0,
+            # 95 % Wilson score intervals: 1 of 2 scored, 1 of 3 judged (scipy's binomtest gives the same)
+            "how2score_ci_low": pytest.approx(wilson_percent(1, 2)[0], abs=1e-5),
+            "how2score_ci_high": pytest.approx(wilson_percent(1, 2)[1], abs=1e-5),
             "strict_how2score_percent": pytest.approx(100 / 3),
+            "strict_how2score_ci_low": pytest.approx(wilson_percent(1, 3)[0], abs=1e-5),
+            "strict_how2score_ci_high": pytest.approx(wilson_percent(1, 3)[1], abs=1e-5),
             "n_examples": 2,
             "n_with_failures": 1,
             "n_parse_failed": 1,

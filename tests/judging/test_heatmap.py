@@ -77,7 +77,8 @@ def test_it_draws_the_heatmap_as_svg_with_n_in_each_title(admin_client: Client, 
     assert response.status_code == 200 and "<svg" in html and 'role="img"' in html
     assert "How2Score by topic, judged by org/judge-x" in html
     # model-a by judge-x, Health: two scored examples, one with a failure.
-    assert f"model-a {X} Health: How2Score 50.0% (n = 2)" in html
+    # 1 of 2 without a failure: the 95 % Wilson interval is 9.45-90.55 % (scipy's binomtest agrees)
+    assert f"model-a {X} Health: How2Score 50.0% (95 % CI 9.5-90.5, n = 2)" in html
     # model-a by judge-x, Religion: its only example is a parse failure, so there is no h2e score.
     assert f"model-a {X} Religion: no scored examples (n = 0)" in html
     assert f"model-c {X} Religion: no scored examples (n = 0)" in html
@@ -89,7 +90,7 @@ def test_it_switches_to_the_strict_score(admin_client: Client, world: dict) -> N
     html = admin_client.get(
         reverse("judging:topic_heatmap"), {"judge": judge_x.judge_id, "score": "strict"}
     ).content.decode()
-    assert f"model-a {X} Religion: strict How2Score 0.0% (n = 1)" in html
+    assert f"model-a {X} Religion: strict How2Score 0.0% (95 % CI 0.0-79.3, n = 1)" in html
     assert 'value="strict" checked' in html
 
 

@@ -112,3 +112,24 @@ def test_it_exports_the_summary_the_reference_would_compute(tmp_path: Path) -> N
     records = [json.loads(line) for line in judgments.read_text(encoding="utf-8").splitlines()]
     expected, _ = reference_aggregate(records)
     assert json.loads((judgments.parent / "aggregate" / "summary.json").read_text()) == expected
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 1), (1, 2), (7, 10), (499, 500), (500, 500), (250, 500)])
+def test_it_gives_how2score_the_wilson_interval_scipy_gives(k: int, n: int) -> None:
+    from scipy.stats import binomtest
+
+    from judging.selectors import How2Score
+
+    score = How2Score(total=n + 3, n_parse_failed=3, n_with_failures=n - k, sum_failures=n - k)
+    expected = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    low, high = score.interval_percent or (-1.0, -1.0)
+    assert low == pytest.approx(100 * expected.low, abs=1e-5) and high == pytest.approx(
+        100 * expected.high, abs=1e-5
+    )
+    # strict: the 3 parse failures count as failures, out of every judged example
+    strict = binomtest(k, n + 3).proportion_ci(confidence_level=0.95, method="wilson")
+    s_low, s_high = score.strict_interval_percent or (-1.0, -1.0)
+    assert s_low == pytest.approx(100 * strict.low, abs=1e-5) and s_high == pytest.approx(
+        100 * strict.high, abs=1e-5
+    )
+    assert How2Score(0, 0, 0, 0).interval_percent is None

@@ -16,7 +16,11 @@ COLUMNS = [
     "judge_model",
     "judge_id",
     "how2score_percent",
+    "how2score_ci_low",
+    "how2score_ci_high",
     "strict_how2score_percent",
+    "strict_how2score_ci_low",
+    "strict_how2score_ci_high",
     "n_examples",
     "n_with_failures",
     "n_parse_failed",
@@ -24,7 +28,11 @@ COLUMNS = [
 ]
 _NUMERIC = {
     "how2score_percent",
+    "how2score_ci_low",
+    "how2score_ci_high",
     "strict_how2score_percent",
+    "strict_how2score_ci_low",
+    "strict_how2score_ci_high",
     "n_examples",
     "n_with_failures",
     "n_parse_failed",
@@ -33,6 +41,8 @@ _NUMERIC = {
 
 
 def _cell(key: str, value: Any) -> str:
+    if value is None:
+        return ""
     if isinstance(value, float):
         return f"{value:.3f}" if key == "avg_failures_per_example" else f"{value:.1f}"
     return str(value)
