@@ -378,9 +378,20 @@ def leaderboard_with_metrics(
     return [(row, metrics.get(row.generator_id, GeneratorMetrics())) for row in rows]
 
 
+def coverage_percent(score: How2Score, metrics: GeneratorMetrics) -> float | None:
+    """How much of the generator's work the judge has judged: judgments / the generator's generations with
+    an L2, in percent (None when the generator has none). A row under 100 % is a partial run (a cancelled or
+    unfinished job): ranked, but marked."""
+    return 100.0 * score.total / metrics.n_generations if metrics.n_generations else None
+
+
 def leaderboard_metrics_json(rows: Iterable[LeaderboardRow]) -> list[dict[str, Any]]:
-    """The leaderboard API/CSV objects: the h2e keys of LeaderboardRow.as_json(), then the metrics."""
-    return [{**row.as_json(), **metrics.as_json()} for row, metrics in leaderboard_with_metrics(rows)]
+    """The leaderboard API/CSV objects: the h2e keys of LeaderboardRow.as_json(), the row's coverage, then
+    the generator's metrics."""
+    return [
+        {**row.as_json(), "coverage_percent": coverage_percent(row.score, metrics), **metrics.as_json()}
+        for row, metrics in leaderboard_with_metrics(rows)
+    ]
 
 
 __all__ = [

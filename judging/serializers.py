@@ -185,6 +185,10 @@ class LeaderboardRowSerializer(serializers.Serializer):
     n_with_failures = serializers.IntegerField()
     n_parse_failed = serializers.IntegerField()
     avg_failures_per_example = serializers.FloatField()
+    coverage_percent = serializers.FloatField(
+        allow_null=True,
+        help_text="judgments / the generator's generations with an L2, in %: under 100 a partial run",
+    )
     # The generator's metrics (same for every judge); null where not computed (`manage.py compute_metrics`).
     n_generations = serializers.IntegerField(help_text="the generator's generations without an error")
     n_with_metrics = serializers.IntegerField(help_text="how many of them have their metrics computed")

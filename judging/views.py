@@ -40,6 +40,16 @@ class LeaderboardLine:
     judge_is_demo: bool
     metrics: selectors.GeneratorMetrics
 
+    @property
+    def coverage_percent(self) -> float | None:
+        return selectors.coverage_percent(self.row.score, self.metrics)
+
+    @property
+    def is_partial(self) -> bool:
+        """Judged fewer than the generator's generations: a cancelled or unfinished run."""
+        coverage = self.coverage_percent
+        return coverage is not None and coverage < 100.0
+
 
 def _leaderboard_lines(judge_ids: list[str], judges: list[Judge]) -> list[LeaderboardLine]:
     rows = selectors.how2score_leaderboard(judge_ids=judge_ids)
@@ -93,6 +103,7 @@ def leaderboard_csv(request: HttpRequest) -> HttpResponse:
     response["Content-Disposition"] = 'attachment; filename="how2score_leaderboard.csv"'
     fields = [
         *selectors.LeaderboardRow("", "", "", "", selectors.How2Score(0, 0, 0, 0)).as_json(),
+        "coverage_percent",
         *selectors.GeneratorMetrics().as_json(),
     ]
     writer = SafeDictWriter(response, fieldnames=fields)

@@ -247,4 +247,5 @@ def test_it_adds_metrics_to_leaderboard_rows_and_keeps_the_h2e_keys() -> None:
     assert row["avg_tokens"] == 2.0
     assert row["gen_ref_ratio_percent"] == 200.0
     assert row["n_with_metrics"] == 1
-    assert set(row) - set(plain) == set(GeneratorMetrics().as_json())
+    assert set(row) - set(plain) == {"coverage_percent", *GeneratorMetrics().as_json()}
+    assert row["coverage_percent"] == 100.0  # its one generation is judged

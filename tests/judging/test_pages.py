@@ -253,3 +253,21 @@ def test_it_ranks_generators_within_each_judge(admin_client: Client, world: dict
     judges = [line.row.judge_id for line in response.context["lines"]]
     for judge_id in set(judges):
         assert [r for r, j in zip(ranks, judges, strict=True) if j == judge_id] == [1, 2]
+
+
+def test_it_marks_a_partial_run_on_the_leaderboard(admin_client: Client) -> None:
+    """18 of 40 generations judged (a cancelled job): ranked like the others, but marked, with its coverage
+    in the API and the CSV (#12: honest denominators)."""
+    from tests.factories import make_generation, make_generator, make_judge, make_judgment, make_procedure
+
+    generator, judge = make_generator(model="half-judged"), make_judge()
+    generations = [make_generation(generator=generator, procedure=make_procedure()) for _ in range(40)]
+    for generation in generations[:18]:
+        make_judgment(generation=generation, judge=judge)
+    html = admin_client.get(reverse("judging:leaderboard")).content.decode()
+    assert "partial · 45%" in html and "Judged 18 of the generator's 40 generations" in html
+    (row,) = admin_client.get(reverse("api:leaderboard")).json()["results"]
+    assert row["coverage_percent"] == pytest.approx(45.0)
+    csv_text = admin_client.get(reverse("judging:leaderboard_csv")).content.decode()
+    header, values = (line.split(",") for line in csv_text.strip().splitlines()[:2])
+    assert dict(zip(header, values, strict=True))["coverage_percent"] == "45.0"
