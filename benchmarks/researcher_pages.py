@@ -11,7 +11,8 @@
    as a staff user, in this process: warm-up requests, then --runs timed ones; median and p95.
    settings.DEBUG is switched off after setup so no SQL is logged during the timings.
 
-Targets: leaderboard page <= 300 ms; the failure browser's filtered first page <= 200 ms; the agreement page
+Targets: leaderboard page (with its intervals and the paired tests of 20 generators x 2 judges) <= 300 ms; a
+judge's report card <= 500 ms; the failure browser's filtered first page <= 200 ms; the agreement page
 of the 200-item, 3-annotator study judged by 10 judges (8 more judges judge just its generations) <= 300 ms.
 Each page is one function taking the Client (see PAGES); add a function there to time another page.
 """
@@ -60,15 +61,15 @@ FROM generate_series(0, %(examples)s - 1) AS i,
      (SELECT array_agg(id ORDER BY name) AS ids FROM mining_topic) AS t;
 
 INSERT INTO judging_generator (generator_id, model, backend, prompt_style, vllm_overrides, prompt_sha256,
-                               prompt_path, run_name, manifest, created_at, config)
+                               prompt_path, prompt_text, run_name, manifest, created_at, config)
 SELECT lpad((g + 1)::text, 12, '0'), 'org/generator-model-' || lpad(g::text, 2, '0'), 'openai', 'inst',
-       '{}', '', '', '', '{}', now(), '{}'
+       '{}', '', '', '', '', '{}', now(), '{}'
 FROM generate_series(0, %(generators)s - 1) AS g;
 
 INSERT INTO judging_judge (judge_id, model, backend, vllm_overrides, prompt_sha256, prompt_path,
-                           is_demo_model, manifest, created_at, config)
-SELECT 'j' || lpad((j + 1)::text, 11, '0'), 'judge-org/judge-model-' || j, 'vllm', '{}', '', '', false, '{}',
-       now(), '{}'
+                           prompt_text, is_demo_model, manifest, created_at, config)
+SELECT 'j' || lpad((j + 1)::text, 11, '0'), 'judge-org/judge-model-' || j, 'vllm', '{}', '', '', '', false,
+       '{}', now(), '{}'
 FROM generate_series(0, %(judges)s - 1) AS j;
 
 INSERT INTO judging_generation (prompt, model_completion, predicted_steps, n_tokens, error, extra,
@@ -80,17 +81,20 @@ FROM judging_generator AS g CROSS JOIN mining_procedure AS p
 ORDER BY g.id, p.id;
 
 CREATE TEMP TABLE verdicts AS
-SELECT gn.id AS generation_id, gn.generator_id, j.id AS judge_id, p.topic_id,
-       random() < 0.02 AS parse_failed, (ARRAY[0, 0, 1, 2, 2, 3, 3, 4])[1 + floor(random() * 8)::int] AS n
+SELECT gn.id AS generation_id, gn.generator_id, p.id AS procedure_id, j.id AS judge_id, p.topic_id,
+       random() < 0.02 AS parse_failed,
+       -- no failure with a probability that grows with the generator (0.10 .. 0.48): rankable, close pairs
+       CASE WHEN random() < 0.10 + 0.02 * (gn.generator_id %% 20) THEN 0
+            ELSE 1 + floor(random() * 4)::int END AS n
 FROM judging_generation AS gn JOIN mining_procedure AS p ON p.id = gn.procedure_id
 CROSS JOIN judging_judge AS j;
 
-INSERT INTO judging_judgment (reasoning, raw_output, parse_failed, has_failure, n_failures, error,
-                              extra, created_at, generation_id, generator_id, judge_id, topic_id, attempts,
-                              updated_at)
+INSERT INTO judging_judgment (reasoning, raw_output, parse_failed, has_failure, n_failures, extra,
+                              created_at, generation_id, generator_id, procedure_id, judge_id, topic_id,
+                              attempts, updated_at)
 SELECT CASE WHEN parse_failed THEN '' ELSE pg_temp.words(40) END, '', parse_failed,
-       NOT parse_failed AND n > 0, CASE WHEN parse_failed THEN 0 ELSE n END, '', '{}', now(),
-       generation_id, generator_id, judge_id, topic_id, 1, now()
+       NOT parse_failed AND n > 0, CASE WHEN parse_failed THEN 0 ELSE n END, '{}', now(),
+       generation_id, generator_id, procedure_id, judge_id, topic_id, 1, now()
 FROM verdicts ORDER BY generation_id, judge_id;
 
 INSERT INTO judging_criticalfailure ("order", description, l1_steps, l2_steps, judgment_id,
@@ -381,15 +385,46 @@ def agreement_page(client: Any) -> list[Timing]:
     ]
 
 
+def paired_pages(client: Any) -> list[Timing]:
+    """The leaderboard's paired tests (20 generators x 2 judges: 380 exact McNemar tests, Holm per judge)."""
+    from django.urls import reverse
+
+    return [
+        timed(client, "API /api/leaderboard/ (with paired tests)", reverse("api:leaderboard")),
+        timed(client, "API /api/leaderboard/pairs/", reverse("api:leaderboard-pairs")),
+    ]
+
+
+REPORT_CARD = "judge report card (140,000 judgments, 1 study)"
+
+
+def report_card_pages(client: Any) -> list[Timing]:
+    """The report card of the first bench judge: 140,000 judgments (the length-bias regression over all of
+    them), the other bench judge item by item, and the bench study's 200 items against the humans."""
+    from django.urls import reverse
+
+    from judging.models import Judge
+
+    judge = Judge.objects.order_by("judge_id").first()
+    assert judge is not None
+    return [
+        timed(client, REPORT_CARD, reverse("judges:report_card", args=[judge.judge_id])),
+        timed(client, "API report card", reverse("judge-report-card-api", args=[judge.judge_id])),
+    ]
+
+
 PAGES: list[Callable[[Any], list[Timing]]] = [
     leaderboard_page,
     failure_browser_page,
     failure_api,
     research_pages,
+    paired_pages,
+    report_card_pages,
     agreement_page,
 ]
 TARGETS_MS = {
     "leaderboard page (all judges)": 300.0,
+    REPORT_CARD: 500.0,
     "failure browser: filtered first page (topic + judge)": 200.0,
     "agreement page (200 items x 3 annotators, 10 judges)": 300.0,
 }

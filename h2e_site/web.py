@@ -21,7 +21,8 @@ from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import HttpRequest, QueryDict
+from django.http.response import HttpResponseBase
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
@@ -29,7 +30,7 @@ from django.utils.safestring import SafeString
 from django_htmx.middleware import HtmxDetails
 from rest_framework import permissions
 
-View = Callable[..., HttpResponse]
+View = Callable[..., HttpResponseBase]  # a page, a redirect or a streamed download
 RUN_PERMISSION = "jobs.add_job"
 
 
@@ -41,7 +42,7 @@ def staff_required(view: View) -> View:
     """Anonymous users go to the login page; signed-in non-staff users get 403."""
 
     @wraps(view)
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if not request.user.is_authenticated:
             return redirect_to_login(request.get_full_path())
         if not request.user.is_staff:

@@ -25,14 +25,15 @@ from h2e_site.jobs.serializers import JobSerializer
 from h2e_site.web import query_ids, request_user
 from mining.models import Procedure, Split
 
-from . import rankings, selectors
+from . import paired, rankings, selectors
 from .import_jobs import import_job_create
 from .models import Generation, Judgment
 from .serializers import (
     GenerationSerializer,
     ImportRequestSerializer,
+    JudgePairsSerializer,
     JudgmentSerializer,
-    LeaderboardRowSerializer,
+    LeaderboardPairedRowSerializer,
     ProcedureSerializer,
     RankCorrelationsSerializer,
     TopicLeaderboardRowSerializer,
@@ -59,17 +60,31 @@ class WholeTable(PageNumberPagination):
 class LeaderboardView(generics.GenericAPIView):
     """How2Score per generator x judge (h2e-compatible and strict), best first; the whole table."""
 
-    serializer_class = LeaderboardRowSerializer
+    serializer_class = LeaderboardPairedRowSerializer
     filter_backends: list[Any] = []
     pagination_class = WholeTable
 
-    @extend_schema(parameters=_LEADERBOARD_FILTERS, responses=LeaderboardRowSerializer(many=True))
+    @extend_schema(parameters=_LEADERBOARD_FILTERS, responses=LeaderboardPairedRowSerializer(many=True))
     def get(self, request: Request) -> Response:
         rows = selectors.how2score_leaderboard(
             judge_ids=query_ids(request, "judge"), generator_ids=query_ids(request, "generator")
         )
-        page = self.paginate_queryset(selectors.leaderboard_metrics_json(rows))  # type: ignore[arg-type]
+        pairs = paired.paired_tests(query_ids(request, "judge") or None)
+        page = self.paginate_queryset(paired.leaderboard_paired_json(rows, pairs))  # type: ignore[arg-type]
         return self.get_paginated_response(page)
+
+
+class PairedTestsView(generics.GenericAPIView):
+    """Per judge: the exact McNemar test of every pair of its generators (Holm-adjusted); separability."""
+
+    serializer_class = JudgePairsSerializer
+    filter_backends: list[Any] = []
+    pagination_class = None
+
+    @extend_schema(parameters=[_LEADERBOARD_FILTERS[0]], responses=JudgePairsSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        pairs = paired.paired_tests(query_ids(request, "judge") or None)
+        return Response([judge_pairs.as_json() for judge_pairs in pairs.values()])
 
 
 class TopicLeaderboardView(generics.GenericAPIView):
@@ -213,6 +228,7 @@ ROUTES = [
 urlpatterns = [
     path("leaderboard/", LeaderboardView.as_view(), name="leaderboard"),
     path("leaderboard/by-topic/", TopicLeaderboardView.as_view(), name="leaderboard-by-topic"),
+    path("leaderboard/pairs/", PairedTestsView.as_view(), name="leaderboard-pairs"),
     path("judges/rank-correlation/", RankCorrelationView.as_view(), name="judge-rank-correlation"),
     path("imports/", ImportView.as_view(), name="imports"),
 ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
+from urllib.parse import urlencode
 
 from .selectors import How2Score, TopicLeaderboardRow
 
@@ -163,6 +164,7 @@ class SvgCell:
     label: str  # the number drawn in the cell ("" for an empty cell)
     title: str  # the tooltip: generator x topic, score, n
     empty: bool
+    failures_query: str = ""  # the failure browser's filters for this generator x topic x judge ("": none)
 
 
 @dataclass(frozen=True)
@@ -201,6 +203,14 @@ def _header_height(topics: Sequence[str]) -> int:
     return min(_HEADER_H, 24 + round(4.4 * longest))
 
 
+def _failures_query(judge_id: str, generator_id: str, topic: str) -> str:
+    """The failure browser's query string for one heatmap cell: the judge's critical failures of that
+    generator in that topic ("" for the no-topic column, which the browser cannot filter on)."""
+    if topic == NO_TOPIC:
+        return ""
+    return urlencode({"topic": topic, "generator": generator_id, "judge": judge_id, "source": "judge"})
+
+
 def heatmap_svg(grid: Heatmap, *, judge_label: str) -> HeatmapSvg:
     """Positions, colours and tooltips of the heatmap drawn by templates/judging/_heatmap_svg.html."""
     kind = "strict How2Score" if grid.strict else "How2Score"
@@ -236,6 +246,7 @@ def heatmap_svg(grid: Heatmap, *, judge_label: str) -> HeatmapSvg:
                     f"{percent:.0f}",
                     f"{where}: {kind} {percent:.1f}% (95 % CI {low:.1f}-{high:.1f}, n = {n})",
                     False,
+                    _failures_query(grid.judge_id, row.generator_id, cell.topic),
                 )
             )
     column_labels = [

@@ -243,8 +243,8 @@ class PgStore:
         distinct = "DISTINCT ON (s.source_example_id)" if deduplicate else ""
         order = "ORDER BY s.source_example_id, s.line DESC" if deduplicate else ""
         return f"""
-            SELECT {distinct} s.line, s.source_example_id, g.id AS generation_id, p.topic_id, s.reasoning,
-                s.parse_failed, s.has_failure, s.n_failures, s.failures,
+            SELECT {distinct} s.line, s.source_example_id, g.id AS generation_id, p.id AS procedure_id,
+                p.topic_id, s.reasoning, s.parse_failed, s.has_failure, s.n_failures, s.failures,
                 {_with_overrides(_OVERRIDES_JUDG)} AS extra
             FROM h2e_stage_judg s
             JOIN mining_procedure p ON p.source_example_id = s.source_example_id
@@ -261,10 +261,11 @@ class PgStore:
                 f"""
                 WITH src AS MATERIALIZED ({self._judgment_source(deduplicate)}
                 ), ins AS (
-                    INSERT INTO judging_judgment (judge_id, generation_id, generator_id, topic_id, reasoning,
-                        raw_output, parse_failed, has_failure, n_failures, error, extra, created_at)
-                    SELECT %(judge)s, generation_id, %(generator)s, topic_id, reasoning, '', parse_failed,
-                        has_failure, n_failures, '', extra, now()
+                    INSERT INTO judging_judgment (judge_id, generation_id, generator_id, procedure_id,
+                        topic_id, reasoning, raw_output, parse_failed, has_failure, n_failures, extra,
+                        created_at)
+                    SELECT %(judge)s, generation_id, %(generator)s, procedure_id, topic_id, reasoning, '',
+                        parse_failed, has_failure, n_failures, extra, now()
                     FROM src
                     ON CONFLICT (judge_id, generation_id) DO NOTHING
                     RETURNING id, generation_id
@@ -491,6 +492,7 @@ class OrmStore:
             judge_id=judge_pk,
             generation=generation,
             generator_id=generation.generator_id,
+            procedure_id=procedure.pk,
             topic_id=procedure.topic_id,
             reasoning=row["reasoning"],
             parse_failed=row["parse_failed"],

@@ -2,12 +2,14 @@
 send and how to store an answer).
 
 - mode missing: generations without a judgment by this judge; parse_failed: those whose judgment is a parse
-  failure or an API error; replace: all of them, each old judgment replaced when its new one is written.
-  Generations that failed (no L2) are never judged. The item set is fixed when the job is created.
+  failure, or that the judge could not judge (a JudgeError); replace: all of them, each old judgment replaced
+  when its new one is written. Generations that failed (no L2) are never judged. The item set is fixed when
+  the job is created.
 - Requests carry the judge prompt stored on the Judge (the one its judge_id hashes); each answer is parsed
-  and upserted with its critical failures (results.py); an API error never overwrites a good judgment.
-- Resumable: for mode missing any good row counts as done, for parse_failed / replace a row written since the
-  job first started.
+  and upserted with its critical failures (results.py). An API or connection error is a failed item of the
+  job (a JudgeError, retryable), never a judgment: it leaves any judgment already stored as it was.
+- Resumable: for mode missing any judgment counts as done, for parse_failed / replace a judgment written
+  since the job first started; an item with a JudgeError of this job counts as failed.
 """
 
 from __future__ import annotations
@@ -15,13 +17,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
+from django.db.models import Q
+
 from h2e_site.jobs.loop import ItemWork, Progress, job_run
 from h2e_site.jobs.models import Job, JobKind
 from h2e_site.jobs.services import NothingToRetry, job_create
 from h2e_site.llm.base import BackendConfig, LLMBackend, LLMRequest, LLMResult
 
 from .configs import config_for_judge, prompt_for_judge
-from .models import Generation, Generator, Judge, Judgment
+from .models import Generation, Generator, Judge, JudgeError, Judgment
 from .prompting import clean_steps, judge_prompt, judge_request
 from .results import judgments_store
 
@@ -58,7 +62,9 @@ def judge_job_create(
     if mode == "missing":
         generations = generations.exclude(judgments__judge=judge)
     elif mode == "parse_failed":
-        generations = generations.filter(judgments__judge=judge, judgments__parse_failed=True)
+        generations = generations.filter(
+            Q(judgments__judge=judge, judgments__parse_failed=True) | Q(judge_errors__judge=judge)
+        ).distinct()
     items = list(generations.order_by("pk").values_list("pk", flat=True))
     parameters = {
         "judge": judge.pk,
@@ -77,11 +83,11 @@ def judge_job_create(
 
 
 def judge_job_retry(job: Job, created_by: User | None) -> Job:
-    """A new judge job over the generations of `job` whose judgment is an API error."""
+    """A new judge job over the items of `job` the judge could not judge (its JudgeErrors still standing)."""
     judge = Judge.objects.get(pk=job.parameters["judge"])
     failed = list(
-        Judgment.objects.filter(judge=judge, generation_id__in=job.parameters.get("items", []))
-        .exclude(error="")
+        JudgeError.objects.filter(judge=judge, generation_id__in=job.parameters.get("items", []))
+        .order_by("generation_id")
         .values_list("generation_id", flat=True)
     )
     if not failed:
@@ -110,22 +116,24 @@ class JudgeWork(ItemWork):
         return self.config.backend_config()
 
     def pending_and_counts(self) -> tuple[list[int], Progress]:
-        rows = {
-            gid: (error, updated_at)
-            for gid, error, updated_at in Judgment.objects.filter(
-                judge=self.judge, generation_id__in=self.items
-            ).values_list("generation_id", "error", "updated_at")
-        }
+        judged = dict(
+            Judgment.objects.filter(judge=self.judge, generation_id__in=self.items).values_list(
+                "generation_id", "updated_at"
+            )
+        )
+        failed = set(
+            JudgeError.objects.filter(job=self.job, generation_id__in=self.items).values_list(
+                "generation_id", flat=True
+            )
+        )
+        started = self.job.started_at
         progress = Progress()
         pending = []
         for pk in self.items:
-            row = rows.get(pk)
-            written_since = (
-                row is not None and self.job.started_at is not None and row[1] >= self.job.started_at
-            )
-            if row is not None and row[0] == "" and (written_since or self.mode == "missing"):
+            written_since = pk in judged and started is not None and judged[pk] >= started
+            if pk in judged and (written_since or self.mode == "missing"):
                 progress.done += 1
-            elif written_since:
+            elif pk in failed:
                 progress.failed += 1
             else:
                 pending.append(pk)
@@ -146,4 +154,4 @@ class JudgeWork(ItemWork):
 
     def store(self, results: Sequence[LLMResult]) -> None:
         rows = [(self.in_flight.pop(int(result.key)), result) for result in results]
-        judgments_store(judge=self.judge, results=rows, keep_good=True)
+        judgments_store(judge=self.judge, results=rows, job_pk=self.job.pk)

@@ -160,6 +160,10 @@ class Judgment(models.Model):
     generator = models.ForeignKey(
         Generator, on_delete=models.CASCADE, related_name="judgments", db_index=False
     )
+    # Denormalised too: the example (goal) judged, which pairs judgments across generators (paired tests).
+    procedure = models.ForeignKey(
+        Procedure, on_delete=models.CASCADE, related_name="judgments", db_index=False
+    )
     topic = models.ForeignKey(
         Topic, on_delete=models.PROTECT, null=True, blank=True, related_name="judgments", db_index=False
     )
@@ -168,8 +172,11 @@ class Judgment(models.Model):
     parse_failed = models.BooleanField(default=False)
     has_failure = models.BooleanField(default=False)
     n_failures = models.IntegerField(default=0)
-    error = models.TextField(
-        blank=True, default="", help_text="API error after retries (counts as parse failure)"
+    previous_has_failure = models.BooleanField(
+        null=True,
+        blank=True,
+        help_text="the verdict this judgment replaced when the judge was re-run on the generation (empty "
+        "when it replaced nothing, or either is a parse failure): a flip when it differs from has_failure",
     )
     attempts = models.IntegerField(default=0, db_default=0)
     extra = models.JSONField(default=dict, blank=True, help_text="record fields outside the h2e schema")
@@ -191,7 +198,7 @@ class Judgment(models.Model):
             models.Index(
                 fields=["generator", "judge"],
                 name="judgment_leaderboard",
-                include=["parse_failed", "has_failure", "n_failures", "topic"],
+                include=["parse_failed", "has_failure", "n_failures", "topic", "procedure"],
             ),
             models.Index(fields=["judge", "topic"], name="judgment_judge_topic"),
             # Failure browser (judging/failures.py): judgments with failures, newest generation first, so
@@ -221,6 +228,37 @@ class Judgment(models.Model):
 
     def __str__(self) -> str:
         return f"Judgment by {self.judge_id} of generation {self.generation_id}"
+
+
+class JudgeError(models.Model):
+    """A judge request that failed (API or connection error after the retries): a failed item of its judge
+    job, retryable from the job, and never a judgment: it is in no score, no parse-failure count and no
+    agreement figure. Written over by the next error of the same judge on the same generation, deleted when
+    a judgment of that generation by that judge is stored."""
+
+    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="errors", db_index=False)
+    generation = models.ForeignKey(Generation, on_delete=models.CASCADE, related_name="judge_errors")
+    job = models.ForeignKey(
+        "jobs.Job",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="judge_errors",
+        help_text="the judge job whose item this was (empty for errors stored before jobs recorded them)",
+    )
+    error = models.TextField()
+    attempts = models.IntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["judge_id", "generation_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["judge", "generation"], name="judge_error_unique_per_generation")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.judge_id} could not judge generation {self.generation_id}: {self.error[:60]}"
 
 
 class FailureBase(models.Model):

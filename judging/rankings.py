@@ -4,6 +4,12 @@ For every pair of judges, the generators both judged are ranked by each judge's 
 Kendall's tau-b (ties in either ranking handled as scipy's default `variant="b"`) and Spearman's rho (ranks
 averaged over ties). Scores come from one grouped aggregate (selectors.how2score_leaderboard). A coefficient
 is None when it is undefined: fewer than two shared generators, or a judge that gives them all one score.
+
+Kendall's tau has a 95 % percentile bootstrap interval over examples: 1,000 resamples (fixed seed 0) of the
+examples (procedures) with replacement, the same resample for every judge; in each, every judge's How2Score
+per generator is recomputed from its verdicts on the resampled examples (paired.load_verdicts) and tau-b
+taken between the two judges' scores (computed for all resamples at once, checked against scipy's). Resamples
+where tau is undefined are left out; `tau_samples` says how many remained.
 """
 
 from __future__ import annotations
@@ -12,10 +18,17 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import selectors
+from . import paired, selectors
 from .models import Judge
+
+if TYPE_CHECKING:
+    import numpy as np
+
+BOOTSTRAP_SAMPLES = 1000
+TauInterval = tuple[float | None, float | None, int]
+NO_INTERVAL: TauInterval = (None, None, 0)
 
 
 @dataclass(frozen=True)
@@ -25,6 +38,9 @@ class RankCorrelation:
     n_generators: int
     kendall_tau: float | None
     spearman_rho: float | None
+    tau_ci_low: float | None = None
+    tau_ci_high: float | None = None
+    tau_samples: int = 0
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -32,6 +48,9 @@ class RankCorrelation:
             "judge_b": self.judge_b,
             "n_generators": self.n_generators,
             "kendall_tau": self.kendall_tau,
+            "kendall_tau_ci_low": self.tau_ci_low,
+            "kendall_tau_ci_high": self.tau_ci_high,
+            "kendall_tau_bootstrap_samples": self.tau_samples,
             "spearman_rho": self.spearman_rho,
         }
 
@@ -96,10 +115,72 @@ def rank_correlation(
     return len(shared), _finite(tau), _finite(rho)
 
 
+def tau_b_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Kendall's tau-b between x[k] and y[k] for every row k (NaN where a row is constant): the
+    concordant-minus-discordant pair count over sqrt(untied pairs in x times untied pairs in y)."""
+    import numpy as np
+
+    upper = np.triu_indices(x.shape[1], k=1)
+    sx = np.sign(x[:, :, None] - x[:, None, :])[:, upper[0], upper[1]]
+    sy = np.sign(y[:, :, None] - y[:, None, :])[:, upper[0], upper[1]]
+    denominator = np.sqrt((sx != 0).sum(axis=1) * (sy != 0).sum(axis=1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(denominator > 0, (sx * sy).sum(axis=1) / denominator, np.nan)
+
+
+def _resampled_scores(
+    verdicts: paired.Verdicts, weights: np.ndarray, columns: np.ndarray, strict: bool
+) -> np.ndarray:
+    """(resamples x generators) How2Scores of one judge under example weights (resamples x all examples)."""
+    import numpy as np
+
+    w = weights[:, np.searchsorted(columns, verdicts.procedure_pks)].T.astype(float)
+    passed = verdicts.passed.astype(float) @ w
+    scored = (verdicts.passed | verdicts.failed | (verdicts.unparsed if strict else False)).astype(float) @ w
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(scored > 0, passed / scored, 0.0).T
+
+
+def bootstrap_tau(
+    verdicts: dict[str, paired.Verdicts],
+    judge_pairs: list[tuple[str, str]],
+    *,
+    strict: bool = False,
+    samples: int = BOOTSTRAP_SAMPLES,
+    seed: int = 0,
+) -> dict[tuple[str, str], TauInterval]:
+    """(judge a, judge b) -> 95 % percentile bootstrap interval of Kendall's tau-b and the resamples used."""
+    import numpy as np
+
+    if not verdicts:
+        return {}
+    columns = np.unique(np.concatenate([v.procedure_pks for v in verdicts.values()]))
+    rng = np.random.default_rng(seed)
+    weights = rng.multinomial(columns.size, np.full(columns.size, 1 / columns.size), size=samples)
+    scores = {judge_id: _resampled_scores(v, weights, columns, strict) for judge_id, v in verdicts.items()}
+    result: dict[tuple[str, str], TauInterval] = {}
+    for a, b in judge_pairs:
+        shared = sorted(set(verdicts[a].generator_ids) & set(verdicts[b].generator_ids))
+        if len(shared) < 2:
+            result[(a, b)] = NO_INTERVAL
+            continue
+        x = scores[a][:, [verdicts[a].row(g) for g in shared]]
+        y = scores[b][:, [verdicts[b].row(g) for g in shared]]
+        taus = tau_b_rows(x, y)
+        taus = taus[np.isfinite(taus)]
+        if taus.size == 0:
+            result[(a, b)] = NO_INTERVAL
+            continue
+        low, high = np.percentile(taus, [2.5, 97.5])
+        result[(a, b)] = (float(low), float(high), int(taus.size))
+    return result
+
+
 def judge_rank_correlations(
-    *, strict: bool = False, judge_ids: Iterable[str] | None = None
+    *, strict: bool = False, judge_ids: Iterable[str] | None = None, seed: int = 0
 ) -> RankCorrelations:
-    """Kendall tau-b and Spearman rho for every pair of judges (judges ordered by model, then judge_id)."""
+    """Kendall tau-b (with its bootstrap interval) and Spearman rho for every pair of judges (judges ordered
+    by model, then judge_id)."""
     rows = selectors.how2score_leaderboard(judge_ids=judge_ids)
     scores: dict[str, dict[str, float]] = {}
     for row in rows:
@@ -109,11 +190,25 @@ def judge_rank_correlations(
         JudgeInfo(j.judge_id, j.model, j.is_demo_model, len(scores[j.judge_id]))
         for j in Judge.objects.filter(judge_id__in=list(scores)).by_model()
     ]
+    judge_pairs = [(a.judge_id, b.judge_id) for a, b in combinations(judges, 2)]
+    intervals = (
+        bootstrap_tau(paired.load_verdicts(list(scores)), judge_pairs, strict=strict, seed=seed)
+        if judge_pairs
+        else {}
+    )
     pairs = [
-        RankCorrelation(a.judge_id, b.judge_id, *rank_correlation(scores[a.judge_id], scores[b.judge_id]))
-        for a, b in combinations(judges, 2)
+        RankCorrelation(a, b, *rank_correlation(scores[a], scores[b]), *intervals.get((a, b), NO_INTERVAL))
+        for a, b in judge_pairs
     ]
     return RankCorrelations(judges=judges, pairs=pairs)
 
 
-__all__ = ["JudgeInfo", "RankCorrelation", "RankCorrelations", "judge_rank_correlations", "rank_correlation"]
+__all__ = [
+    "JudgeInfo",
+    "RankCorrelation",
+    "RankCorrelations",
+    "bootstrap_tau",
+    "judge_rank_correlations",
+    "rank_correlation",
+    "tau_b_rows",
+]

@@ -16,7 +16,7 @@ from h2e_site.llm.base import LLMResult
 from mining.models import Procedure
 
 from .metrics import compute_generation_metrics
-from .models import CriticalFailure, Generation, Generator, Judge, Judgment
+from .models import CriticalFailure, Generation, Generator, Judge, JudgeError, Judgment
 from .parsing import ParsedFailure, extract_steps, parse_judge_output
 from .prompting import clean_steps
 
@@ -39,7 +39,7 @@ JUDGMENT_FIELDS = (
     "parse_failed",
     "has_failure",
     "n_failures",
-    "error",
+    "previous_has_failure",
     "attempts",
     "extra",
 )
@@ -79,24 +79,28 @@ def _generation_row(generator: Generator, procedure: Procedure, prompt: str, res
 
 
 def judgments_store(
-    *, judge: Judge, results: Sequence[tuple[Generation, LLMResult]], keep_good: bool = True
+    *, judge: Judge, results: Sequence[tuple[Generation, LLMResult]], job_pk: int | None = None
 ) -> list[Judgment]:
-    """Upsert the judge's judgment of each (generation, result) with its critical failures, in one
-    transaction. An API error is stored as a parse failure with `error` set (re-judgeable), except that with
-    keep_good a good judgment already stored is not overwritten by an error. Returns the rows written."""
-    parsed = [_judgment_row(judge, generation, result) for generation, result in results]
+    """Store the judge's answer on each (generation, result), in one transaction: an answer is parsed and
+    upserted as the generation's judgment with its critical failures (and clears an earlier JudgeError); an
+    API or connection error is upserted as a JudgeError of job `job_pk`, never as a judgment, so a good
+    judgment already stored stays and no score counts the error. Returns the judgments written."""
+    answered = [(generation, result) for generation, result in results if result.ok]
+    failed = [(generation, result) for generation, result in results if not result.ok]
+    parsed = [_judgment_row(judge, generation, result) for generation, result in answered]
     with transaction.atomic():
-        if keep_good:
-            parsed = _without_good_overwritten_by_errors(judge, parsed)
+        _errors_store(judge, failed, job_pk)
         if not parsed:
             return []
         rows = [row for row, _ in parsed]
+        _previous_verdicts(judge, rows)
         Judgment.objects.bulk_create(
             rows,
             update_conflicts=True,
             unique_fields=["judge", "generation"],
             update_fields=[*JUDGMENT_FIELDS, "updated_at"],
         )
+        JudgeError.objects.filter(judge=judge, generation_id__in=[row.generation_id for row in rows]).delete()
         CriticalFailure.objects.filter(judgment_id__in=[row.pk for row in rows]).delete()
         CriticalFailure.objects.bulk_create(
             CriticalFailure(
@@ -113,6 +117,40 @@ def judgments_store(
     return rows
 
 
+def _previous_verdicts(judge: Judge, rows: list[Judgment]) -> None:
+    """Set each row's previous_has_failure from the judgment it is about to replace (locked until commit)."""
+    previous = {
+        generation_id: (has_failure, parse_failed)
+        for generation_id, has_failure, parse_failed in Judgment.objects.select_for_update()
+        .filter(judge=judge, generation_id__in=[row.generation_id for row in rows])
+        .values_list("generation_id", "has_failure", "parse_failed")
+    }
+    for row in rows:
+        old = previous.get(row.generation_id)
+        replaced_a_verdict = old is not None and not old[1] and not row.parse_failed
+        row.previous_has_failure = old[0] if old is not None and replaced_a_verdict else None
+
+
+def _errors_store(judge: Judge, failed: Sequence[tuple[Generation, LLMResult]], job_pk: int | None) -> None:
+    if not failed:
+        return
+    JudgeError.objects.bulk_create(
+        [
+            JudgeError(
+                judge=judge,
+                generation=generation,
+                job_id=job_pk,
+                error=result.error or "no completion",
+                attempts=result.attempts,
+            )
+            for generation, result in failed
+        ],
+        update_conflicts=True,
+        unique_fields=["judge", "generation"],
+        update_fields=["job", "error", "attempts", "updated_at"],
+    )
+
+
 def _judgment_row(
     judge: Judge, generation: Generation, result: LLMResult
 ) -> tuple[Judgment, list[ParsedFailure]]:
@@ -121,14 +159,11 @@ def _judgment_row(
         judge=judge,
         generation=generation,
         generator_id=generation.generator_id,
+        procedure_id=procedure.pk,
         topic_id=procedure.topic_id,
         raw_output=result.text or "",
         attempts=result.attempts,
     )
-    if not result.ok:
-        row.parse_failed = row.has_failure = True
-        row.error = result.error or "no completion"
-        return row, []
     l1, l2 = clean_steps(procedure.steps), clean_steps(generation.predicted_steps)
     parsed = parse_judge_output(result.text, n_l1=len(l1), n_l2=len(l2))
     row.reasoning = parsed.reasoning
@@ -138,18 +173,3 @@ def _judgment_row(
     extra: dict[str, Any] = {"parse_problem": parsed.problem} if parsed.problem else {}
     row.extra = extra
     return row, parsed.failures
-
-
-def _without_good_overwritten_by_errors(
-    judge: Judge, parsed: list[tuple[Judgment, list[ParsedFailure]]]
-) -> list[tuple[Judgment, list[ParsedFailure]]]:
-    """Drop the API errors whose generation already has a good judgment (locked until the commit)."""
-    errored = [row.generation_id for row, _ in parsed if row.error]
-    if not errored:
-        return parsed
-    good = set(
-        Judgment.objects.select_for_update()
-        .filter(judge=judge, generation_id__in=errored, error="", parse_failed=False)
-        .values_list("generation_id", flat=True)
-    )
-    return [(row, failures) for row, failures in parsed if not (row.error and row.generation_id in good)]

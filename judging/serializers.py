@@ -92,7 +92,6 @@ class JudgmentSerializer(serializers.ModelSerializer):
             "n_failures",
             "reasoning",
             "raw_output",
-            "error",
             "critical_failures",
             "created_at",
         ]
@@ -127,7 +126,11 @@ class JobCreateSerializer(serializers.Serializer):
     mode = serializers.ChoiceField(
         choices=[
             ("missing", "generations without a judgment by this judge"),
-            ("parse_failed", "generations whose judgment is a parse failure or an API error"),
+            (
+                "parse_failed",
+                "generations whose judgment is a parse failure, or that the judge could not judge "
+                "(an API error)",
+            ),
             ("replace", "all of them, replacing the judgments"),
         ],
         default="missing",
@@ -162,6 +165,30 @@ def _row(model: type[Generator] | type[Judge], field: str, value: str) -> Any:
     if row is None:
         raise serializers.ValidationError({field: [f"no {model._meta.verbose_name} with {field} {value!r}"]})
     return row
+
+
+class PairedTestSerializer(serializers.Serializer):
+    """Shape of paired.PairedTest.as_json()."""
+
+    judge_id = serializers.CharField()
+    generator_a = serializers.CharField()
+    generator_b = serializers.CharField()
+    n_shared = serializers.IntegerField(help_text="examples both generators were scored on by this judge")
+    a_only = serializers.IntegerField(help_text="discordant: A has no critical failure, B has one")
+    b_only = serializers.IntegerField(help_text="discordant: B has no critical failure, A has one")
+    p_value = serializers.FloatField(help_text="exact McNemar test, two-sided")
+    p_holm = serializers.FloatField(help_text="Holm-adjusted across every pair of this judge's generators")
+    separable = serializers.BooleanField(help_text="p_holm < 0.05")
+
+
+class JudgePairsSerializer(serializers.Serializer):
+    """Shape of paired.JudgePairs.as_json()."""
+
+    judge_id = serializers.CharField()
+    n_pairs = serializers.IntegerField()
+    n_separable = serializers.IntegerField()
+    separability = serializers.FloatField(allow_null=True, help_text="n_separable / n_pairs")
+    pairs = PairedTestSerializer(many=True)
 
 
 class LeaderboardRowSerializer(serializers.Serializer):
@@ -209,6 +236,16 @@ class LeaderboardRowSerializer(serializers.Serializer):
     )
 
 
+class LeaderboardPairedRowSerializer(LeaderboardRowSerializer):
+    """A leaderboard row with its paired test against the next row down of the same judge."""
+
+    p_holm_next = serializers.FloatField(
+        allow_null=True,
+        help_text="Holm-adjusted exact McNemar p against the next generator down (null: the judge's last)",
+    )
+    separable_from_next = serializers.BooleanField(allow_null=True, help_text="p_holm_next < 0.05")
+
+
 class TopicLeaderboardRowSerializer(LeaderboardRowSerializer):
     topic = serializers.CharField()
 
@@ -227,6 +264,12 @@ class RankCorrelationPairSerializer(serializers.Serializer):
     judge_b = serializers.CharField()
     n_generators = serializers.IntegerField(help_text="generators both judges judged")
     kendall_tau = serializers.FloatField(allow_null=True, help_text="Kendall tau-b; null when undefined")
+    kendall_tau_ci_low = serializers.FloatField(
+        allow_null=True,
+        help_text="95 % percentile bootstrap interval over examples (1,000 resamples, seed 0)",
+    )
+    kendall_tau_ci_high = serializers.FloatField(allow_null=True, help_text="... and its high end")
+    kendall_tau_bootstrap_samples = serializers.IntegerField(help_text="resamples where tau was defined")
     spearman_rho = serializers.FloatField(allow_null=True, help_text="Spearman rho; null when undefined")
 
 

@@ -1,11 +1,17 @@
 """Small, closed-form statistics the pages show beside their figures (with a test each against a hand or
-library computation): the Wilson score interval of a proportion."""
+library computation): the Wilson score interval of a proportion, and chance-corrected agreement of two
+raters on a yes/no label: Cohen's kappa and Gwet's AC1.
+
+A 2 x 2 confusion is a mapping confusion[first rater's label][second rater's label] -> count, the labels
+True / False (True = has a critical failure)."""
 
 from __future__ import annotations
 
 import math
 
-__all__ = ["wilson_interval"]
+__all__ = ["Confusion", "cohen_kappa", "gwet_ac1", "observed_agreement", "wilson_interval"]
+
+Confusion = dict[bool, dict[bool, int]]
 
 
 def wilson_interval(successes: int, n: int, *, z: float = 1.959964) -> tuple[float, float] | None:
@@ -17,3 +23,43 @@ def wilson_interval(successes: int, n: int, *, z: float = 1.959964) -> tuple[flo
     centre = (p + z * z / (2 * n)) / denominator
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _total(confusion: Confusion) -> int:
+    return sum(confusion[a][b] for a in (True, False) for b in (True, False))
+
+
+def observed_agreement(confusion: Confusion) -> float | None:
+    n = _total(confusion)
+    return (confusion[True][True] + confusion[False][False]) / n if n else None
+
+
+def cohen_kappa(confusion: Confusion) -> float | None:
+    """Cohen's kappa of a 2 x 2 confusion; None when undefined (no units, or chance agreement 1).
+    kappa = (p_o - p_e) / (1 - p_e), p_e = sum over labels of the two raters' marginal shares multiplied."""
+    n = _total(confusion)
+    if n == 0:
+        return None
+    observed = (confusion[True][True] + confusion[False][False]) / n
+    expected = sum(
+        (confusion[c][True] + confusion[c][False]) / n * (confusion[True][c] + confusion[False][c]) / n
+        for c in (True, False)
+    )
+    if expected == 1:
+        return None
+    return (observed - expected) / (1 - expected)
+
+
+def gwet_ac1(confusion: Confusion) -> float | None:
+    """Gwet's AC1 (Gwet 2008) of a 2 x 2 confusion; None without units. Chance agreement is
+    p_e = 2 pi (1 - pi), pi the mean of the two raters' shares of True: unlike kappa's, it stays small when
+    one label dominates, so AC1 does not collapse on skewed data (the "kappa paradox")."""
+    n = _total(confusion)
+    if n == 0:
+        return None
+    observed = (confusion[True][True] + confusion[False][False]) / n
+    first = (confusion[True][True] + confusion[True][False]) / n
+    second = (confusion[True][True] + confusion[False][True]) / n
+    pi = (first + second) / 2
+    expected = 2 * pi * (1 - pi)
+    return (observed - expected) / (1 - expected)

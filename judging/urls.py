@@ -9,5 +9,7 @@ urlpatterns = [
     path("leaderboard/topics/", views.topic_heatmap, name="topic_heatmap"),
     path("leaderboard/topics.csv", views.topic_heatmap_csv, name="topic_heatmap_csv"),
     path("judges/rank-correlation/", views.rank_correlation, name="rank_correlation"),
+    path("compare/", views.compare_generators, name="compare"),
+    path("compare/examples/<int:procedure_pk>/", views.compare_example, name="compare_example"),
     path("generators/<int:pk>/", views.generator_detail, name="generator_detail"),
 ]

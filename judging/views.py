@@ -8,11 +8,13 @@ layer, the annotation app; the Jobs pages belong to the core (h2e_site.jobs).
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
 
 from django.core.paginator import Paginator
 from django.db.models import Prefetch
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
@@ -25,8 +27,9 @@ from h2e_site.web import (
     staff_required,
     wants_fragment,
 )
+from mining.models import Procedure
 
-from . import charts, rankings, selectors
+from . import charts, compare, paired, rankings, selectors
 from .models import Generation, Generator, Judge, Judgment
 
 # --- Leaderboard ---
@@ -39,6 +42,7 @@ class LeaderboardLine:
     generator_pk: int | None
     judge_is_demo: bool
     metrics: selectors.GeneratorMetrics
+    next_test: paired.PairedTest | None = None  # against the next generator down under the same judge
 
     @property
     def coverage_percent(self) -> float | None:
@@ -49,6 +53,20 @@ class LeaderboardLine:
         """Judged fewer than the generator's generations: a cancelled or unfinished run."""
         coverage = self.coverage_percent
         return coverage is not None and coverage < 100.0
+
+
+def _with_paired_tests(
+    lines: list[LeaderboardLine], pairs: dict[str, paired.JudgePairs]
+) -> list[LeaderboardLine]:
+    """Each line with its paired test against the next line down of the same judge."""
+    result = []
+    for line, below in zip(lines, [*lines[1:], None], strict=False):
+        test = None
+        if below is not None and below.row.judge_id == line.row.judge_id:
+            judge_pairs = pairs.get(line.row.judge_id)
+            test = judge_pairs.between(line.row.generator_id, below.row.generator_id) if judge_pairs else None
+        result.append(replace(line, next_test=test))
+    return result
 
 
 def _leaderboard_lines(judge_ids: list[str], judges: list[Judge]) -> list[LeaderboardLine]:
@@ -72,15 +90,81 @@ def _leaderboard_lines(judge_ids: list[str], judges: list[Judge]) -> list[Leader
     return lines
 
 
+# ?sort=<column> sorts ascending, ?sort=-<column> descending; without it the lines stay in rank order per
+# judge. Values a line does not have (metrics not computed) sort last either way.
+LEADERBOARD_SORTS: dict[str, Callable[[LeaderboardLine], Any]] = {
+    "rank": lambda line: line.rank,
+    "generator": lambda line: line.row.generator_model.lower(),
+    "judge": lambda line: line.row.judge_model.lower(),
+    "how2score": lambda line: line.row.score.how2score_percent,
+    "strict": lambda line: line.row.score.strict_how2score_percent,
+    "examples": lambda line: line.row.score.n_examples,
+    "with_failures": lambda line: line.row.score.n_with_failures,
+    "parse_failures": lambda line: line.row.score.n_parse_failed,
+    "avg_failures": lambda line: line.row.score.avg_failures_per_example,
+    "tokens": lambda line: line.metrics.avg_tokens,
+}
+
+
+class UnknownSort(ValueError):
+    pass
+
+
+def _sorted_lines(lines: list[LeaderboardLine], sort: str) -> list[LeaderboardLine]:
+    """The lines in the order ?sort= asks for (stable: ties keep the rank order)."""
+    if not sort:
+        return lines
+    column = sort.removeprefix("-")
+    if column not in LEADERBOARD_SORTS:
+        raise UnknownSort(f"sort: {sort[:60]!r} is not a column; sortable: {', '.join(LEADERBOARD_SORTS)}")
+    key = LEADERBOARD_SORTS[column]
+    present = [line for line in lines if key(line) is not None]
+    missing = [line for line in lines if key(line) is None]
+    return sorted(present, key=key, reverse=sort.startswith("-")) + missing
+
+
+@dataclass(frozen=True)
+class SortHeader:
+    link: str  # the query string the column's header links to
+    state: str  # its aria-sort: ascending, descending or none
+
+
+def _sort_headers(judge_query: str, sort: str) -> dict[str, SortHeader]:
+    """Per column: where its header links (ascending first for names and rank, descending first for figures;
+    a second click reverses) and its aria-sort state."""
+    headers = {}
+    for column in LEADERBOARD_SORTS:
+        ascending_first = column in {"rank", "generator", "judge"}
+        if sort == column:
+            target, state = f"-{column}", "ascending"
+        elif sort == f"-{column}":
+            target, state = column, "descending"
+        else:
+            target, state = (column if ascending_first else f"-{column}"), "none"
+        params = {"judge": judge_query, "sort": target} if judge_query else {"sort": target}
+        headers[column] = SortHeader(query_string(params), state)
+    return headers
+
+
 @staff_required
 @require_GET
 @vary_on_headers("HX-Request")
 def leaderboard(request: HtmxHttpRequest) -> HttpResponse:
     judge_ids = query_ids(request, "judge")
     judges = list(Judge.objects.by_model())
-    lines = _leaderboard_lines(judge_ids, judges)
+    pairs = paired.paired_tests(judge_ids or None)
+    lines = _with_paired_tests(_leaderboard_lines(judge_ids, judges), pairs)
+    sort = request.GET.get("sort", "").strip()
+    try:
+        lines = _sorted_lines(lines, sort)
+    except UnknownSort as refusal:
+        return HttpResponseBadRequest(str(refusal))
+    by_id = {judge.judge_id: judge for judge in judges}
     context = {
         "lines": lines,
+        "sort": sort,
+        "sort_headers": _sort_headers(",".join(judge_ids), sort),
+        "separability": [(by_id[judge_id], p) for judge_id, p in pairs.items() if judge_id in by_id],
         "metrics_missing": any(not line.metrics.is_complete for line in lines),
         "judges": judges,
         "selected_judge": judge_ids[0] if len(judge_ids) == 1 else "",
@@ -98,18 +182,66 @@ def leaderboard(request: HtmxHttpRequest) -> HttpResponse:
 @staff_required
 @require_GET
 def leaderboard_csv(request: HttpRequest) -> HttpResponse:
-    rows = selectors.how2score_leaderboard(judge_ids=query_ids(request, "judge"))
+    judge_ids = query_ids(request, "judge")
+    rows = selectors.how2score_leaderboard(judge_ids=judge_ids)
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="how2score_leaderboard.csv"'
     fields = [
         *selectors.LeaderboardRow("", "", "", "", selectors.How2Score(0, 0, 0, 0)).as_json(),
         "coverage_percent",
         *selectors.GeneratorMetrics().as_json(),
+        "p_holm_next",
+        "separable_from_next",
     ]
     writer = SafeDictWriter(response, fieldnames=fields)
     writer.writeheader()
-    writer.writerows(selectors.leaderboard_metrics_json(rows))
+    writer.writerows(paired.leaderboard_paired_json(rows, paired.paired_tests(judge_ids or None)))
     return response
+
+
+# --- Two generators under one judge ---
+
+
+def _compared(request: HttpRequest) -> tuple[Judge, Generator, Generator]:
+    """The judge and generators ?judge=&a=&b= name (by judge_id / generator_id); 404 for an unknown one."""
+    judge = get_object_or_404(Judge, judge_id=request.GET.get("judge", "").strip())
+    a = get_object_or_404(Generator, generator_id=request.GET.get("a", "").strip())
+    b = get_object_or_404(Generator, generator_id=request.GET.get("b", "").strip())
+    return judge, a, b
+
+
+@staff_required
+@require_GET
+def compare_generators(request: HttpRequest) -> HttpResponse:
+    """Generator A vs B under one judge: their paired test and the discordant examples, 50 a page."""
+    judge, a, b = _compared(request)
+    result = compare.comparison(judge, a, b)
+    page = Paginator(result.discordant, 50).get_page(request.GET.get("page"))
+    procedures = Procedure.objects.select_related("topic").in_bulk([d.procedure_pk for d in page])
+    context = {
+        "comparison": result,
+        "page": page,
+        "rows": [(d, procedures[d.procedure_pk]) for d in page if d.procedure_pk in procedures],
+        "query": query_string({"judge": judge.judge_id, "a": a.generator_id, "b": b.generator_id}),
+        "n_a_only": sum(d.a_passes for d in result.discordant),
+    }
+    return render(request, "judging/compare.html", context)
+
+
+@staff_required
+@require_GET
+def compare_example(request: HttpRequest, procedure_pk: int) -> HttpResponse:
+    """One example: the reference (L1) and both L2s side by side, each with the judge's judgment."""
+    judge, a, b = _compared(request)
+    procedure = get_object_or_404(Procedure.objects.select_related("topic"), pk=procedure_pk)
+    side_a, side_b = compare.side_by_side(judge, (a, b), procedure)
+    context = {
+        "judge": judge,
+        "procedure": procedure,
+        "sides": [side_a, side_b],
+        "query": query_string({"judge": judge.judge_id, "a": a.generator_id, "b": b.generator_id}),
+    }
+    return render(request, "judging/compare_example.html", context)
 
 
 # --- How2Score by topic (heatmap) ---

@@ -105,6 +105,7 @@ def make_judgment(
         judge=judge or make_judge(),
         generation=generation,
         generator_id=generation.generator_id,
+        procedure_id=generation.procedure_id,
         topic_id=generation.procedure.topic_id,
         reasoning=reasoning,
         raw_output=raw_output,

@@ -4,17 +4,19 @@ failures, each linked to the steps it cites)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse
+from django.db.models import Prefetch
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from h2e_site.web import HtmxHttpRequest, query_string, staff_required, wants_fragment
+from h2e_site.web import HtmxHttpRequest, SafeDictWriter, query_string, staff_required, wants_fragment
 from judging import charts
-from judging.models import CriticalFailure, Generation, Generator, Judge, Judgment
+from judging.models import CriticalFailure, Generation, Generator, Judge, JudgeError, Judgment
 from judging.steps import step_in_range
 from mining.models import Topic
 
@@ -99,6 +101,47 @@ def failure_list(request: HtmxHttpRequest) -> HttpResponse:
     return render(request, template, context)
 
 
+@staff_required
+@require_GET
+def failure_list_csv(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
+    """Every critical failure the browser's filters select, as CSV (cells a spreadsheet would run as formulas
+    neutralised); a filter that names nothing is a 400 naming it, never an empty file."""
+    query = failures.FailureQuery.from_params(request.GET)
+    choices = _failure_options().choices()
+    problems = query.problems(choices)
+    if problems:
+        return HttpResponseBadRequest("; ".join(f"{k}: {v}" for k, v in problems.items()))
+    filters = failures.failure_filters_resolve(query, choices)
+    response = StreamingHttpResponse(_csv_lines(filters), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="critical_failures.csv"'
+    return response
+
+
+def _csv_lines(filters: failures.FailureFilters) -> Iterator[str]:
+    buffer = _LineBuffer()
+    writer = SafeDictWriter(buffer, fieldnames=failures.CSV_FIELDS)
+    writer.writeheader()
+    yield buffer.take()
+    for row in failures.failure_rows_all(filters=filters):
+        writer.writerow(failures.failure_csv_row(row))
+        yield buffer.take()
+
+
+class _LineBuffer:
+    """A file for csv.writer whose written text is taken line by line (streamed, never held whole)."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.parts.append(text)
+        return len(text)
+
+    def take(self) -> str:
+        text, self.parts = "".join(self.parts), []
+        return text
+
+
 # --- Generation ---
 
 
@@ -150,7 +193,12 @@ def step_links(values: Any, n_steps: int) -> list[StepLink]:
 @staff_required
 @require_GET
 def generation_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    generation = get_object_or_404(Generation.objects.select_related("generator", "procedure__topic"), pk=pk)
+    generation = get_object_or_404(
+        Generation.objects.select_related("generator", "procedure__topic").prefetch_related(
+            Prefetch("judge_errors", queryset=JudgeError.objects.select_related("judge"))
+        ),
+        pk=pk,
+    )
     l1_steps: list[Any] = list(generation.procedure.steps or [])
     l2_steps: list[Any] = list(generation.predicted_steps or [])
     judgments = Judgment.objects.filter(generation=generation).select_related("judge").with_failures()

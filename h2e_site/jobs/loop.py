@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from django.db import reset_queries
@@ -51,6 +51,35 @@ class Progress:
     failed: int = 0
 
 
+@dataclass
+class Usage:
+    """What the answered requests of a job cost, kept in its parameters["usage"] (the job record): how many
+    were answered, their prompt and completion tokens (as the server reported them; requests whose server
+    reported none are counted in n_without_tokens) and the seconds spent waiting on the model."""
+
+    n: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    n_without_tokens: int = 0
+    latency_s: float = 0.0
+
+    @classmethod
+    def of(cls, job: Job) -> Usage:
+        saved = job.parameters.get("usage") or {}
+        return cls(**{name: saved[name] for name in cls.__dataclass_fields__ if name in saved})
+
+    def add(self, result: LLMResult) -> None:
+        self.n += 1
+        self.latency_s += result.latency_s
+        if result.prompt_tokens is None and result.completion_tokens is None:
+            self.n_without_tokens += 1
+        self.prompt_tokens += result.prompt_tokens or 0
+        self.completion_tokens += result.completion_tokens or 0
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 class JobWork:
     """What one kind of job does. Subclasses implement run() (using stream() for LLM requests) and may
     override started(), finished() and write_progress()."""
@@ -59,6 +88,7 @@ class JobWork:
         self.job = job
         self.progress = Progress()
         self.errors: list[str] = list(job.parameters.get("errors", []))
+        self.usage = Usage.of(job)
         self.stopped = False
         self.failure = ""  # set by run() to fail the job with this message (without an exception)
         self._stop_checked_at = 0.0
@@ -134,6 +164,7 @@ class JobWork:
         for result in results:
             if result.ok:
                 self.progress.done += 1
+                self.usage.add(result)
             else:
                 self.progress.failed += 1
                 self.keep_error(f"item {result.key}: {result.error}")
@@ -146,7 +177,7 @@ class JobWork:
         self._progress_written_at = now
         self._heartbeat_at = now
         self.job.done, self.job.failed = self.progress.done, self.progress.failed
-        self.job.parameters = {**self.job.parameters, "errors": self.errors}
+        self.job.parameters = {**self.job.parameters, "errors": self.errors, "usage": self.usage.as_json()}
         Job.objects.filter(pk=self.job.pk).update(
             done=self.job.done,
             failed=self.job.failed,

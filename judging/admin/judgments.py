@@ -151,7 +151,6 @@ class JudgmentAdmin(RunActionsMixin, admin.ModelAdmin):
         "n_failures",
         "reasoning_block",
         "raw_output_block",
-        "error",
         "extra",
         "created_at",
     ]
@@ -191,8 +190,8 @@ class JudgmentAdmin(RunActionsMixin, admin.ModelAdmin):
             title="Re-judge parse failures",
             submit_label="Yes, re-judge them",
             summary=rejudge_summary(failed),
-            intro="Each judge judges again the selected generations whose judgment is a parse failure or an "
-            "API error; a new verdict replaces the old one when it is written.",
+            intro="Each judge judges again the selected generations whose judgment is a parse failure; "
+            "a new verdict replaces the old one when it is written.",
         )
 
     @admin.action(description="Re-judge (replace)…", permissions=["run"])

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from h2e_site.jobs.models import Job, JobKind, JobStatus
 from judging.judge_jobs import judge_job_create
-from judging.models import Judgment
+from judging.models import JudgeError, Judgment
 from tests.factories import (
     make_generation,
     make_generator,
@@ -173,8 +173,7 @@ def test_it_retries_failed_judge_items(runner: Client) -> None:
     judge, generator = make_runnable_judge(), make_runnable_generator()
     generations = [make_generation(generator=generator) for _ in range(2)]
     job = judge_job_create(judge=judge, generator=generator)
-    errored = make_judgment(generation=generations[0], judge=judge, parse_failed=True)
-    Judgment.objects.filter(pk=errored.pk).update(error="timeout after 6 attempts")
+    JudgeError.objects.create(judge=judge, generation=generations[0], job=job, error="timeout", attempts=6)
     Job.objects.filter(pk=job.pk).update(status=JobStatus.SUCCEEDED, done=1, failed=1)
     response = post(runner, reverse("api:job-retry", args=[job.pk]))
     assert response.status_code == 201

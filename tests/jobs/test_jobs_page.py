@@ -19,7 +19,7 @@ from h2e_site.web import format_duration
 from judging.generate_jobs import generate_job_create
 from judging.judge_jobs import judge_job_create
 from judging.metrics import compute_generation_metrics
-from judging.models import Generation, Judgment
+from judging.models import Generation, Judge, JudgeError
 from mining.models import Procedure
 from tests.factories import make_generation, make_job, make_judgment, make_procedure, make_user
 from tests.judging.runnable import make_runnable_generator, make_runnable_judge
@@ -183,12 +183,12 @@ def test_it_sends_outsiders_to_login_or_403(client: Client) -> None:
 def test_it_retries_failed_items_from_the_job_page(admin_client: Client) -> None:
     job = judge_job(status=JobStatus.SUCCEEDED)
     failed_generation = job.parameters["items"][0]
-    judgment = make_judgment(
+    JudgeError.objects.create(
+        judge=Judge.objects.get(pk=job.parameters["judge"]),
         generation=Generation.objects.get(pk=failed_generation),
-        judge=make_runnable_judge(),
-        parse_failed=True,
+        job=job,
+        error="HTTP 503",
     )
-    Judgment.objects.filter(pk=judgment.pk).update(error="HTTP 503")
     page = admin_client.get(reverse("jobs:job_detail", args=[job.pk])).content.decode()
     assert "Retry 1 failed item" in page
     response = admin_client.post(reverse("jobs:job_retry", args=[job.pk]))

@@ -14,7 +14,7 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 
 from h2e_site.jobs.models import Job
-from judging import selectors
+from judging import paired, selectors
 from tests.factories import make_job, make_judgment, make_procedure, make_scored_world, make_user
 
 pytestmark = pytest.mark.django_db
@@ -78,7 +78,9 @@ def test_it_serves_the_leaderboard_as_the_selectors_compute_it(admin_client: Cli
     body = response.json()
     assert set(body) == {"count", "next", "previous", "results"}
     assert body["count"] == 4
-    assert body["results"] == selectors.leaderboard_metrics_json(selectors.how2score_leaderboard())
+    rows = selectors.how2score_leaderboard()
+    assert body["results"] == paired.leaderboard_paired_json(rows, paired.paired_tests())
+    assert [r["separable_from_next"] for r in body["results"]] == [False, None, False, None]
 
 
 def test_it_filters_the_leaderboard_by_judge_repeated_or_comma_list(
@@ -88,7 +90,7 @@ def test_it_filters_the_leaderboard_by_judge_repeated_or_comma_list(
     one = results(admin_client.get(reverse("api:leaderboard"), {"judge": judge_x.judge_id}))
     assert {r["judge_id"] for r in one} == {judge_x.judge_id}
     expected = selectors.how2score_leaderboard(judge_ids=[judge_x.judge_id])
-    assert one == selectors.leaderboard_metrics_json(expected)
+    assert one == paired.leaderboard_paired_json(expected, paired.paired_tests([judge_x.judge_id]))
     both = f"{judge_x.judge_id},{judge_y.judge_id}"
     assert len(results(admin_client.get(reverse("api:leaderboard"), {"judge": both}))) == 4
     repeated = admin_client.get(
@@ -294,7 +296,7 @@ def test_it_publishes_a_valid_openapi_schema(tmp_path: Any) -> None:
     text = out.read_text()
     for path in ("/api/leaderboard/", "/api/leaderboard/by-topic/", "/api/judgments/{id}/", "/api/imports/"):
         assert f"  {path}:" in text
-    assert "PaginatedLeaderboardRowList" in text
+    assert "PaginatedLeaderboardPairedRowList" in text and "  /api/leaderboard/pairs/:" in text
 
 
 def test_it_serves_the_schema_and_docs_to_staff_only(admin_client: Client, client: Client) -> None:

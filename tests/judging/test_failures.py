@@ -320,3 +320,45 @@ def test_it_ignores_an_unknown_failure_parameter(admin_client: Client, world: di
             reverse("failures:generation_detail", args=[generation.pk]), {"failure": value}
         ).content.decode()
         assert "is-selected" not in html and "is-linked" not in html
+
+
+def _csv(response: Any) -> list[dict[str, str]]:
+    import csv
+    import io
+
+    return list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+
+
+def test_it_downloads_the_filtered_failure_list_as_csv(admin_client: Client, world: dict) -> None:
+    judge_x = world["judges"][0]
+    everything = admin_client.get(reverse("failures:failure_list_csv"))
+    assert everything.status_code == 200 and everything["Content-Type"].startswith("text/csv")
+    rows = _csv(everything)
+    assert [r["id"] for r in rows] == [row.token for row in _all(_filters())]
+    filtered = _csv(
+        admin_client.get(reverse("failures:failure_list_csv"), {"judge": judge_x.judge_id, "topic": "Health"})
+    )
+    expected = _all(_filters(judge=judge_x.judge_id, topic="Health"))
+    assert len(filtered) == len(expected) == 8  # 2 generators x 2 Health procedures x 2 failures
+    assert {r["judge_id"] for r in filtered} == {judge_x.judge_id} and {r["topic"] for r in filtered} == {
+        "Health"
+    }
+    assert filtered[0]["L1_steps"] in {"1", "2"}
+
+
+def test_the_failure_csv_neutralises_formulas_and_names_a_bad_filter(
+    admin_client: Client, world: dict
+) -> None:
+    make_judgment(
+        generation=world["human_on"],
+        judge=make_judge(model="judge-evil"),
+        failures=[("=HYPERLINK(1)", [1], [1])],
+    )
+    rows = _csv(admin_client.get(reverse("failures:failure_list_csv"), {"q": "HYPERLINK"}))
+    assert [r["description"] for r in rows] == ["'=HYPERLINK(1)"]
+    refused = admin_client.get(reverse("failures:failure_list_csv"), {"judge": "nobody"})
+    assert refused.status_code == 400 and b"nobody" in refused.content
+
+
+def test_the_failure_csv_is_for_staff_only(client: Client, world: dict) -> None:
+    assert client.get(reverse("failures:failure_list_csv")).status_code in (302, 403)

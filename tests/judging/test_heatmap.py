@@ -159,3 +159,26 @@ def test_it_colours_low_scores_red_and_high_scores_blue() -> None:
     assert charts.score_colour(0.0) == "#b2182b" and charts.score_colour(1.0) == "#2166ac"
     assert charts.score_colour(0.5) == "#f7f7f7" and charts.score_colour(2.0) == "#2166ac"
     assert charts.text_colour("#b2182b") == "#ffffff" and charts.text_colour("#f7f7f7") == "#111111"
+
+
+def test_each_cell_opens_the_failures_of_that_generator_topic_and_judge(
+    admin_client: Client, world: dict
+) -> None:
+    judge = world["judges"][0]
+    response = admin_client.get(reverse("judging:topic_heatmap"), {"judge": judge.judge_id})
+    html = response.content.decode()
+    gen_a = world["generators"][0]
+    link = (
+        reverse("failures:failure_list")
+        + f"?topic=Health&amp;generator={gen_a.generator_id}&amp;judge={judge.judge_id}&amp;source=judge"
+    )
+    assert f'href="{link}"' in html
+    # The link opens a browser that lists exactly that cell's judge failures.
+    target = admin_client.get(
+        reverse("failures:failure_list"),
+        {"topic": "Health", "generator": gen_a.generator_id, "judge": judge.judge_id, "source": "judge"},
+    )
+    assert target.status_code == 200 and "Skips removing the plant" in target.content.decode()
+    # The empty "Religion" cell of the lonely generator links nowhere.
+    lonely = world["lonely"].generator_id
+    assert f"topic=Religion&amp;generator={lonely}" not in html

@@ -19,7 +19,7 @@ from h2e_site.llm.prompts import prompt_sha256
 from judging.admin import actions as judging_admin
 from judging.configs import config_for_judge
 from judging.judge_jobs import judge_job_create
-from judging.models import Judge, Judgment
+from judging.models import Judge, JudgeError
 from tests.factories import make_generation, make_job, make_judgment
 
 from .runnable import make_runnable_generator, make_runnable_judge
@@ -122,8 +122,7 @@ def test_it_refuses_a_retry_with_nothing_left_and_links_a_retry_to_its_job(admin
     judge, generator = make_runnable_judge(), make_runnable_generator()
     generation = make_generation(generator=generator)
     job = judge_job_create(judge=judge, generator=generator, enqueue=False)
-    errored = make_judgment(generation=generation, judge=judge, parse_failed=True)
-    Judgment.objects.filter(pk=errored.pk).update(error="HTTP 500")
+    JudgeError.objects.create(judge=judge, generation=generation, job=job, error="HTTP 500", attempts=6)
     Job.objects.filter(pk=job.pk).update(status=JobStatus.SUCCEEDED, done=0, failed=1)
     retried = admin_client.post(reverse("jobs:job_retry", args=[job.pk]))
     retry = Job.objects.exclude(pk=job.pk).get()
@@ -132,7 +131,8 @@ def test_it_refuses_a_retry_with_nothing_left_and_links_a_retry_to_its_job(admin
     page = admin_client.get(reverse("jobs:job_detail", args=[retry.pk])).content.decode()
     assert f"The job it retries (#{job.pk})" in page and "re-judge parse failures" in page
     assert "parsefailed" not in page
-    Judgment.objects.filter(pk=errored.pk).update(error="", parse_failed=False)  # judged again since
+    make_judgment(generation=generation, judge=judge)  # judged again since: the error is gone
+    JudgeError.objects.all().delete()
     again = admin_client.post(reverse("jobs:job_retry", args=[job.pk]), follow=True)
     assert Job.objects.count() == 2  # no empty job
     assert any("no failed items left to retry" in m for m in messages_of(again, admin_client))

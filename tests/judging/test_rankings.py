@@ -155,3 +155,66 @@ def test_it_keeps_rank_correlations_to_staff(client: Client) -> None:
 def test_it_refuses_posts_to_rank_correlations(admin_client: Client) -> None:
     assert admin_client.post(reverse("judging:rank_correlation")).status_code == 405
     assert admin_client.post(reverse("api:judge-rank-correlation")).status_code == 405
+
+
+def test_vectorised_tau_b_is_scipys_on_every_row() -> None:
+    import numpy as np
+    from scipy.stats import kendalltau
+
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 4, size=(200, 7)).astype(float)  # many ties
+    y = rng.integers(0, 4, size=(200, 7)).astype(float)
+    x[0] = 1.0  # a constant row: undefined
+    ours = rankings.tau_b_rows(x, y)
+    assert math.isnan(ours[0])
+    for k in range(1, 200):
+        expected = kendalltau(x[k], y[k]).statistic
+        assert (math.isnan(ours[k]) and math.isnan(expected)) or ours[k] == pytest.approx(expected, abs=1e-12)
+
+
+def _two_judges_over(n_examples: int, rates: dict[str, tuple[float, float]]) -> None:
+    """Judges x and y; each generator passes an example with its rate under each judge (deterministic)."""
+    procedures = [make_procedure(goal=f"Goal {i}") for i in range(n_examples)]
+    judges = make_judge(model="x"), make_judge(model="y")
+    for name, per_judge in rates.items():
+        generator = make_generator(model=name, generator_id=name)
+        for i, procedure in enumerate(procedures):
+            generation = make_generation(generator=generator, procedure=procedure)
+            for judge, rate in zip(judges, per_judge, strict=True):
+                passes = (i * 37 % n_examples) < rate * n_examples
+                make_judgment(generation=generation, judge=judge, failures=() if passes else FAIL)
+
+
+FAIL = [("Misses a step.", [1], [1])]
+
+
+@pytest.mark.django_db
+def test_the_tau_interval_is_a_fixed_seed_bootstrap_over_examples() -> None:
+    _two_judges_over(30, {"g1": (0.9, 0.85), "g2": (0.6, 0.65), "g3": (0.55, 0.5), "g4": (0.2, 0.3)})
+    first = rankings.judge_rank_correlations().pairs[0]
+    again = rankings.judge_rank_correlations().pairs[0]
+    assert first.kendall_tau == pytest.approx(1.0)
+    assert first.tau_ci_low is not None and first.tau_ci_high is not None
+    assert (first.tau_ci_low, first.tau_ci_high) == (again.tau_ci_low, again.tau_ci_high)  # seeded
+    assert first.tau_ci_low <= first.kendall_tau <= first.tau_ci_high
+    assert first.tau_ci_low < 1.0  # g2 and g3 are close: some resamples swap them under one judge
+    assert 900 <= first.tau_samples <= 1000
+    other_seed = rankings.judge_rank_correlations(seed=1).pairs[0]
+    assert other_seed.tau_ci_low is not None
+
+
+@pytest.mark.django_db
+def test_the_bootstrap_recomputes_how2score_from_resampled_examples() -> None:
+    """With every example taken once (weights all 1) the resampled scores are the How2Scores themselves."""
+    import numpy as np
+
+    from judging import paired, selectors
+
+    _two_judges_over(20, {"g1": (0.9, 0.8), "g2": (0.4, 0.5), "g3": (0.1, 0.2)})
+    verdicts = paired.load_verdicts()
+    columns = np.unique(np.concatenate([v.procedure_pks for v in verdicts.values()]))
+    ones = np.ones((1, columns.size), dtype=np.int64)
+    for row in selectors.how2score_leaderboard():
+        v = verdicts[row.judge_id]
+        scores = rankings._resampled_scores(v, ones, columns, strict=False)
+        assert scores[0, v.row(row.generator_id)] == pytest.approx(row.score.how2score)

@@ -15,7 +15,7 @@ from django.urls import reverse
 from h2e_site.jobs.models import Job, JobKind, JobStatus
 from judging.admin import actions as judging_admin
 from judging.judge_jobs import judge_job_create
-from judging.models import Generation, Judge, Judgment
+from judging.models import Generation, Judge, JudgeError, Judgment
 from tests.factories import (
     make_generation,
     make_generator,
@@ -244,8 +244,7 @@ def test_it_retries_the_failed_items_of_a_judge_job(admin_client: Client) -> Non
     generator = make_runnable_generator()
     generations = [make_generation(generator=generator) for _ in range(3)]
     job = judge_job_create(judge=judge, generator=generator)
-    errored = make_judgment(generation=generations[1], judge=judge, parse_failed=True)
-    Judgment.objects.filter(pk=errored.pk).update(error="HTTP 500 after 6 attempts")
+    JudgeError.objects.create(judge=judge, generation=generations[1], job=job, error="HTTP 500", attempts=6)
     Job.objects.filter(pk=job.pk).update(status=JobStatus.SUCCEEDED, done=2, failed=1)
     response = act(admin_client, "job", "retry_failed_items", [job])
     retry = Job.objects.exclude(pk=job.pk).get()

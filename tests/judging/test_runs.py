@@ -31,10 +31,11 @@ from h2e_site.jobs.services import (
     resume_orphaned_jobs,
 )
 from h2e_site.llm.config import config_from_mapping, load_config
+from judging import selectors
 from judging.configs import generator_for_config, judge_for_config
 from judging.generate_jobs import generate_job_create, generate_job_run
 from judging.judge_jobs import judge_job_create, judge_job_run
-from judging.models import CriticalFailure, Generation, Generator, Judge, Judgment
+from judging.models import CriticalFailure, Generation, Generator, Judge, JudgeError, Judgment
 from tests.factories import make_generation, make_generator, make_judgment, make_procedure
 from tests.llm_server import (
     MALFORMED_JSON,
@@ -188,13 +189,10 @@ def test_it_judges_and_stores_what_each_kind_of_output_means(llm_server: Loopbac
     assert fenced_one.failures.get().description == "Skips watering."
     assert fenced_one.generator_id == generator.pk
     assert fenced_one.topic_id == fenced_one.generation.procedure.topic_id is not None
+    assert fenced_one.procedure_id == fenced_one.generation.procedure_id
     assert (by_goal["Goal 1"].parse_failed, by_goal["Goal 1"].has_failure) == (False, False)
     for goal in ("Goal 2", "Goal 4"):
-        assert (by_goal[goal].parse_failed, by_goal[goal].has_failure, by_goal[goal].error) == (
-            True,
-            True,
-            "",
-        )
+        assert (by_goal[goal].parse_failed, by_goal[goal].has_failure) == (True, True)
         assert by_goal[goal].raw_output  # kept even when unparseable
     out_of_range = by_goal["Goal 3"].failures.get()
     assert (out_of_range.l1_steps, out_of_range.l2_steps, out_of_range.steps_out_of_range) == (
@@ -216,10 +214,11 @@ def test_it_retries_server_errors_until_the_answer_comes(llm_server: LoopbackLLM
     job = judge_job_run(job_id=judge_job_create(judge=loopback_judge(llm_server), generator=generator).pk)
     assert job is not None and (job.done, job.failed) == (1, 0)
     judgment = Judgment.objects.get()
-    assert (judgment.attempts, judgment.error, judgment.parse_failed) == (3, "", False)
+    assert (judgment.attempts, judgment.parse_failed) == (3, False)
+    assert not JudgeError.objects.exists()
 
 
-def test_it_records_a_permanent_error_per_item_and_rejudges_it_as_a_parse_failure(
+def test_a_permanent_error_is_a_failed_item_never_a_judgment_and_is_retried(
     llm_server: LoopbackLLM,
 ) -> None:
     generator = generations_to_judge(3)
@@ -227,16 +226,18 @@ def test_it_records_a_permanent_error_per_item_and_rejudges_it_as_a_parse_failur
     llm_server.script(Fail(400, message="context too long"))
     job = judge_job_run(job_id=judge_job_create(judge=judge, generator=generator).pk)
     assert job is not None and (job.status, job.done, job.failed) == (JobStatus.SUCCEEDED, 2, 1)
-    errored = Judgment.objects.exclude(error="").get()
-    assert "context too long" in errored.error
-    assert (errored.parse_failed, errored.has_failure, errored.n_failures) == (True, True, 0)
+    errored = JudgeError.objects.get()
+    assert "context too long" in errored.error and errored.job_id == job.pk
+    assert not Judgment.objects.filter(generation=errored.generation).exists()
+    assert Judgment.objects.count() == 2
+    score = selectors.how2score_for(generator_pk=generator.pk, judge_pk=judge.pk)
+    assert (score.total, score.n_parse_failed) == (2, 0)  # not a parse failure, not in the strict score
 
-    again = judge_job_create(judge=judge, generator=generator, mode="parse_failed")
+    again = job_retry_failed(job=job)
     assert again.parameters["items"] == [errored.generation_id]
     again = judge_job_run(job_id=again.pk)
     assert again is not None and (again.done, again.failed) == (1, 0)
-    errored.refresh_from_db()
-    assert (errored.error, errored.parse_failed) == ("", False)
+    assert not JudgeError.objects.exists()
     assert Judgment.objects.count() == 3
 
 
@@ -261,7 +262,8 @@ def test_it_keeps_a_good_judgment_when_its_replacement_fails(llm_server: Loopbac
     job = judge_job_run(job_id=judge_job_create(judge=judge, generator=generator, mode="replace").pk)
     assert job is not None and job.failed == 1
     old.refresh_from_db()
-    assert (old.error, old.n_failures) == ("", 1)
+    assert (old.parse_failed, old.n_failures) == (False, 1)
+    assert JudgeError.objects.get().job_id == job.pk
 
 
 def test_it_resumes_a_crashed_job_without_judging_anything_twice(llm_server: LoopbackLLM) -> None:
@@ -273,15 +275,14 @@ def test_it_resumes_a_crashed_job_without_judging_anything_twice(llm_server: Loo
     Job.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING, started_at=started, done=1)
     generations = list(generator.generations.order_by("pk"))
     make_judgment(generation=generations[0], judge=judge)
-    errored = make_judgment(generation=generations[1], judge=judge, parse_failed=True)
-    Judgment.objects.filter(pk=errored.pk).update(error="HTTP 400")
+    JudgeError.objects.create(judge=judge, generation=generations[1], job=job, error="HTTP 400")
 
     job = judge_job_run(job_id=job.pk)
 
     assert job is not None and (job.status, job.total, job.done, job.failed) == (JobStatus.SUCCEEDED, 5, 4, 1)
     assert job.started_at == started
     assert len(llm_server.completion_requests) == 3
-    assert Judgment.objects.count() == 5
+    assert Judgment.objects.count() == 4 and JudgeError.objects.count() == 1
 
 
 def test_it_does_not_run_a_finished_job_again(llm_server: LoopbackLLM) -> None:

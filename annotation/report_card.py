@@ -1,0 +1,198 @@
+"""A judge's report card (issue #12 item 3): everything that says how far to trust its verdicts.
+
+The judge-only figures (instrument failures, length bias, agreement with the other judges, cost, flips) come
+from judging/judge_figures.py. This adds, for every study whose generations the judge judged, its agreement
+with the human majority on those items (definitions below), which needs the human labels: so it lives in the
+top layer.
+
+Per study, on the items with a human majority (ties left out, as on the agreement pages) and a judge verdict
+(parse failures left out):
+- agreement overall and per class of the human majority (has a failure / has none), each k of n with a 95 %
+  Wilson interval; Cohen's kappa and Gwet's AC1 of the judge x majority table (judging/stats.py);
+- the human ceiling on the same items: each annotator's leave-one-out agreement with the others' majority
+  (annotation/agreement.py), as the band from the lowest to the highest annotator and pooled over them;
+- trivial baselines on the same items: always "has failure", never "has failure", and a length-only rule:
+  "has failure" when the generation is shorter than its reference by more than a share s of tokens, s fitted
+  on these very items to agree best with the majority (so an optimistic baseline; items without token
+  counts are left out of it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+from judging import judge_figures
+from judging.judge_figures import Share
+from judging.models import Generation, Judge, Judgment
+
+from .agreement import JudgeAgreement, Label, by_unit, judge_agreement, leave_one_out, majority, pooled
+from .agreement_data import study_labels
+from .models import Study
+
+
+@dataclass(frozen=True)
+class Baseline:
+    name: str
+    agreement: Share
+    note: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {"name": self.name, "agreement": self.agreement.as_json(), "note": self.note}
+
+
+@dataclass(frozen=True)
+class StudyCard:
+    study: Study
+    agreement: JudgeAgreement
+    loo_band: tuple[float, float] | None
+    loo_pooled: Share
+    baselines: list[Baseline]
+
+    @property
+    def overall(self) -> Share:
+        return Share(self.agreement.overall.agreed, self.agreement.overall.n)
+
+    @property
+    def on_has_failure(self) -> Share:
+        return Share(self.agreement.has_failure.agreed, self.agreement.has_failure.n)
+
+    @property
+    def on_no_failure(self) -> Share:
+        return Share(self.agreement.no_failure.agreed, self.agreement.no_failure.n)
+
+    def as_json(self) -> dict[str, Any]:
+        low, high = self.loo_band or (None, None)
+        return {
+            "study": self.study.slug,
+            "title": self.study.title,
+            "n_items": self.overall.n,
+            "n_human_ties": self.agreement.overall.ties,
+            "agreement": self.overall.as_json(),
+            "agreement_on_has_failure": self.on_has_failure.as_json(),
+            "agreement_on_no_failure": self.on_no_failure.as_json(),
+            "cohen_kappa": self.agreement.cohen_kappa,
+            "gwet_ac1": self.agreement.gwet_ac1,
+            "human_loo_low": low,
+            "human_loo_high": high,
+            "human_loo_pooled": self.loo_pooled.as_json(),
+            "baselines": [b.as_json() for b in self.baselines],
+        }
+
+
+@dataclass
+class ReportCard:
+    judge: Judge
+    instrument: judge_figures.Instrument
+    length_bias: judge_figures.LengthBias
+    other_judges: list[judge_figures.JudgePair]
+    cost: judge_figures.Cost
+    flips: Share
+    studies: list[StudyCard] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "judge_id": self.judge.judge_id,
+            "model": self.judge.model,
+            "is_demo_model": self.judge.is_demo_model,
+            "instrument": self.instrument.as_json(),
+            "studies": [s.as_json() for s in self.studies],
+            "length_bias": self.length_bias.as_json(),
+            "other_judges": [p.as_json() for p in self.other_judges],
+            "cost": self.cost.as_json(),
+            "flips": self.flips.as_json(),
+        }
+
+
+def report_card(judge: Judge) -> ReportCard:
+    return ReportCard(
+        judge=judge,
+        instrument=judge_figures.instrument(judge),
+        length_bias=judge_figures.length_bias(judge_figures.length_bias_rows(judge)),
+        other_judges=judge_figures.other_judges(judge),
+        cost=judge_figures.cost(judge),
+        flips=judge_figures.flips(judge),
+        studies=[card for study in _studies_judged(judge) if (card := study_card(judge, study))],
+    )
+
+
+def _studies_judged(judge: Judge) -> list[Study]:
+    judged = Judgment.objects.filter(judge=judge, parse_failed=False).values("generation_id")
+    return list(
+        Study.objects.filter(items__generation_id__in=judged).distinct().order_by("-created_at", "-pk")
+    )
+
+
+def study_card(judge: Judge, study: Study) -> StudyCard | None:
+    """The judge against the humans of one study, on the items both labelled (None: no such item)."""
+    labels = study_labels(study)
+    verdicts: dict[Hashable, bool] = dict(
+        Judgment.objects.filter(
+            judge=judge, parse_failed=False, generation_id__in={label.unit for label in labels}
+        ).values_list("generation_id", "has_failure")
+    )
+    shared = [label for label in labels if label.unit in verdicts]
+    if not shared:
+        return None
+    loo = leave_one_out(shared)
+    rates = [a.rate for a in loo.values() if a.rate is not None]
+    loo_all = pooled(loo.values())
+    return StudyCard(
+        study=study,
+        agreement=judge_agreement(shared, verdicts),
+        loo_band=(min(rates), max(rates)) if rates else None,
+        loo_pooled=Share(loo_all.agreed, loo_all.n),
+        baselines=baselines(shared),
+    )
+
+
+def baselines(labels: list[Label]) -> list[Baseline]:
+    """Always / never "has failure" and the fitted length rule, against the majority of these labels."""
+    majorities = {
+        unit: majority(label.has_failure for label in group) for unit, group in by_unit(labels).items()
+    }
+    decided = {unit: m for unit, m in majorities.items() if m is not None}
+    n_fail = sum(decided.values())
+    return [
+        Baseline('always "has failure"', Share(n_fail, len(decided))),
+        Baseline('never "has failure"', Share(len(decided) - n_fail, len(decided))),
+        length_rule(decided),
+    ]
+
+
+def length_rule(majorities: dict[Hashable, bool]) -> Baseline:
+    """ "has failure" when gen tokens < (1 - s) x ref tokens, s chosen to agree best with the majority."""
+    ratios = {
+        pk: (gen or 0) / (ref or 1)  # both set: filtered above
+        for pk, gen, ref in Generation.objects.filter(
+            pk__in=list(majorities), n_tokens__isnull=False, procedure__n_tokens__gt=0
+        ).values_list("pk", "n_tokens", "procedure__n_tokens")
+    }
+    items = [(ratios[unit], majorities[unit]) for unit in majorities if unit in ratios]
+    if not items:
+        return Baseline("length rule", Share(0, 0), note="no item has token counts")
+    best_threshold, best = fit_length_threshold(items)
+    share = 100.0 * (1.0 - best_threshold) if best_threshold != float("inf") else None
+    note = (
+        f'"has failure" when the generation is shorter than its reference by more than {share:.0f} % of '
+        "its tokens (fitted on these items)"
+        if share is not None
+        else '"has failure" always (no length threshold does better on these items)'
+    )
+    return Baseline("length rule", Share(best, len(items)), note=note)
+
+
+def fit_length_threshold(items: list[tuple[float, bool]]) -> tuple[float, int]:
+    """The threshold t on gen/ref (rule: has failure iff ratio < t) that agrees with most labels, and how
+    many it agrees with; t ranges over the observed ratios and +inf, the smallest best one wins."""
+    candidates = [*sorted({ratio for ratio, _ in items}), float("inf")]
+    best_threshold, best = candidates[0], -1
+    for threshold in candidates:
+        agreed = sum((ratio < threshold) == has_failure for ratio, has_failure in items)
+        if agreed > best:
+            best_threshold, best = threshold, agreed
+    return best_threshold, best
+
+
+__all__ = ["Baseline", "ReportCard", "StudyCard", "baselines", "fit_length_threshold", "report_card"]
