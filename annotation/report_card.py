@@ -23,7 +23,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from judging import judge_figures
+from judging import judge_figures, versions
 from judging.judge_figures import Share
 from judging.models import Generation, Judge, Judgment
 
@@ -106,14 +106,31 @@ class ReportCard:
 
 
 def report_card(judge: Judge) -> ReportCard:
+    instrument, length_bias, other_judges, flips = versions.cached(
+        f"judge-figures:{judge.pk}",
+        lambda: _judgment_figures(judge),
+        version=versions.judgments_version(judge_ids=[judge.judge_id]),
+    )
     return ReportCard(
         judge=judge,
-        instrument=judge_figures.instrument(judge),
-        length_bias=judge_figures.length_bias(judge_figures.length_bias_rows(judge)),
-        other_judges=judge_figures.other_judges(judge),
+        instrument=instrument,
+        length_bias=length_bias,
+        other_judges=other_judges,
         cost=judge_figures.cost(judge),
-        flips=judge_figures.flips(judge),
+        flips=flips,
         studies=[card for study in _studies_judged(judge) if (card := study_card(judge, study))],
+    )
+
+
+def _judgment_figures(
+    judge: Judge,
+) -> tuple[judge_figures.Instrument, judge_figures.LengthBias, list[judge_figures.JudgePair], Share]:
+    """The figures that read every judgment of the judge (cached for the judgments' version)."""
+    return (
+        judge_figures.instrument(judge),
+        judge_figures.length_bias(judge_figures.length_bias_rows(judge)),
+        judge_figures.other_judges(judge),
+        judge_figures.flips(judge),
     )
 
 

@@ -12,8 +12,10 @@
    settings.DEBUG is switched off after setup so no SQL is logged during the timings.
 
 Targets: leaderboard page (with its intervals and the paired tests of 20 generators x 2 judges) <= 300 ms; a
-judge's report card <= 500 ms; the failure browser's filtered first page <= 200 ms; the agreement page
-of the 200-item, 3-annotator study judged by 10 judges (8 more judges judge just its generations) <= 300 ms.
+judge's report card <= 500 ms (both with the figures cached for the judgments' version, as a researcher
+browsing sees them; the same pages computed afresh are timed too, "cache cleared"); the failure browser's
+filtered first page <= 200 ms; the agreement page of the 200-item, 3-annotator study judged by 10 judges (8
+more judges judge just its generations) <= 300 ms.
 Each page is one function taking the Client (see PAGES); add a function there to time another page.
 """
 
@@ -222,7 +224,9 @@ def add_study_judges(*, n_judges: int = AGREEMENT_JUDGES) -> list[Any]:
 
     rng = random.Random(9)
     study_generations = list(
-        Generation.objects.filter(study_items__study__slug="bench-study").values_list("id", "generator_id")
+        Generation.objects.filter(study_items__study__slug="bench-study").values_list(
+            "id", "generator_id", "procedure_id"
+        )
     )
     first_labels = dict(
         Annotation.objects.filter(study__slug="bench-study")
@@ -235,12 +239,13 @@ def add_study_judges(*, n_judges: int = AGREEMENT_JUDGES) -> list[Any]:
         judge = Judge.objects.create(judge_id=f"agreement-{j:02d}", model=f"judge-org/agreement-judge-{j}")
         added.append(judge)
         rows = []
-        for generation_id, generator_id in study_generations:
+        for generation_id, generator_id, procedure_id in study_generations:
             says = first_labels[generation_id] if rng.random() < 0.8 else not first_labels[generation_id]
             rows.append(
                 Judgment(
                     judge=judge, generation_id=generation_id, generator_id=generator_id,
-                    has_failure=says, n_failures=int(says), reasoning=" ".join(rng.choices(WORDS, k=30)),
+                    procedure_id=procedure_id, has_failure=says, n_failures=int(says),
+                    reasoning=" ".join(rng.choices(WORDS, k=30)),
                 )
             )  # fmt: skip
         Judgment.objects.bulk_create(rows)
@@ -277,12 +282,27 @@ RUNS = 20
 WARMUP = 3
 
 
-def timed(client: Any, name: str, url: str, params: dict[str, str] | None = None, **headers: str) -> Timing:
+def timed(
+    client: Any,
+    name: str,
+    url: str,
+    params: dict[str, str] | None = None,
+    *,
+    runs: int = RUNS,
+    cold: bool = False,
+    **headers: str,
+) -> Timing:
+    """Median and p95 over `runs` requests after the warm-up; `cold`: Django's cache (the figures cached for
+    the judgments' version, judging/versions.py) cleared before each timed request."""
+    from django.core.cache import cache
+
     for _ in range(WARMUP):
         response = client.get(url, params or {}, **headers)
         assert response.status_code == 200, (url, response.status_code)
     times = []
-    for _ in range(RUNS):
+    for _ in range(runs):
+        if cold:
+            cache.clear()
         start = time.perf_counter()
         response = client.get(url, params or {}, **headers)
         times.append(time.perf_counter() - start)
@@ -392,6 +412,13 @@ def paired_pages(client: Any) -> list[Timing]:
     return [
         timed(client, "API /api/leaderboard/ (with paired tests)", reverse("api:leaderboard")),
         timed(client, "API /api/leaderboard/pairs/", reverse("api:leaderboard-pairs")),
+        timed(
+            client,
+            "leaderboard page, paired tests computed afresh (cache cleared)",
+            reverse("judging:leaderboard"),
+            runs=5,
+            cold=True,
+        ),
     ]
 
 
@@ -407,9 +434,11 @@ def report_card_pages(client: Any) -> list[Timing]:
 
     judge = Judge.objects.order_by("judge_id").first()
     assert judge is not None
+    url = reverse("judges:report_card", args=[judge.judge_id])
     return [
-        timed(client, REPORT_CARD, reverse("judges:report_card", args=[judge.judge_id])),
+        timed(client, REPORT_CARD, url),
         timed(client, "API report card", reverse("judge-report-card-api", args=[judge.judge_id])),
+        timed(client, "judge report card, computed afresh (cache cleared)", url, runs=5, cold=True),
     ]
 
 

@@ -69,7 +69,9 @@ class LeaderboardView(generics.GenericAPIView):
         rows = selectors.how2score_leaderboard(
             judge_ids=query_ids(request, "judge"), generator_ids=query_ids(request, "generator")
         )
-        pairs = paired.paired_tests(query_ids(request, "judge") or None)
+        # The rows' count is the judges' judgments unless a generator filter left some out.
+        n_judgments = None if query_ids(request, "generator") else sum(row.score.total for row in rows)
+        pairs = paired.paired_tests(query_ids(request, "judge") or None, n_judgments=n_judgments)
         page = self.paginate_queryset(paired.leaderboard_paired_json(rows, pairs))  # type: ignore[arg-type]
         return self.get_paginated_response(page)
 

@@ -165,13 +165,17 @@ def length_bias(rows: list[tuple[bool, float, int, int, int | None]]) -> LengthB
 
 def _independent_columns(x: Any) -> list[int]:
     """Columns kept so the design has full rank (a covariate constant over the data adds nothing): the
-    intercept and rho always; any other column that is constant or collinear with those kept is dropped."""
+    intercept and rho always; any other column that is constant or collinear with those kept is dropped.
+    Decided on the Gram matrix of the columns scaled to unit length (k x k, whatever the number of rows)."""
     import numpy as np
 
+    norms = np.sqrt((x * x).sum(axis=0))
+    scaled = x / np.where(norms > 0, norms, 1.0)
+    gram = scaled.T @ scaled
     kept: list[int] = []
     for j in range(x.shape[1]):
         trial = [*kept, j]
-        if j < 2 or np.linalg.matrix_rank(x[:, trial]) == len(trial):
+        if j < 2 or np.linalg.matrix_rank(gram[np.ix_(trial, trial)], tol=1e-10) == len(trial):
             kept.append(j)
     return kept
 

@@ -84,6 +84,8 @@ class Generation(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["generator", "procedure"], name="generation_unique_per_procedure")
         ]
+        # The last write, for the version the cached figures are keyed on (judging/versions.py).
+        indexes = [models.Index(fields=["updated_at"], name="generation_updated_at")]
 
     def __str__(self) -> str:
         return f"L2 by {self.generator_id} for procedure {self.procedure_id}"
@@ -201,6 +203,8 @@ class Judgment(models.Model):
                 include=["parse_failed", "has_failure", "n_failures", "topic", "procedure"],
             ),
             models.Index(fields=["judge", "topic"], name="judgment_judge_topic"),
+            # The last write, for the version the cached figures are keyed on (judging/versions.py).
+            models.Index(fields=["updated_at"], name="judgment_updated_at"),
             # Failure browser (judging/failures.py): judgments with failures, newest generation first, so
             # a page is found by walking one of these, whichever filter is given.
             models.Index(

@@ -8,8 +8,8 @@ Two generators are compared on the examples (procedures) both have a scored judg
 - Exact McNemar test, two-sided: under "the two pass equally often", a_only ~ Binomial(a_only + b_only, 1/2);
   p = min(1, 2 P(X <= min(a_only, b_only))) (scipy's binom.cdf), 1 when there is no discordant example.
   The same as scipy.stats.binomtest(a_only, a_only + b_only).pvalue and statsmodels' mcnemar(exact=True).
-- Holm's step-down adjustment across all the pairs of generators of that judge (statsmodels' multipletests,
-  method "holm"): a pair is separable when its adjusted p < 0.05.
+- Holm's step-down adjustment across all the pairs of generators of that judge (judging/stats.py, equal to
+  statsmodels' multipletests(method="holm")): a pair is separable when its adjusted p < 0.05.
 - Separability of a judge: the share of its pairs that are separable (Arena-Hard's "separability").
 
 Verdicts are read once per request into one matrix per judge (generators x examples); every count is then a
@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, Any
 from django.db import connection
 from django.db.models import Q
 
-from . import selectors
+from . import selectors, versions
 from .models import Judge, Judgment
+from .stats import holm_adjusted
 
 if TYPE_CHECKING:
     import numpy as np
@@ -138,12 +139,8 @@ def _mcnemar_exact_ps(discordant: list[tuple[int, int]]) -> list[float]:
 
 
 def holm(p_values: list[float]) -> list[float]:
-    """Holm-adjusted p-values, in the order given (statsmodels' multipletests, method "holm")."""
-    if not p_values:
-        return []
-    from statsmodels.stats.multitest import multipletests
-
-    return [float(p) for p in multipletests(p_values, alpha=ALPHA, method="holm")[1]]
+    """Holm-adjusted p-values, in the order given (judging.stats.holm_adjusted)."""
+    return holm_adjusted(p_values)
 
 
 @dataclass(frozen=True)
@@ -256,9 +253,18 @@ def leaderboard_paired_json(
     return objects
 
 
-def paired_tests(judge_ids: Iterable[str] | None = None) -> dict[str, JudgePairs]:
-    """judge_id -> the paired tests between its generators."""
-    return {judge_id: judge_pairs(v) for judge_id, v in load_verdicts(judge_ids).items()}
+def paired_tests(
+    judge_ids: Iterable[str] | None = None, *, n_judgments: int | None = None
+) -> dict[str, JudgePairs]:
+    """judge_id -> the paired tests between its generators (cached for the judgments' version;
+    `n_judgments`: how many judgments those judges have, when the caller knows)."""
+    wanted = None if judge_ids is None else sorted(set(judge_ids))
+
+    def compute() -> dict[str, JudgePairs]:
+        return {judge_id: judge_pairs(v) for judge_id, v in load_verdicts(wanted).items()}
+
+    version = versions.judgments_version(judge_ids=wanted, n_judgments=n_judgments)
+    return versions.cached(f"paired:{wanted}", compute, version=version)
 
 
 __all__ = [

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
-from . import paired, selectors
+from . import paired, selectors, versions
 from .models import Judge
 
 if TYPE_CHECKING:
@@ -191,8 +191,13 @@ def judge_rank_correlations(
         for j in Judge.objects.filter(judge_id__in=list(scores)).by_model()
     ]
     judge_pairs = [(a.judge_id, b.judge_id) for a, b in combinations(judges, 2)]
+    version = versions.judgments_version(judge_ids=list(scores), n_judgments=sum(r.score.total for r in rows))
     intervals = (
-        bootstrap_tau(paired.load_verdicts(list(scores)), judge_pairs, strict=strict, seed=seed)
+        versions.cached(
+            f"tau:{strict}:{seed}:{judge_pairs}",
+            lambda: bootstrap_tau(paired.load_verdicts(list(scores)), judge_pairs, strict=strict, seed=seed),
+            version=version,
+        )
         if judge_pairs
         else {}
     )

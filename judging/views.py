@@ -152,8 +152,9 @@ def _sort_headers(judge_query: str, sort: str) -> dict[str, SortHeader]:
 def leaderboard(request: HtmxHttpRequest) -> HttpResponse:
     judge_ids = query_ids(request, "judge")
     judges = list(Judge.objects.by_model())
-    pairs = paired.paired_tests(judge_ids or None)
-    lines = _with_paired_tests(_leaderboard_lines(judge_ids, judges), pairs)
+    lines = _leaderboard_lines(judge_ids, judges)
+    pairs = paired.paired_tests(judge_ids or None, n_judgments=sum(line.row.score.total for line in lines))
+    lines = _with_paired_tests(lines, pairs)
     sort = request.GET.get("sort", "").strip()
     try:
         lines = _sorted_lines(lines, sort)
@@ -195,7 +196,8 @@ def leaderboard_csv(request: HttpRequest) -> HttpResponse:
     ]
     writer = SafeDictWriter(response, fieldnames=fields)
     writer.writeheader()
-    writer.writerows(paired.leaderboard_paired_json(rows, paired.paired_tests(judge_ids or None)))
+    pairs = paired.paired_tests(judge_ids or None, n_judgments=sum(row.score.total for row in rows))
+    writer.writerows(paired.leaderboard_paired_json(rows, pairs))
     return response
 
 

@@ -39,6 +39,14 @@ def test_exact_mcnemar_by_hand() -> None:
     assert paired.mcnemar_exact_p(4, 4) == 1.0
 
 
+@given(st.lists(st.floats(0.0, 1.0, allow_nan=False), max_size=30))
+def test_holm_is_statsmodels_multipletests(p_values: list[float]) -> None:
+    from statsmodels.stats.multitest import multipletests
+
+    expected = list(multipletests(p_values, method="holm")[1]) if p_values else []
+    assert paired.holm(p_values) == pytest.approx(expected, rel=1e-12, abs=1e-15)
+
+
 def test_holm_by_hand() -> None:
     # sorted 0.01, 0.02, 0.04 times 3, 2, 1 -> 0.03, 0.04, 0.04 (monotone), back in the given order
     assert paired.holm([0.04, 0.01, 0.02]) == pytest.approx([0.04, 0.03, 0.04])
@@ -153,3 +161,21 @@ def test_the_compare_page_lists_discordant_examples_and_opens_them_side_by_side(
 def test_compare_pages_need_staff(client: Client) -> None:
     response = client.get(reverse("judging:compare"), {"judge": "x", "a": "a", "b": "b"})
     assert response.status_code in (302, 403)
+
+
+@pytest.mark.django_db
+def test_cached_paired_tests_follow_every_new_judgment() -> None:
+    from judging import versions
+
+    judge, generators = _world({"a": 0.9, "b": 0.2}, n=12)
+    before = paired.paired_tests([judge.judge_id])[judge.judge_id].between("a", "b")
+    version = versions.judgments_version()
+    assert paired.paired_tests([judge.judge_id])[judge.judge_id].between("a", "b") == before  # cached
+    procedure = make_procedure(goal="One more")
+    for name, failures in [("a", ()), ("b", FAIL)]:
+        generation = make_generation(generator=generators[name], procedure=procedure)
+        make_judgment(generation=generation, judge=judge, failures=failures)
+    assert versions.judgments_version() != version
+    after = paired.paired_tests([judge.judge_id])[judge.judge_id].between("a", "b")
+    assert after is not None and before is not None
+    assert (after.n_shared, after.a_only) == (before.n_shared + 1, before.a_only + 1)
