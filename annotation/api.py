@@ -15,7 +15,7 @@ from django.urls import path
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers, status
-from rest_framework.exceptions import NotFound
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -25,8 +25,9 @@ from judging.models import Judge
 from . import failures
 from .agreement import Agreement
 from .agreement_data import JudgeFigures, StudyAgreement, studies_agreement, study_agreement
-from .models import Study
+from .models import Study, StudyKind
 from .report_card import report_card
+from .step_types.agreement_api import StepTypesAgreementView
 
 
 class AnnotatorAgreementSerializer(serializers.Serializer):
@@ -110,8 +111,13 @@ class AgreementView(generics.GenericAPIView):
     )
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         slugs = query_ids(request, "study")
-        studies = list(Study.objects.filter(slug__in=slugs)) if slugs else list(Study.objects.all())
+        critical = Study.objects.filter(kind=StudyKind.CRITICAL_FAILURES)
+        studies = list(critical.filter(slug__in=slugs)) if slugs else list(critical)
         missing = sorted(set(slugs) - {study.slug for study in studies})
+        other_kind = set(Study.objects.filter(slug__in=missing).values_list("slug", flat=True))
+        if other_kind:
+            names = ", ".join(sorted(other_kind))
+            raise ValidationError({"study": f"{names}: a step-types study; see /api/agreement/step-types/"})
         if missing:
             raise NotFound(f"no study {', '.join(missing)}")
         if len(studies) == 1:
@@ -236,6 +242,8 @@ class JudgeReportCardView(generics.GenericAPIView):
 
 
 urlpatterns = [
+    # Before "agreement/": a step-types study's Table 6 figures (annotation/step_types/agreement_api.py).
+    path("agreement/step-types/", StepTypesAgreementView.as_view(), name="step-types-agreement-api"),
     path("agreement/", AgreementView.as_view(), name="agreement-api"),
     path("judges/<str:judge_id>/report-card/", JudgeReportCardView.as_view(), name="judge-report-card-api"),
 ]

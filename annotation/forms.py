@@ -8,17 +8,32 @@ from typing import Any
 from django import forms
 
 from judging.models import Generator, Judge
-from mining.models import Topic
+from mining.models import Split, Topic
 
 from . import codebook
-from .models import Study
+from .kinds import kind_for
+from .models import Study, StudyKind
+
+KIND_TEXTS = ("instructions", "consent_text", "training_text", "comprehension_questions")
+# Selection fields that apply to one kind only (the others select items for every kind).
+KIND_ONLY_FIELDS = {
+    StudyKind.CRITICAL_FAILURES: ("generators", "disagreeing_judges"),
+    StudyKind.STEP_TYPES: ("splits",),
+}
 
 
 class StudyForm(forms.Form):
+    """A new study of one kind (?kind= on the builder page): its selection, gates and texts, the texts
+    starting from the kind's own (the codebook for critical failures, the SIO guidelines for step types)."""
+
+    kind = forms.ChoiceField(choices=StudyKind.choices, widget=forms.HiddenInput, required=False)
     title = forms.CharField(max_length=200)
     slug = forms.SlugField(max_length=64, help_text="part of the annotators' URL: /a/<slug>/")
     prolific_study_id = forms.CharField(max_length=64, required=False, label="Prolific STUDY_ID (optional)")
     topics = forms.ModelMultipleChoiceField(Topic.objects.all(), required=False, help_text="none: any topic")
+    splits = forms.MultipleChoiceField(
+        choices=Split.choices, required=False, help_text="procedures of these splits; none: any split"
+    )
     generators = forms.ModelMultipleChoiceField(
         Generator.objects.all(), required=False, help_text="none: any generator"
     )
@@ -52,6 +67,19 @@ class StudyForm(forms.Form):
     )
     completion_code = forms.CharField(max_length=64, required=False, help_text="empty: generated")
     screenout_code = forms.CharField(max_length=64, required=False, help_text="empty: generated")
+
+    def __init__(self, *args: Any, kind: str = StudyKind.CRITICAL_FAILURES, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["kind"].initial = kind
+        for other, names in KIND_ONLY_FIELDS.items():
+            if other != kind:
+                for name in names:
+                    del self.fields[name]
+        defaults = kind_for(kind).study_defaults()
+        for name in KIND_TEXTS:
+            if name in defaults:
+                value = defaults[name]
+                self.fields[name].initial = json.dumps(value, indent=2) if isinstance(value, list) else value
 
     def clean_slug(self) -> str:
         slug: str = self.cleaned_data["slug"]

@@ -15,15 +15,30 @@ from django.db import models
 from django.db.models import F, Prefetch, Q
 
 from judging.models import FailureBase, Generation
+from mining.models import Procedure
 
 from . import codebook
 
 
+class StudyKind(models.TextChoices):
+    """What a study asks of its participants (annotation/kinds/ has one module per kind)."""
+
+    CRITICAL_FAILURES = "critical_failures", "Critical failures (How2Score, an L1/L2 pair)"
+    STEP_TYPES = "step_types", "Step types (sequential, interchangeable, optional steps of a procedure)"
+
+
 class Study(models.Model):
-    """A Prolific study: which generations are annotated, by how many people, under which gates."""
+    """A Prolific study: which items are annotated, by how many people, under which gates. Its kind says
+    what an item is and what a participant answers; everything else here is shared by every kind."""
 
     slug = models.SlugField(max_length=64, unique=True)
     title = models.CharField(max_length=200)
+    kind = models.CharField(
+        max_length=32,
+        choices=StudyKind.choices,
+        default=StudyKind.CRITICAL_FAILURES,
+        db_default="critical_failures",
+    )
     prolific_study_id = models.CharField(
         max_length=64, blank=True, default="", help_text="when set, STUDY_ID in the entry URL must match it"
     )
@@ -85,11 +100,21 @@ class StudyItemQuerySet(models.QuerySet["StudyItem"]):
 
 
 class StudyItem(models.Model):
-    """One generation (L2 with its L1) in a study; counters are kept by the services, in the same
-    transaction as the rows they count."""
+    """One thing annotated in a study: a generation (L2 with its L1) for critical failures, a procedure (L1)
+    for step types. Counters are kept by the services, in the same transaction as the rows they count."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items", db_index=False)
-    generation = models.ForeignKey(Generation, on_delete=models.PROTECT, related_name="study_items")
+    generation = models.ForeignKey(
+        Generation, on_delete=models.PROTECT, related_name="study_items", null=True, blank=True
+    )
+    procedure = models.ForeignKey(
+        Procedure, on_delete=models.PROTECT, related_name="study_items", null=True, blank=True
+    )
+    payload = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="kind-specific: e.g. a step-types attention check's instructed answer",
+    )
     position = models.PositiveIntegerField(default=0)
     target_annotations = models.PositiveSmallIntegerField(help_text="k, copied from the study")
     assigned_count = models.PositiveIntegerField(default=0, help_text="active + submitted assignments")
@@ -108,6 +133,15 @@ class StudyItem(models.Model):
                 fields=["study", "generation"],
                 condition=Q(is_attention_check=False),
                 name="study_item_unique_generation",
+            ),
+            models.UniqueConstraint(
+                fields=["study", "procedure"],
+                condition=Q(is_attention_check=False, procedure__isnull=False),
+                name="study_item_unique_procedure",
+            ),
+            models.CheckConstraint(
+                condition=Q(generation__isnull=False) | Q(procedure__isnull=False),
+                name="study_item_has_a_subject",
             ),
             models.CheckConstraint(
                 condition=Q(is_attention_check=True) | Q(assigned_count__lte=F("target_annotations")),
@@ -184,10 +218,12 @@ class Assignment(models.Model):
     issued_at = models.DateTimeField()
     lease_expires_at = models.DateTimeField()
     goal_acknowledged_at = models.DateTimeField(null=True, blank=True)
-    n_l2_steps = models.PositiveIntegerField(help_text="L2 steps when issued: all must be revealed")
-    n_revealed = models.PositiveIntegerField(default=0, help_text="L2 steps read so far")
+    n_l2_steps = models.PositiveIntegerField(
+        help_text="steps to read when issued (L2's; a procedure's for step types): all must be revealed"
+    )
+    n_revealed = models.PositiveIntegerField(default=0, help_text="steps read so far")
     step_revealed_at = models.JSONField(
-        default=list, blank=True, help_text="ISO time each L2 step was clicked, in order"
+        default=list, blank=True, help_text="ISO time each step was clicked, in order"
     )
 
     class Meta:
@@ -236,7 +272,9 @@ class AnnotationQuerySet(models.QuerySet["Annotation"]):
 
 
 class Annotation(models.Model):
-    """A participant's verdict on one item: has L2 any critical failure, which ones, and the evidence."""
+    """A participant's answer on one item, and the evidence of how it was given. Critical failures: has L2
+    any critical failure (has_failure) and which ones (AnnotatedFailure); step types: a StepTypeLabel per
+    candidate and the task-level answer in `answer`."""
 
     assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="annotation")
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="annotations", db_index=False)
@@ -244,8 +282,11 @@ class Annotation(models.Model):
     participant = models.ForeignKey(
         Participant, on_delete=models.CASCADE, related_name="annotations", db_index=False
     )
-    has_failure = models.BooleanField()
+    has_failure = models.BooleanField(null=True, blank=True, help_text="critical failures only")
     n_failures = models.PositiveIntegerField(default=0)
+    answer = models.JSONField(
+        default=dict, blank=True, help_text="kind-specific task-level answers (step types: expert_knowledge)"
+    )
     comments = models.TextField(blank=True, default="")
     attention_passed = models.BooleanField(null=True, blank=True, help_text="attention checks only")
     # Evidence: the server's clock, and what the browser reported (kept, never trusted for the gates).
@@ -290,3 +331,142 @@ class AnnotatedFailure(FailureBase):
         constraints = [
             models.UniqueConstraint(fields=["annotation", "order"], name="annotated_failure_unique_order")
         ]
+
+
+# --- step types (the SIO paper) -----------------------------------------------------------------------------
+
+
+class StepTypeChoice(models.TextChoices):
+    SEQUENTIAL = "sequential", "Sequential"
+    INTERCHANGEABLE = "interchangeable", "Interchangeable"
+    OPTIONAL = "optional", "Optional"
+
+
+class StepCandidate(models.Model):
+    """One decision of the step-types protocol on a procedure (annotation/step_types/candidates.py): an
+    adjacent pair that may be SEQUENTIAL, a pair after an anchor that may be INTERCHANGEABLE, or a step after
+    an anchor that may be OPTIONAL. 0-based step indices; `key` names it within its procedure."""
+
+    procedure = models.ForeignKey(Procedure, on_delete=models.CASCADE, related_name="step_candidates")
+    step_type = models.CharField(max_length=16, choices=StepTypeChoice.choices)
+    key = models.CharField(max_length=48)
+    anchor = models.PositiveSmallIntegerField(null=True, blank=True)
+    first = models.PositiveSmallIntegerField()
+    second = models.PositiveSmallIntegerField(null=True, blank=True)
+    position = models.PositiveSmallIntegerField(help_text="order within the procedure's candidates")
+
+    class Meta:
+        ordering = ["procedure_id", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["procedure", "key"], name="step_candidate_unique_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key} of procedure {self.procedure_id}"
+
+
+class StepTypeLabelSet(models.Model):
+    """Step-type labels imported from outside (e.g. a published dataset), to compare with a study's."""
+
+    name = models.SlugField(max_length=64, unique=True)
+    source_file = models.CharField(max_length=255, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class StepTypeLabel(models.Model):
+    """Whether one candidate holds, as one human said: a study participant (through an annotation) or an
+    annotator of an imported label set. Every candidate of an annotated item has a row (holds False when
+    it was not marked), so "not marked" and "not asked" stay apart."""
+
+    candidate = models.ForeignKey(StepCandidate, on_delete=models.CASCADE, related_name="labels")
+    annotation = models.ForeignKey(
+        Annotation, on_delete=models.CASCADE, related_name="step_labels", null=True, blank=True
+    )
+    label_set = models.ForeignKey(
+        StepTypeLabelSet, on_delete=models.CASCADE, related_name="labels", null=True, blank=True
+    )
+    annotator = models.CharField(max_length=128, help_text="the participant's PID or the imported annotator")
+    holds = models.BooleanField()
+    expert = models.BooleanField(
+        null=True, blank=True, help_text="expert or domain knowledge needed (asked only where it holds)"
+    )
+
+    class Meta:
+        ordering = ["candidate_id", "annotator"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(annotation__isnull=False, label_set__isnull=True)
+                | Q(annotation__isnull=True, label_set__isnull=False),
+                name="step_label_one_source",
+            ),
+            models.UniqueConstraint(
+                fields=["annotation", "candidate"],
+                condition=Q(annotation__isnull=False),
+                name="step_label_unique_per_annotation",
+            ),
+            models.UniqueConstraint(
+                fields=["label_set", "annotator", "candidate"],
+                condition=Q(label_set__isnull=False),
+                name="step_label_unique_per_imported_annotator",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.candidate.key}: {'holds' if self.holds else 'does not hold'} ({self.annotator})"
+
+
+class StepTypeClassifier(models.Model):
+    """An LLM that labels step-type candidates: model + config + prompts, identified by classifier_id (a hash
+    of them, as a judge's judge_id), or a set of imported predictions (imported=True, no config)."""
+
+    classifier_id = models.CharField(max_length=64, unique=True)
+    model = models.CharField(max_length=255)
+    backend = models.CharField(max_length=32, blank=True, default="")
+    config = models.JSONField(default=dict, blank=True, help_text="the resolved model config it runs with")
+    prompt_text = models.TextField(blank=True, default="", help_text="the prompt templates, as hashed")
+    prompt_sha256 = models.CharField(max_length=64, blank=True, default="")
+    is_demo_model = models.BooleanField(default=False)
+    imported = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["model", "classifier_id"]
+
+    def __str__(self) -> str:
+        return f"{self.model} ({self.classifier_id})"
+
+
+class StepTypePrediction(models.Model):
+    """A classifier's decision on one candidate: holds True / False, or None when its answer could not be
+    parsed (kept, counted apart, and scored as wrong)."""
+
+    classifier = models.ForeignKey(
+        StepTypeClassifier, on_delete=models.CASCADE, related_name="predictions", db_index=False
+    )
+    candidate = models.ForeignKey(StepCandidate, on_delete=models.CASCADE, related_name="predictions")
+    holds = models.BooleanField(null=True, blank=True)
+    raw_output = models.TextField(blank=True, default="")
+    job = models.ForeignKey(
+        "jobs.Job", on_delete=models.SET_NULL, null=True, blank=True, related_name="step_type_predictions"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["classifier_id", "candidate_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["classifier", "candidate"], name="step_prediction_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.classifier_id} on {self.candidate_id}: {self.holds}"
+
+    @property
+    def parse_failed(self) -> bool:
+        return self.holds is None

@@ -76,7 +76,7 @@ def study_items_progress(*, study: Study) -> QuerySet[StudyItem, StudyItem]:
     """Items with their generation, in position order; counters are on the rows."""
     return (
         StudyItem.objects.filter(study=study)
-        .select_related("generation__generator", "generation__procedure")
+        .select_related("generation__generator", "generation__procedure", "procedure__topic")
         .annotate(
             n_with_failure=Count("annotations", filter=Q(annotations__has_failure=True), distinct=True),
             n_active=Count(
@@ -125,6 +125,7 @@ EXPORT_FIELDS = [
 
 def _export_row(annotation: Annotation) -> dict[str, Any]:
     item = annotation.item
+    assert item.generation is not None  # a critical-failures study's item
     return {
         "study": annotation.study.slug,
         "item": item.position,

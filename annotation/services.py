@@ -21,11 +21,10 @@ from django.db.models import Count, F, Q, QuerySet
 from django.utils import timezone
 
 from judging.models import Generation, Judgment
-from judging.steps import steps_out_of_range
 
 from .db import JSONAppend
+from .kinds.base import AnySubmission
 from .models import (
-    AnnotatedFailure,
     Annotation,
     Assignment,
     AssignmentStatus,
@@ -33,11 +32,8 @@ from .models import (
     Stage,
     Study,
     StudyItem,
+    StudyKind,
 )
-
-MAX_DESCRIPTION_CHARS = 4000
-MAX_COMMENTS_CHARS = 10000
-MAX_FAILURES = 50
 
 
 class Refused(Exception):
@@ -62,16 +58,19 @@ class Refused(Exception):
 
 @dataclass(frozen=True)
 class Selection:
-    """Which generations a study annotates. Empty lists mean "any"."""
+    """Which generations (critical failures) or procedures (step types) a study annotates. Empty lists mean
+    "any"; generators and judges apply to generations, splits to procedures."""
 
     topic_ids: list[int] = field(default_factory=list)
     generator_ids: list[int] = field(default_factory=list)
     disagreeing_judge_ids: list[int] = field(default_factory=list)  # two judges: keep items they disagree on
     sample_size: int | None = None
     seed: int = 0
+    splits: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {
+            "splits": self.splits,
             "topic_ids": self.topic_ids,
             "generator_ids": self.generator_ids,
             "disagreeing_judge_ids": self.disagreeing_judge_ids,
@@ -122,47 +121,30 @@ def study_create(
     selection: Selection,
     attention_checks: int = 0,
     created_by: AbstractBaseUser | AnonymousUser | None = None,
+    kind: str = StudyKind.CRITICAL_FAILURES,
     **settings: Any,
 ) -> Study:
-    """A study over the selected generations; `attention_checks` extra items ask for a stated answer.
+    """A study of `kind` over the selection; `attention_checks` extra items ask for a stated answer.
 
-    `settings` are Study fields (annotators_per_item, min_dwell_seconds, lease_minutes, ...)."""
+    `settings` are Study fields (annotators_per_item, min_dwell_seconds, lease_minutes, ...); the kind's own
+    texts (training, guidelines, comprehension questions) fill the ones not given."""
+    from .kinds import kind_for
+
+    spec = kind_for(kind)
+    settings = {**spec.study_defaults(), **settings}
     settings.setdefault("completion_code", _code())
     settings.setdefault("screenout_code", _code())
     user = created_by if isinstance(created_by, AbstractBaseUser) else None
     study = Study.objects.create(
         title=title,
         slug=slug,
+        kind=kind,
         selection=selection.as_json(),
         created_by_id=user.pk if user else None,
         **settings,
     )
-    generation_ids = generations_selected(selection=selection)
-    StudyItem.objects.bulk_create(
-        StudyItem(study=study, generation_id=g, position=i, target_annotations=study.annotators_per_item)
-        for i, g in enumerate(generation_ids, 1)
-    )
-    _attention_items_create(study=study, generation_ids=generation_ids, count=attention_checks)
+    spec.items_create(study, selection, attention_checks)
     return study
-
-
-def _attention_items_create(*, study: Study, generation_ids: list[int], count: int) -> None:
-    """Instructed-response items (Prolific's rule): the question itself tells which answer to give."""
-    if not generation_ids or count <= 0:
-        return
-    rng = random.Random(f"attention-{study.selection.get('seed', 0)}")
-    chosen = [rng.choice(generation_ids) for _ in range(count)]
-    StudyItem.objects.bulk_create(
-        StudyItem(
-            study=study,
-            generation_id=g,
-            position=len(generation_ids) + i,
-            target_annotations=0,
-            is_attention_check=True,
-            attention_expects_failure=bool(i % 2),
-        )
-        for i, g in enumerate(chosen, 1)
-    )
 
 
 # --- Participants ---
@@ -273,7 +255,8 @@ UNSHOWN = (
     "item__generation__model_completion",
     "item__generation__procedure__source_text",
 )
-# What the item page reads: the assignment with its item, the L2 steps and the L1 (goal, steps, resources).
+# What the item page reads: the assignment with its item, the L2 steps and the L1 (goal, steps, resources);
+# for a step-types item, its procedure and payload.
 ITEM_PAGE_FIELDS = (
     *(f.name for f in Assignment._meta.concrete_fields),
     "item__is_attention_check",
@@ -282,11 +265,18 @@ ITEM_PAGE_FIELDS = (
     "item__generation__procedure__goal",
     "item__generation__procedure__steps",
     "item__generation__procedure__resources",
+    "item__payload",
+    "item__procedure__goal",
+    "item__procedure__steps",
+    "item__procedure__resources",
+    "item__procedure__topic_id",
 )
 
 
 def assignments_for_item_page() -> QuerySet[Assignment, Assignment]:
-    return Assignment.objects.select_related("item__generation__procedure").only(*ITEM_PAGE_FIELDS)
+    return Assignment.objects.select_related("item__generation__procedure", "item__procedure").only(
+        *ITEM_PAGE_FIELDS
+    )
 
 
 def assignment_current(*, participant: Participant) -> Assignment | None:
@@ -368,13 +358,15 @@ def _lease(participant: Participant, study: Study, now: datetime) -> Assignment 
     item = item or _claim(participant, attention=False)
     if item is None:
         return None
+    from .kinds import kind_for
+
     return Assignment.objects.create(
         study=study,
         participant=participant,
         item=item,
         issued_at=now,
         lease_expires_at=now + timedelta(minutes=study.lease_minutes),
-        n_l2_steps=len(item.generation.predicted_steps),
+        n_l2_steps=len(kind_for(study).reading_steps(item)),
     )
 
 
@@ -440,8 +432,18 @@ def assignment_reveal_step(*, assignment: Assignment, number: int) -> Assignment
     if recorded or fresh.status != AssignmentStatus.ACTIVE or number <= fresh.n_revealed:
         return fresh  # recorded now or before (a double click, a retry)
     if fresh.goal_acknowledged_at is None:
-        raise Refused("Confirm that you have read the goal before reading L2.")
-    raise Refused(f"Read the L2 steps in order: the next one is step {fresh.n_revealed + 1}.")
+        what = _reading_label(assignment).strip() or "the steps"
+        raise Refused(f"Confirm that you have read the goal before reading {what}.")
+    raise Refused(
+        f"Read the {_reading_label(assignment)}steps in order: the next one is step {fresh.n_revealed + 1}."
+    )
+
+
+def _reading_label(assignment: Assignment) -> str:
+    """ "L2 " for a critical-failures item, "" for a step-types one (their messages' wording)."""
+    from .kinds import kind_for
+
+    return kind_for(assignment.study.kind).reading_label
 
 
 # --- Submissions ---
@@ -466,6 +468,8 @@ class Submission:
 
 
 def _check_gates(assignment: Assignment, study: Study, now: datetime) -> None:
+    from .kinds import kind_for
+
     waited = (now - assignment.issued_at).total_seconds()
     if waited < study.min_dwell_seconds:
         raise Refused(
@@ -476,47 +480,9 @@ def _check_gates(assignment: Assignment, study: Study, now: datetime) -> None:
         raise Refused("Confirm that you have read the goal before submitting.")
     if not assignment.all_steps_revealed:
         raise Refused(
-            f"Read every L2 step before submitting ({assignment.n_revealed} of {assignment.n_l2_steps} read)."
+            f"Read every {kind_for(study).reading_label}step before submitting "
+            f"({assignment.n_revealed} of {assignment.n_l2_steps} read)."
         )
-
-
-def _check_answer(submission: Submission, *, n_l1: int, n_l2: int) -> None:
-    if submission.has_failure is None:
-        raise Refused(
-            "Choose “No critical failures identified” or “Critical failures identified”.", field="has_failure"
-        )
-    if len(submission.comments) > MAX_COMMENTS_CHARS:
-        raise Refused(
-            f"The comments are too long (at most {MAX_COMMENTS_CHARS} characters).", field="comments"
-        )
-    if not submission.has_failure:
-        return
-    if not submission.failures:
-        raise Refused(
-            "Describe at least one critical failure, or choose “No critical failures identified”.",
-            field="has_failure",
-        )
-    if len(submission.failures) > MAX_FAILURES:
-        raise Refused(f"Too many critical failures in one submission (at most {MAX_FAILURES}).")
-    for n, failure in enumerate(submission.failures, 1):
-        _check_failure(n, failure, n_l1=n_l1, n_l2=n_l2)
-
-
-def _check_failure(n: int, failure: FailureInput, *, n_l1: int, n_l2: int) -> None:
-    """A failure is described and linked to the L1 and/or L2 steps it concerns (paper C.1, figure 10)."""
-    field = f"failure:{n}"
-    if not failure.description.strip():
-        raise Refused(f"Critical failure {n} needs a description.", field=field)
-    if len(failure.description) > MAX_DESCRIPTION_CHARS:
-        raise Refused(
-            f"The description of critical failure {n} is too long "
-            f"(at most {MAX_DESCRIPTION_CHARS} characters).",
-            field=field,
-        )
-    if not failure.l1_steps and not failure.l2_steps:
-        raise Refused(f"Critical failure {n}: select the L1 and/or L2 step(s) it concerns.", field=field)
-    if steps_out_of_range(failure.l1_steps, failure.l2_steps, n_l1=n_l1, n_l2=n_l2):
-        raise Refused(f"Critical failure {n} links to a step that does not exist.", field=field)
 
 
 @dataclass(frozen=True)
@@ -525,36 +491,45 @@ class SubmitResult:
     created: bool  # False: this was a repeat of a submission already stored
 
 
-def annotation_submit(*, assignment: Assignment, submission: Submission) -> SubmitResult:
-    """Store the annotation when every gate holds; a repeated submission returns the stored one unchanged."""
+def annotation_submit(*, assignment: Assignment, submission: AnySubmission) -> SubmitResult:
+    """Store the annotation when every gate holds and the study's kind accepts the answer; a repeated
+    submission returns the stored one unchanged."""
+    from .kinds import kind_for
+
     with transaction.atomic():
         locked = _locked_active(assignment)
         if locked.status == AssignmentStatus.SUBMITTED:
             return SubmitResult(Annotation.objects.get(assignment=locked), created=False)
-        item = StudyItem.objects.select_related("study", "generation__procedure").get(pk=locked.item_id)
+        item = StudyItem.objects.select_related("study", "generation__procedure", "procedure").get(
+            pk=locked.item_id
+        )
         now = timezone.now()
         _check_gates(locked, item.study, now)
-        procedure = item.generation.procedure
-        _check_answer(submission, n_l1=len(procedure.steps), n_l2=locked.n_l2_steps)
+        spec = kind_for(item.study)
+        spec.check(submission, item, locked)
         annotation = _annotation_store(locked, item, submission, now)
+        spec.store_details(annotation, submission, item)
     return SubmitResult(annotation, created=True)
 
 
 def _annotation_store(
-    assignment: Assignment, item: StudyItem, submission: Submission, now: datetime
+    assignment: Assignment, item: StudyItem, submission: AnySubmission, now: datetime
 ) -> Annotation:
-    failures = submission.failures if submission.has_failure else []
-    has_failure = bool(submission.has_failure)
+    """The Annotation row (the kind's columns and the shared evidence) and the counters it moves."""
+    from .kinds import kind_for
+
+    fields = kind_for(item.study).annotation_fields(submission, item)
     elapsed = (now - assignment.issued_at).total_seconds()
     annotation = Annotation.objects.create(
         assignment=assignment,
         study_id=assignment.study_id,
         item=item,
         participant_id=assignment.participant_id,
-        has_failure=has_failure,
-        n_failures=len(failures),
+        has_failure=fields.has_failure,
+        n_failures=fields.n_failures,
+        answer=fields.answer,
         comments=submission.comments.strip(),
-        attention_passed=has_failure == item.attention_expects_failure if item.is_attention_check else None,
+        attention_passed=fields.attention_passed,
         issued_at=assignment.issued_at,
         goal_acknowledged_at=assignment.goal_acknowledged_at or now,  # the gates made sure it is set
         step_revealed_at=assignment.step_revealed_at,
@@ -562,16 +537,6 @@ def _annotation_store(
         elapsed_seconds=elapsed,
         active_seconds=_bounded_active_seconds(submission.active_seconds, elapsed),
         user_agent=submission.user_agent[:1000],
-    )
-    AnnotatedFailure.objects.bulk_create(
-        AnnotatedFailure(
-            annotation=annotation,
-            order=i,
-            description=f.description.strip(),
-            l1_steps=sorted(set(f.l1_steps)),
-            l2_steps=sorted(set(f.l2_steps)),
-        )
-        for i, f in enumerate(failures)
     )
     Assignment.objects.filter(pk=assignment.pk).update(status=AssignmentStatus.SUBMITTED)
     StudyItem.objects.filter(pk=item.pk).update(completed_count=F("completed_count") + 1)

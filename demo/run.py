@@ -87,10 +87,11 @@ def demo_login() -> str:
     return f"{fields.get('username', '?').strip()} / {fields.get('password', '?').strip()}"
 
 
-def demo_annotator_path() -> str:
-    """The annotator entry of the demo study, as demo_setup wrote it (<var>/demo-study.txt)."""
+def demo_annotator_paths() -> list[str]:
+    """The annotator entries of the demo studies (critical failures, then step types), as demo_setup wrote
+    them (<var>/demo-study.txt, one a line)."""
     path = var_dir() / "demo-study.txt"
-    return path.read_text(encoding="utf-8").strip() if path.exists() else ""
+    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
 
 
 @dataclass
@@ -169,14 +170,15 @@ def stop(children: list[Child]) -> None:
 
 
 def ready_lines(url: str, children: list[Child]) -> list[str]:
-    annotator = demo_annotator_path()
+    annotators = demo_annotator_paths()
+    labels = ["Annotator link:  ", "Step-types link: "]
     logs = ", ".join(str(child.log.relative_to(ROOT)) if child.log.is_relative_to(ROOT) else str(child.log)
                      for child in children)  # fmt: skip
     return [
         "",
         f"  Open:            {url}",
         f"  Staff login:     {demo_login()}",
-        *([f"  Annotator link:  {url.rstrip('/')}{annotator}"] if annotator else []),
+        *[f"  {label}{url.rstrip('/')}{path}" for label, path in zip(labels, annotators, strict=False)],
         f"  Embedded model (a plumbing/demo model: its judgments are not meaningful): {llm_url()}",
         f"  Logs:            {logs}",
         "  Ctrl-C stops.",

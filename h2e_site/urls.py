@@ -9,7 +9,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
 from annotation import api as annotation_api
-from annotation.step_types import api as step_types_api
+from annotation.step_types import classify_api
 from h2e_site.jobs import api as jobs_api
 from judging import api as judging_api
 
@@ -25,7 +25,7 @@ for prefix, viewset, basename in [*jobs_api.ROUTES, *judging_api.ROUTES]:
 api_urlpatterns = [
     *judging_api.urlpatterns,
     *annotation_api.api_urlpatterns,
-    *step_types_api.api_urlpatterns,
+    *classify_api.api_urlpatterns,
     path("", include(api_router.urls)),
 ]
 

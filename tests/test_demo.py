@@ -176,6 +176,7 @@ def assert_quiet_console(demo: Demo) -> None:
         f"Open:            {base}",
         f"Staff login:     {username} / {password}",
         f"Annotator link:  {base.rstrip('/')}/a/paper-examples/?PROLIFIC_PID=",
+        f"Step-types link: {base.rstrip('/')}/a/paper-step-types/?PROLIFIC_PID=",
         "Logs:",
         "Ctrl-C stops.",
     ):
@@ -227,6 +228,7 @@ def test_it_keeps_the_demo_password_across_setups(tmp_path: Path) -> None:
     username, password = staff_login(tmp_path)
     assert f"Staff login: {username} / {password}" in result.stdout
     assert "Annotator view of the demo study: /a/paper-examples/?PROLIFIC_PID=" in result.stdout
+    assert "Annotator view of the step-types study: /a/paper-step-types/?PROLIFIC_PID=" in result.stdout
     check = subprocess.run(
         [
             sys.executable,
@@ -238,7 +240,9 @@ def test_it_keeps_the_demo_password_across_setups(tmp_path: Path) -> None:
             "from annotation.models import Study;"
             f"u = authenticate(username={username!r}, password={password!r});"
             "print(u is not None and u.is_staff, Generation.objects.count(), Judgment.objects.count(),"
-            " Study.objects.filter(slug='paper-examples', is_open=True).count())",
+            " Study.objects.filter(slug='paper-examples', is_open=True).count(),"
+            " Study.objects.filter(slug='paper-step-types', kind='step_types', is_open=True).count(),"
+            " Study.objects.get(slug='paper-step-types').items.filter(is_attention_check=False).count())",
         ],
         cwd=ROOT,
         env=env,
@@ -246,7 +250,8 @@ def test_it_keeps_the_demo_password_across_setups(tmp_path: Path) -> None:
         text=True,
     )
     assert check.returncode == 0, check.stderr
-    assert check.stdout.split() == ["True", "11", "11", "1"]  # one demo study, kept across setups
+    # one demo study of each kind, kept across setups; the step-types one over the demo procedures
+    assert check.stdout.split() == ["True", "11", "11", "1", "1", "18"]
 
 
 def tree_files(root: Path) -> list[str]:

@@ -19,9 +19,18 @@ from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from annotation.models import AnnotatedFailure, Annotation, Assignment, Participant, StudyItem
+from annotation import services
+from annotation.models import (
+    AnnotatedFailure,
+    Annotation,
+    Assignment,
+    Participant,
+    StepTypeLabel,
+    StudyItem,
+    StudyKind,
+)
 from tests.annotation.conftest import make_study, pid, qualified
-from tests.factories import make_scored_world, make_user
+from tests.factories import make_procedure, make_scored_world, make_user
 
 pytestmark = pytest.mark.django_db
 SCALE = float(os.environ.get("FUZZ_SCALE", "1"))
@@ -69,6 +78,7 @@ def _stored() -> tuple[Any, ...]:
             AnnotatedFailure.objects.order_by("pk").values_list("pk", "description", "l1_steps", "l2_steps")
         ),
         tuple(StudyItem.objects.order_by("pk").values_list("pk", "assigned_count", "completed_count")),
+        tuple(StepTypeLabel.objects.order_by("pk").values_list("pk", "holds", "expert")),
     )
 
 
@@ -130,6 +140,45 @@ def test_it_survives_any_submission() -> None:
     @given(data=SUBMISSION, pk=st.sampled_from([assignment.pk, assignment.pk + 10**6, 10**20]))
     def submit(data: dict[str, Any], pk: int) -> None:
         _send("submit", client, "post", f"/a/{study.slug}/item/{pk}/submit/", data)
+
+    submit()
+
+
+KEYS = ["sequential:0-1", "sequential:3-4", "interchangeable@0:1-2", "optional@2:3", "optional@3:4"]
+STEP_TYPES_SUBMISSION = st.fixed_dictionaries(
+    {},
+    optional={
+        "mark": st.lists(st.one_of(st.sampled_from(KEYS), VALUE), max_size=4),
+        **{f"expert-{key}": st.one_of(st.sampled_from(["yes", "no"]), VALUES) for key in KEYS[:3]},
+        "expert-sequential:9-10": VALUE,
+        "expert_knowledge": st.one_of(st.sampled_from(["yes", "no"]), VALUE),
+        "comments": VALUE,
+        "active_seconds": VALUE,
+    },
+)
+
+
+def test_it_survives_any_step_types_submission() -> None:
+    for i in range(3):
+        make_procedure(goal=f"Iron on a patch {i}", steps=["a", "b", "c", "d", "e"], topic="Home")
+    study = services.study_create(
+        title="Steps", slug="fuzz-steps", kind=StudyKind.STEP_TYPES, selection=services.Selection()
+    )
+    participant = qualified(study, 1)
+    client = Client()
+    session = client.session
+    session[f"annotation:participant:{study.slug}"] = participant.pk
+    session.save()
+    assignment = client.get(reverse("annotator:item", args=[study.slug])).context["assignment"]
+    client.post(reverse("annotator:acknowledge_goal", args=[study.slug, assignment.pk]))
+    for n in range(1, assignment.n_l2_steps + 1):
+        client.post(reverse("annotator:reveal_step", args=[study.slug, assignment.pk, n]))
+    Assignment.objects.filter(pk=assignment.pk).update(issued_at=timezone.now() - timedelta(minutes=5))
+
+    @_examples(300)
+    @given(data=STEP_TYPES_SUBMISSION)
+    def submit(data: dict[str, Any]) -> None:
+        _send("step-types submit", client, "post", f"/a/{study.slug}/item/{assignment.pk}/submit/", data)
 
     submit()
 

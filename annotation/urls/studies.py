@@ -1,5 +1,6 @@
 from django.urls import path
 
+from ..views import step_type_models
 from ..views import studies as views
 
 app_name = "annotation"
@@ -10,4 +11,10 @@ urlpatterns = [
     path("<slug:slug>/open/", views.study_toggle_open, name="study_toggle_open"),
     path("<slug:slug>/annotations.jsonl", views.study_export_jsonl, name="study_export_jsonl"),
     path("<slug:slug>/annotations.csv", views.study_export_csv, name="study_export_csv"),
+    path("<slug:slug>/step-types/models/", step_type_models.step_type_models_page, name="step_type_models"),
+    path(
+        "<slug:slug>/step-types/models/classify/",
+        step_type_models.step_type_models_classify,
+        name="step_type_models_classify",
+    ),
 ]

@@ -18,7 +18,8 @@ from judging.stats import wilson_interval
 from ..agreement import majority
 from ..agreement_data import StudyAgreement, studies_agreement, study_agreement
 from ..charts import Bar, BarChart, bar_chart
-from ..models import AnnotatedFailure, Annotation, Study
+from ..models import AnnotatedFailure, Annotation, Study, StudyKind
+from . import step_types
 from .failures import FailureView, step_links
 
 MAX_STUDIES_ON_OVERVIEW = 50
@@ -28,7 +29,16 @@ MAX_STUDIES_ON_OVERVIEW = 50
 @require_GET
 def agreement_overview(request: HttpRequest) -> HttpResponse:
     """Alpha with its CI for each study, and for all of them pooled."""
-    studies = list(Study.objects.order_by("-created_at", "-id")[:MAX_STUDIES_ON_OVERVIEW])
+    studies = list(
+        Study.objects.filter(kind=StudyKind.CRITICAL_FAILURES).order_by("-created_at", "-id")[
+            :MAX_STUDIES_ON_OVERVIEW
+        ]
+    )
+    step_type_studies = list(
+        Study.objects.filter(kind=StudyKind.STEP_TYPES, annotations__isnull=False)
+        .distinct()
+        .order_by("-created_at", "-id")[:MAX_STUDIES_ON_OVERVIEW]
+    )
     rows = [(study, study_agreement(study=study, with_judges=False)) for study in studies]
     rows = [(study, result) for study, result in rows if result.n_labels]
     everything = studies_agreement(studies=[study for study, _ in rows]) if len(rows) > 1 else None
@@ -38,7 +48,7 @@ def agreement_overview(request: HttpRequest) -> HttpResponse:
         + ([_alpha_bar("All studies pooled", everything, kind="human")] if everything else []),
         percent=False,
     )
-    context = {"rows": rows, "everything": everything, "chart": chart}
+    context = {"rows": rows, "everything": everything, "chart": chart, "step_type_studies": step_type_studies}
     return render(request, "annotation/agreement_overview.html", context)
 
 
@@ -51,6 +61,8 @@ def _alpha_bar(label: str, result: StudyAgreement, kind: str = "alpha") -> Bar:
 @require_GET
 def study_agreement_page(request: HttpRequest, slug: str) -> HttpResponse:
     study = get_object_or_404(Study, slug=slug)
+    if study.kind == StudyKind.STEP_TYPES:
+        return step_types.study_agreement_page(request, study)
     result = study_agreement(study=study)
     context = {
         "study": study,
@@ -149,7 +161,7 @@ def judge_disagreements(request: HttpRequest, slug: str, judge_id: str) -> HttpR
     items = []
     for generation_id, given in by_generation.items():
         judgment = judgments.get(generation_id)
-        labels = [annotation.has_failure for annotation in given]
+        labels = [bool(annotation.has_failure) for annotation in given]  # a critical-failures study
         reference = majority(labels)
         if judgment is None or (reference is not None and judgment.has_failure == reference):
             continue
@@ -170,7 +182,8 @@ def _annotations_by_generation(study: Study) -> dict[int, list[Annotation]]:
     )
     grouped: dict[int, list[Annotation]] = defaultdict(list)
     for annotation in annotations:
-        grouped[annotation.item.generation_id].append(annotation)
+        if annotation.item.generation_id is not None:  # a critical-failures study: always
+            grouped[annotation.item.generation_id].append(annotation)
     return grouped
 
 

@@ -31,8 +31,8 @@ from h2e_site.inputs import BadInput, clean_text
 from h2e_site.web import HtmxHttpRequest, wants_fragment
 
 from .. import codebook, posted, services
+from ..kinds import KindForm, kind_for
 from ..models import Assignment, AssignmentStatus, Participant, Stage, Study
-from ..posted import FailureEntry
 
 PID_PATTERN = re.compile(r"[0-9a-fA-F]{24}", re.ASCII)  # Prolific IDs: 24 hex characters, stored lowercase
 PROLIFIC_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}", re.ASCII)
@@ -312,36 +312,31 @@ def clock(seconds: float) -> str:
 
 
 def _item_context(participant: Participant, assignment: Assignment) -> dict[str, Any]:
-    study, item = participant.study, assignment.item
-    procedure = item.generation.procedure
-    l2 = list(item.generation.predicted_steps)[: assignment.n_l2_steps]
-    revealed = zip(l2, assignment.step_revealed_at, strict=False)
-    shown = [L2Step(n, str(text), at) for n, (text, at) in enumerate(revealed, 1)]
+    """The item page's context: the engine's part (reading, dwell, progress) and the study kind's part."""
+    study = participant.study
+    spec = kind_for(study)
+    steps = spec.reading_steps(assignment.item)[: assignment.n_l2_steps]
+    revealed = zip(steps, assignment.step_revealed_at, strict=False)
+    shown = [L2Step(n, text, at) for n, (text, at) in enumerate(revealed, 1)]
     if assignment.goal_acknowledged_at and not assignment.all_steps_revealed:
-        shown.append(L2Step(assignment.n_revealed + 1, str(l2[assignment.n_revealed]), None))
+        shown.append(L2Step(assignment.n_revealed + 1, steps[assignment.n_revealed], None))
     elapsed = (timezone.now() - assignment.issued_at).total_seconds()
     until_open = max(0, math.ceil(study.min_dwell_seconds - elapsed))
-    expected = codebook.FAILURE_LABEL if item.attention_expects_failure else codebook.NO_FAILURE_LABEL
     return {
         "study": study,
         "participant": participant,
         "assignment": assignment,
-        "item": item,
-        "procedure": procedure,
-        "l1_steps": [str(s) for s in procedure.steps],
+        "item": assignment.item,
         "l2_shown": shown,
         "l2_numbers": range(1, assignment.n_l2_steps + 1),
-        "l1_numbers": range(1, len(procedure.steps) + 1),
         "percent_read": reading_percent(assignment.n_revealed, assignment.n_l2_steps),
         "elapsed_seconds": int(elapsed),
         "elapsed_clock": clock(elapsed),
         "seconds_until_open": until_open,
         "until_open_clock": clock(until_open),
-        "attention_instruction": codebook.ATTENTION_CHECK_INSTRUCTION.format(label=expected)
-        if item.is_attention_check
-        else "",
         "text": codebook,
         "items_done": participant.items_completed,
+        **spec.item_context(assignment),
     }
 
 
@@ -355,10 +350,11 @@ def _render_item(
     posted: dict[str, Any] | None = None,
     notice: str = "",
 ) -> HttpResponse:
+    spec = kind_for(participant.study)
     context = _item_context(participant, assignment)
     context.update(error=error, notice=notice)
-    context.update(posted or {"choice": "", "failures": [FailureEntry(0, "", set(), set())]})
-    return render(request, "annotation/item.html", context, status=status)
+    context.update(posted or spec.empty_form(assignment))
+    return render(request, spec.item_template, context, status=status)
 
 
 @never_cache
@@ -419,10 +415,15 @@ def _reading_response(
         if error:
             return _render_item(request, participant, assignment, error=error, status=status)
         return redirect("annotator:item", slug=participant.study.slug)
-    context = {**_item_context(participant, assignment), "reading_error": error}
+    spec = kind_for(participant.study)
+    context = {
+        **_item_context(participant, assignment),
+        **spec.empty_form(assignment),
+        "reading_error": error,
+    }
     if status == 409:  # the lease ran out: this item is closed for them
         context["reading_next_url"] = reverse("annotator:item", args=[participant.study.slug])
-    return render(request, "annotation/item.html#reading", context, status=status)
+    return render(request, f"{spec.item_template}#reading", context, status=status)
 
 
 def _reading_action(
@@ -464,31 +465,15 @@ def _refused_item(
     request: HttpRequest,
     participant: Participant,
     assignment: Assignment,
-    form: posted.PostedItem,
+    form: KindForm,
     *,
     message: str,
     status: int,
     field: str,
 ) -> HttpResponse:
     """The item again with the posted answers, the reason at the top and next to the part it concerns."""
-    failures = form.failures or [FailureEntry(0, "", set(), set())]
-    failures = [f.with_error(message) if field == f"failure-{f.index}" else f for f in failures]
-    context = {"choice": form.choice, "failures": failures, "comments": form.comments, "error_field": field}
-    return _render_item(request, participant, assignment, error=message, status=status, posted=context)
-
-
-def _error_field(refused: services.Refused, form: posted.PostedItem) -> str:
-    """The form part a service refusal concerns: "failure-<index>" for the n-th failure entry."""
-    n = refused.failure_number
-    if n is not None and 0 < n <= len(form.failures):
-        return f"failure-{form.failures[n - 1].index}"
-    return refused.field
-
-
-def _bad_input_field(bad: BadInput) -> str:
-    """ "failure-<index>" for a step reference of a failure entry, else the field's own name."""
-    parts = bad.field.split("-")
-    return "-".join(parts[:2]) if parts[0] == "failure" and len(parts) == 3 else bad.field
+    values = kind_for(participant.study).refused_form(form, message, field)
+    return _render_item(request, participant, assignment, error=message, status=status, posted=values)
 
 
 @never_cache
@@ -499,24 +484,21 @@ def submit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     concerns) and go to the next item."""
     participant = _participant_for(request, slug)
     assignment = _assignment_for(participant, pk)
-    procedure = assignment.item.generation.procedure
-    form = posted.posted_item(request.POST, n_l1=len(procedure.steps), n_l2=assignment.n_l2_steps)
+    user_agent = request.headers.get("User-Agent", "")
+    form = kind_for(participant.study).parse_form(request.POST, assignment, user_agent=user_agent)
     if form.problem is not None:
         return _refused_item(
             request, participant, assignment, form,
-            message=form.problem.message, status=400, field=_bad_input_field(form.problem),
+            message=form.problem.message, status=400, field=form.error_field,
         )  # fmt: skip
-    user_agent = request.headers.get("User-Agent", "")
     try:
-        services.annotation_submit(
-            assignment=assignment, submission=posted.submission(form, request.POST, user_agent=user_agent)
-        )
+        services.annotation_submit(assignment=assignment, submission=form.submission)
     except services.Refused as refused:
         if refused.status == 409:  # the lease ran out and the item went to someone else
             closed = Problem("This item is closed", refused.message, refused.status)
             return _problem_page(request, closed, next_url=reverse("annotator:item", args=[slug]))
         return _refused_item(
             request, participant, assignment, form,
-            message=refused.message, status=refused.status, field=_error_field(refused, form),
+            message=refused.message, status=refused.status, field=refused.field,
         )  # fmt: skip
     return redirect("annotator:item", slug=slug)

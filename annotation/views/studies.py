@@ -6,16 +6,18 @@ from collections.abc import Iterator
 
 import orjson
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from h2e_site.inputs import BadInput
 from h2e_site.web import SafeDictWriter, staff_required
 
 from .. import codebook, selectors, services
 from ..forms import StudyForm
-from ..models import Study
+from ..kinds import kind_for
+from ..models import Study, StudyKind
 
 
 @staff_required
@@ -29,17 +31,30 @@ def _selection(form: StudyForm) -> services.Selection:
     data = form.cleaned_data
     return services.Selection(
         topic_ids=[t.pk for t in data["topics"]],
-        generator_ids=[g.pk for g in data["generators"]],
-        disagreeing_judge_ids=[j.pk for j in data["disagreeing_judges"]],
+        generator_ids=[g.pk for g in data.get("generators", [])],
+        disagreeing_judge_ids=[j.pk for j in data.get("disagreeing_judges", [])],
+        splits=list(data.get("splits", [])),
         sample_size=data["sample_size"],
         seed=data["seed"],
     )
 
 
+def _kind(request: HttpRequest) -> str:
+    """The kind the builder makes (?kind= or the posted field); an unknown one is a 400 naming it."""
+    kind = (request.POST.get("kind") or request.GET.get("kind") or StudyKind.CRITICAL_FAILURES).strip()
+    if kind not in StudyKind.values:
+        raise BadInput("kind", kind, f"one of {', '.join(StudyKind.values)}")
+    return kind
+
+
 @staff_required
 @require_http_methods(["GET", "POST"])
 def study_create(request: HttpRequest) -> HttpResponse:
-    form = StudyForm(request.POST or None)
+    try:
+        kind = _kind(request)
+    except BadInput as bad:
+        return HttpResponseBadRequest(bad.message)
+    form = StudyForm(request.POST or None, kind=kind)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         settings = {
@@ -64,6 +79,7 @@ def study_create(request: HttpRequest) -> HttpResponse:
         study = services.study_create(
             title=data["title"],
             slug=data["slug"],
+            kind=kind,
             selection=_selection(form),
             attention_checks=data["attention_checks"],
             created_by=request.user,
@@ -71,7 +87,8 @@ def study_create(request: HttpRequest) -> HttpResponse:
         )
         messages.success(request, f"Study created with {study.items.not_attention_checks().count()} items.")
         return redirect("annotation:study_detail", slug=study.slug)
-    return render(request, "annotation/study_form.html", {"form": form})
+    context = {"form": form, "kind": kind, "kinds": StudyKind.choices}
+    return render(request, "annotation/study_form.html", context)
 
 
 @staff_required
@@ -98,7 +115,7 @@ def study_toggle_open(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def _jsonl(study: Study) -> Iterator[bytes]:
-    for row in selectors.annotations_export(study=study):
+    for row in kind_for(study).export_rows(study):
         yield orjson.dumps(row) + b"\n"
 
 
@@ -117,9 +134,10 @@ class _Echo:
 
 
 def _csv(study: Study) -> Iterator[str]:
-    writer = SafeDictWriter(_Echo(), fieldnames=selectors.EXPORT_FIELDS)
+    spec = kind_for(study)
+    writer = SafeDictWriter(_Echo(), fieldnames=spec.export_fields())
     yield writer.writeheader()
-    for row in selectors.annotations_export(study=study):
+    for row in spec.export_rows(study):
         yield writer.writerow({k: selectors.csv_cell(v) for k, v in row.items()})
 
 

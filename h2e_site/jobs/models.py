@@ -13,6 +13,7 @@ class JobKind(models.TextChoices):
     GENERATE = "generate", "Generate L2"
     JUDGE = "judge", "Judge (How2Score)"
     MINE = "mine", "Mine procedures"
+    CLASSIFY_STEPS = "classify_steps", "Classify step types"
     EXPORT = "export", "Export"
 
 

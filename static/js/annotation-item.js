@@ -1,5 +1,6 @@
-// The annotator's item page: dwell countdown, the critical-failure entries, the unsubmitted-changes notice and
-// the active (tab visible) time. The server enforces every gate; this script only shows them.
+// The annotator's item page, for every study kind: dwell countdown, the unsubmitted-changes notice, a draft
+// kept in this browser, and the active (tab visible) time; for critical failures the failure entries, for step
+// types the expert question of each marked candidate. The server enforces every gate; this only shows them.
 (function () {
   "use strict";
 
@@ -14,6 +15,7 @@
   var activeMs = 0;
   var activeSince = document.visibilityState === "visible" ? Date.now() : null;
   var submitting = false;
+  var critical = !!document.getElementById("has-failure");  // else: a step-types item
 
   function mmss(seconds) {
     var s = Math.max(0, Math.floor(seconds));
@@ -43,6 +45,7 @@
 
   // A draft of what was typed, kept in this browser so a reload or a closed tab loses nothing.
   function saveDraft() {
+    if (!critical) { saveChoices(); return; }
     var entries = [];
     document.querySelectorAll("#failure-entries .failure-entry").forEach(function (entry) {
       var checked = function (side) {
@@ -56,10 +59,40 @@
     try { window.localStorage.setItem(draftKey, JSON.stringify(draft)); } catch (e) { /* storage off */ }
   }
 
+  // Step types: the checked boxes and radios by name and value, and the comments.
+  function saveChoices() {
+    var checked = Array.prototype.map.call(form.querySelectorAll("input:checked"), function (input) {
+      return [input.name, input.value];
+    });
+    var draft = { checked: checked, comments: document.getElementById("comments").value };
+    try { window.localStorage.setItem(draftKey, JSON.stringify(draft)); } catch (e) { /* storage off */ }
+  }
+
+  function restoreChoices(draft) {
+    (draft.checked || []).forEach(function (pair) {
+      form.querySelectorAll("input[name='" + CSS.escape(pair[0]) + "']").forEach(function (input) {
+        if (input.value === pair[1]) input.checked = true;
+      });
+    });
+    document.getElementById("comments").value = draft.comments || "";
+  }
+
+  // A candidate's expert question is asked once it is marked; unmarking it clears the answer.
+  function showExpertQuestions() {
+    form.querySelectorAll(".candidate").forEach(function (row) {
+      var mark = row.querySelector("input[name='mark']");
+      var question = row.querySelector(".candidate-expert");
+      if (!mark || !question) return;
+      question.hidden = !mark.checked;
+      if (!mark.checked) question.querySelectorAll("input").forEach(function (radio) { radio.checked = false; });
+    });
+  }
+
   function restoreDraft() {
     var draft = null;
     try { draft = JSON.parse(window.localStorage.getItem(draftKey) || "null"); } catch (e) { draft = null; }
     if (!draft || form.dataset.posted) return;
+    if (!critical) { restoreChoices(draft); unsaved.hidden = false; return; }
     document.getElementById("has-failure").value = draft.choice || "";
     document.getElementById("comments").value = draft.comments || "";
     (draft.failures || []).forEach(function (saved, i) {
@@ -77,12 +110,14 @@
   }
 
   function showChoice() {
+    if (!critical) { showExpertQuestions(); return; }
     var choice = document.getElementById("has-failure").value;
     document.querySelectorAll(".choice-meaning").forEach(function (p) { p.hidden = p.dataset.for !== choice; });
     document.getElementById("failures-box").hidden = choice !== "yes";
   }
 
   function renumber() {
+    if (!critical) return;
     document.querySelectorAll("#failure-entries .failure-entry").forEach(function (entry, i) {
       entry.querySelector(".failure-number").textContent = String(i + 1);
     });
@@ -156,7 +191,7 @@
     if (event.target.name !== "active_seconds") markChanged();
   });
   form.addEventListener("change", function (event) {
-    if (event.target.id === "has-failure") showChoice();
+    if (event.target.id === "has-failure" || event.target.name === "mark") showChoice();
     markChanged();
   });
   form.addEventListener("click", function (event) {
@@ -165,8 +200,13 @@
     var tab = event.target.closest(".compare-tab");
     if (tab) showColumn(tab.dataset.show);
   });
-  document.body.addEventListener("htmx:afterSwap", function () { showColumn(shown); });
-  document.getElementById("add-failure").addEventListener("click", function () { addFailure(); saveDraft(); });
+  document.body.addEventListener("htmx:afterSwap", function () {
+    showColumn(shown);
+    if (!critical) { restoreDraft(); showChoice(); }  // the candidates appear once every step is read
+  });
+  if (critical) {
+    document.getElementById("add-failure").addEventListener("click", function () { addFailure(); saveDraft(); });
+  }
   document.addEventListener("visibilitychange", trackVisibility);
   form.addEventListener("submit", function (event) {
     var submitter = event.submitter;

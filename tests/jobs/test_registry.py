@@ -24,6 +24,7 @@ def test_it_has_a_registered_task_for_every_kind_the_apps_run() -> None:
         JobKind.GENERATE: "judging.run_generate_job",
         JobKind.JUDGE: "judging.run_judge_job",
         JobKind.MINE: "mining.run_mine_job",
+        JobKind.CLASSIFY_STEPS: "annotation.run_classify_job",
     }
     assert not job_type_for(JobKind.IMPORT).resumable and job_type_for(JobKind.MINE).resumable
     with pytest.raises(LookupError, match="export"):

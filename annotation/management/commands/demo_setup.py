@@ -22,22 +22,36 @@ DEMO_USERNAME = "demo"
 
 
 DEMO_STUDY_SLUG = "paper-examples"
+DEMO_STEP_STUDY_SLUG = "paper-step-types"
 
 
 def demo_study() -> Study:
     """An open annotation study over the paper's generations (created once; nobody has annotated it)."""
+    return _open_study(DEMO_STUDY_SLUG, "The paper's examples", "critical_failures", "DEMO")
+
+
+def demo_step_study() -> Study:
+    """An open step-types study (the SIO protocol) over the demo procedures (created once)."""
+    return _open_study(
+        DEMO_STEP_STUDY_SLUG, "Step types of the paper's procedures", "step_types", "DEMO-STEPS"
+    )
+
+
+def _open_study(slug: str, title: str, kind: str, code: str) -> Study:
+    """The study of that slug, or a new one of `kind` over all it can take, with one attention check."""
     from annotation.services import Selection, study_create
 
-    existing = Study.objects.filter(slug=DEMO_STUDY_SLUG).first()
+    existing = Study.objects.filter(slug=slug).first()
     if existing is not None:
         return existing
     return study_create(
-        title="The paper's examples",
-        slug=DEMO_STUDY_SLUG,
+        title=title,
+        slug=slug,
+        kind=kind,
         selection=Selection(),
         attention_checks=1,
-        completion_code="DEMO-DONE",
-        screenout_code="DEMO-SCREENOUT",
+        completion_code=f"{code}-DONE",
+        screenout_code=f"{code}-SCREENOUT",
     )
 
 
@@ -83,13 +97,16 @@ class Command(BaseCommand):
         call_command("import_h2e", str(DEMO_DIR / "paper-h2e"))
         password = demo_password()
         demo_user_reset(password=password)
-        study = demo_study()
+        studies = [demo_study(), demo_step_study()]
         self.stdout.write(
             self.style.SUCCESS(f"Staff login: {DEMO_USERNAME} / {password} (kept in {demo_login_path()})")
         )
-        entry = f"/a/{study.slug}/?PROLIFIC_PID=<24 hex characters>&STUDY_ID=demo&SESSION_ID=demo"
-        (Path(settings.VAR_DIR) / "demo-study.txt").write_text(entry + "\n", encoding="utf-8")
-        self.stdout.write(
-            f"Annotator view of the demo study: {entry} "
-            f"({study.items.count()} items, k = {study.annotators_per_item})"
-        )
+        entries = [
+            f"/a/{s.slug}/?PROLIFIC_PID=<24 hex characters>&STUDY_ID=demo&SESSION_ID=demo" for s in studies
+        ]
+        (Path(settings.VAR_DIR) / "demo-study.txt").write_text("\n".join(entries) + "\n", encoding="utf-8")
+        for label, study, entry in zip(("demo study", "step-types study"), studies, entries, strict=True):
+            self.stdout.write(
+                f"Annotator view of the {label}: {entry} "
+                f"({study.items.count()} items, k = {study.annotators_per_item})"
+            )

@@ -1,0 +1,31 @@
+"""Study kinds: what a study's items are and what its participants answer.
+
+Every kind is one `StudyKindSpec` (annotation/kinds/base.py) in KINDS. A kind owns its items (which rows a
+study annotates), the steps a participant must read, the item page's form and its server-side validation,
+what an annotation stores, and its export rows; everything else (entry, consent, training, comprehension
+check, attention-check scheduling, dwell, leases, exactly-k assignment, codes, the study builder and the
+exports' shared columns) is the shared engine in services.py and views/, which asks `kind_for(study)`.
+
+A new kind: a module here with a StudyKindSpec subclass, its member of models.StudyKind (a choices
+migration), an entry in KINDS, and its item template; nothing in the engine changes.
+"""
+
+from __future__ import annotations
+
+from ..models import Study, StudyKind
+from .base import KindForm, StudyKindSpec
+from .critical_failures import CriticalFailures
+from .step_types import StepTypes
+
+KINDS: dict[str, StudyKindSpec] = {
+    StudyKind.CRITICAL_FAILURES: CriticalFailures(),
+    StudyKind.STEP_TYPES: StepTypes(),
+}
+
+
+def kind_for(study: Study | str) -> StudyKindSpec:
+    """The kind of a study (or of a kind's name)."""
+    return KINDS[study.kind if isinstance(study, Study) else study]
+
+
+__all__ = ["KINDS", "KindForm", "StudyKindSpec", "kind_for"]

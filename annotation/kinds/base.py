@@ -1,0 +1,114 @@
+"""The seam between the shared annotation engine and one study kind (see annotation/kinds/__init__.py)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from django.http import QueryDict
+
+from h2e_site.inputs import BadInput
+
+if TYPE_CHECKING:
+    from ..models import Annotation, Assignment, Study, StudyItem
+    from ..services import Selection
+
+
+class AnySubmission(Protocol):
+    """What every kind's submission carries for the shared engine (the evidence fields)."""
+
+    comments: str
+    active_seconds: float | None
+    user_agent: str
+
+
+@dataclass
+class KindForm:
+    """An item form as the participant sent it: `values` re-fill the form when the submission is refused,
+    `submission` is what the service checks and stores (None when `problem`: a field that did not parse)."""
+
+    values: dict[str, Any]
+    submission: Any = None
+    problem: BadInput | None = None
+    error_field: str = ""
+
+
+@dataclass(frozen=True)
+class AnnotationFields:
+    """The kind's columns of the Annotation row."""
+
+    has_failure: bool | None = None
+    n_failures: int = 0
+    answer: dict[str, Any] = field(default_factory=dict)
+    attention_passed: bool | None = None
+
+
+class StudyKindSpec(ABC):
+    """One kind of study. The engine calls these; a kind never re-implements leasing, gates or codes."""
+
+    kind: str
+    label: str
+    item_template: str  # the participant's item page; it has a {% partialdef reading %} the engine swaps
+    reading_label: str  # whose steps the participant reads, for the messages: "L2 " (with its space) or ""
+
+    # --- studies -----------------------------------------------------------------------------------------
+
+    @abstractmethod
+    def study_defaults(self) -> dict[str, Any]:
+        """Study fields this kind fills unless the builder gives them (texts, comprehension questions)."""
+
+    @abstractmethod
+    def items_create(self, study: Study, selection: Selection, attention_checks: int) -> int:
+        """Create the study's items (and `attention_checks` instructed-response items); returns how many
+        regular items. Refuses an empty selection with ValueError."""
+
+    # --- reading and the item page -----------------------------------------------------------------------
+
+    @abstractmethod
+    def reading_steps(self, item: StudyItem) -> list[str]:
+        """The steps a participant must reveal, in order, before submitting (the "every step read" gate)."""
+
+    @abstractmethod
+    def item_context(self, assignment: Assignment) -> dict[str, Any]:
+        """What the kind's item template needs beyond the engine's context."""
+
+    @abstractmethod
+    def empty_form(self, assignment: Assignment) -> dict[str, Any]:
+        """The form's values before anything was answered."""
+
+    @abstractmethod
+    def parse_form(self, post: QueryDict, assignment: Assignment, *, user_agent: str) -> KindForm:
+        """The POSTed form parsed (ASCII numbers in range, known keys, clean text) into a submission."""
+
+    @abstractmethod
+    def refused_form(self, form: KindForm, message: str, field: str) -> dict[str, Any]:
+        """The form's values with a refusal shown next to the part `field` names."""
+
+    # --- submissions ---------------------------------------------------------------------------------------
+
+    @abstractmethod
+    def check(self, submission: Any, item: StudyItem, assignment: Assignment) -> None:
+        """Raise services.Refused (with its field) when the answer is incomplete or inconsistent."""
+
+    @abstractmethod
+    def annotation_fields(self, submission: Any, item: StudyItem) -> AnnotationFields:
+        """The kind's columns of the Annotation, including whether an attention check was passed."""
+
+    @abstractmethod
+    def store_details(self, annotation: Annotation, submission: Any, item: StudyItem) -> None:
+        """The rows the annotation owns (failures, step-type labels), in the submission's transaction."""
+
+    # --- exports -------------------------------------------------------------------------------------------
+
+    @abstractmethod
+    def export_rows(self, study: Study) -> Iterator[dict[str, Any]]:
+        """The study's annotations as flat rows (JSONL and CSV share them)."""
+
+    def export_fields(self) -> list[str]:
+        """The CSV columns of export_rows, in order."""
+        return []
+
+
+__all__ = ["AnnotationFields", "AnySubmission", "KindForm", "StudyKindSpec"]

@@ -1,0 +1,194 @@
+"""The `critical_failures` kind (How2Score, paper C.1): an item is a generation (L2 with its L1); the
+participant reads every L2 step, then says whether L2 has a critical failure and lists each one, described
+and linked to the L1 and/or L2 steps it concerns."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from django.http import QueryDict
+
+from judging.steps import steps_out_of_range
+
+from .. import codebook, posted, selectors
+from ..models import AnnotatedFailure, Annotation, Assignment, Study, StudyItem
+from .base import AnnotationFields, KindForm, StudyKindSpec
+
+if TYPE_CHECKING:
+    from ..services import Selection, Submission
+
+MAX_DESCRIPTION_CHARS = 4000
+MAX_COMMENTS_CHARS = 10000
+MAX_FAILURES = 50
+
+
+class CriticalFailures(StudyKindSpec):
+    kind = "critical_failures"
+    label = "Critical failures"
+    item_template = "annotation/item.html"
+    reading_label = "L2 "
+
+    def study_defaults(self) -> dict[str, Any]:
+        return {}  # the Study model's defaults are this kind's codebook
+
+    def items_create(self, study: Study, selection: Selection, attention_checks: int) -> int:
+        from ..services import generations_selected
+
+        generation_ids = generations_selected(selection=selection)
+        StudyItem.objects.bulk_create(
+            StudyItem(study=study, generation_id=g, position=i, target_annotations=study.annotators_per_item)
+            for i, g in enumerate(generation_ids, 1)
+        )
+        _attention_items_create(study=study, generation_ids=generation_ids, count=attention_checks)
+        return len(generation_ids)
+
+    def reading_steps(self, item: StudyItem) -> list[str]:
+        assert item.generation is not None
+        return [str(step) for step in item.generation.predicted_steps]
+
+    def item_context(self, assignment: Assignment) -> dict[str, Any]:
+        item = assignment.item
+        assert item.generation is not None
+        procedure = item.generation.procedure
+        expected = codebook.FAILURE_LABEL if item.attention_expects_failure else codebook.NO_FAILURE_LABEL
+        return {
+            "procedure": procedure,
+            "l1_steps": [str(s) for s in procedure.steps],
+            "l1_numbers": range(1, len(procedure.steps) + 1),
+            "attention_instruction": codebook.ATTENTION_CHECK_INSTRUCTION.format(label=expected)
+            if item.is_attention_check
+            else "",
+        }
+
+    def empty_form(self, assignment: Assignment) -> dict[str, Any]:
+        return {"choice": "", "failures": [posted.FailureEntry(0, "", set(), set())]}
+
+    def parse_form(self, post: QueryDict, assignment: Assignment, *, user_agent: str) -> KindForm:
+        assert assignment.item.generation is not None
+        procedure = assignment.item.generation.procedure
+        form = posted.posted_item(post, n_l1=len(procedure.steps), n_l2=assignment.n_l2_steps)
+        values = {"choice": form.choice, "failures": form.failures, "comments": form.comments}
+        if form.problem is not None:
+            return KindForm(values, None, form.problem, _bad_input_field(form.problem.field))
+        return KindForm(values, posted.submission(form, post, user_agent=user_agent))
+
+    def refused_form(self, form: KindForm, message: str, field: str) -> dict[str, Any]:
+        failures = form.values["failures"] or [posted.FailureEntry(0, "", set(), set())]
+        field = _entry_field(field, failures)
+        failures = [f.with_error(message) if field == f"failure-{f.index}" else f for f in failures]
+        return {**form.values, "failures": failures, "error_field": field}
+
+    def check(self, submission: Submission, item: StudyItem, assignment: Assignment) -> None:
+        assert item.generation is not None
+        n_l1 = len(item.generation.procedure.steps)
+        check_answer(submission, n_l1=n_l1, n_l2=assignment.n_l2_steps)
+
+    def annotation_fields(self, submission: Submission, item: StudyItem) -> AnnotationFields:
+        has_failure = bool(submission.has_failure)
+        return AnnotationFields(
+            has_failure=has_failure,
+            n_failures=len(submission.failures) if has_failure else 0,
+            attention_passed=has_failure == item.attention_expects_failure
+            if item.is_attention_check
+            else None,
+        )
+
+    def store_details(self, annotation: Annotation, submission: Submission, item: StudyItem) -> None:
+        failures = submission.failures if submission.has_failure else []
+        AnnotatedFailure.objects.bulk_create(
+            AnnotatedFailure(
+                annotation=annotation,
+                order=i,
+                description=f.description.strip(),
+                l1_steps=sorted(set(f.l1_steps)),
+                l2_steps=sorted(set(f.l2_steps)),
+            )
+            for i, f in enumerate(failures)
+        )
+
+    def export_rows(self, study: Study) -> Iterator[dict[str, Any]]:
+        return selectors.annotations_export(study=study)
+
+    def export_fields(self) -> list[str]:
+        return selectors.EXPORT_FIELDS
+
+
+def _attention_items_create(*, study: Study, generation_ids: list[int], count: int) -> None:
+    """Instructed-response items (Prolific's rule): the question itself tells which answer to give."""
+    if not generation_ids or count <= 0:
+        return
+    rng = random.Random(f"attention-{study.selection.get('seed', 0)}")
+    chosen = [rng.choice(generation_ids) for _ in range(count)]
+    StudyItem.objects.bulk_create(
+        StudyItem(
+            study=study,
+            generation_id=g,
+            position=len(generation_ids) + i,
+            target_annotations=0,
+            is_attention_check=True,
+            attention_expects_failure=bool(i % 2),
+        )
+        for i, g in enumerate(chosen, 1)
+    )
+
+
+def _bad_input_field(name: str) -> str:
+    """ "failure-<index>" for a step reference of a failure entry, else the field's own name."""
+    parts = name.split("-")
+    return "-".join(parts[:2]) if parts[0] == "failure" and len(parts) == 3 else name
+
+
+def _entry_field(field: str, failures: list[posted.FailureEntry]) -> str:
+    """A service refusal's "failure:<n>" (the n-th failure, 1-based) as the form's "failure-<index>"."""
+    kind, _, n = field.partition(":")
+    if kind == "failure" and n.isascii() and n.isdigit() and 0 < int(n) <= len(failures):
+        return f"failure-{failures[int(n) - 1].index}"
+    return field
+
+
+def check_answer(submission: Submission, *, n_l1: int, n_l2: int) -> None:
+    from ..services import Refused
+
+    if submission.has_failure is None:
+        raise Refused(
+            "Choose “No critical failures identified” or “Critical failures identified”.", field="has_failure"
+        )
+    if len(submission.comments) > MAX_COMMENTS_CHARS:
+        raise Refused(
+            f"The comments are too long (at most {MAX_COMMENTS_CHARS} characters).", field="comments"
+        )
+    if not submission.has_failure:
+        return
+    if not submission.failures:
+        raise Refused(
+            "Describe at least one critical failure, or choose “No critical failures identified”.",
+            field="has_failure",
+        )
+    if len(submission.failures) > MAX_FAILURES:
+        raise Refused(f"Too many critical failures in one submission (at most {MAX_FAILURES}).")
+    for n, failure in enumerate(submission.failures, 1):
+        _check_failure(n, failure, n_l1=n_l1, n_l2=n_l2)
+
+
+def _check_failure(n: int, failure: Any, *, n_l1: int, n_l2: int) -> None:
+    """A failure is described and linked to the L1 and/or L2 steps it concerns (paper C.1, figure 10)."""
+    from ..services import Refused
+
+    field = f"failure:{n}"
+    if not failure.description.strip():
+        raise Refused(f"Critical failure {n} needs a description.", field=field)
+    if len(failure.description) > MAX_DESCRIPTION_CHARS:
+        raise Refused(
+            f"The description of critical failure {n} is too long "
+            f"(at most {MAX_DESCRIPTION_CHARS} characters).",
+            field=field,
+        )
+    if not failure.l1_steps and not failure.l2_steps:
+        raise Refused(f"Critical failure {n}: select the L1 and/or L2 step(s) it concerns.", field=field)
+    if steps_out_of_range(failure.l1_steps, failure.l2_steps, n_l1=n_l1, n_l2=n_l2):
+        raise Refused(f"Critical failure {n} links to a step that does not exist.", field=field)
+
+
+__all__ = ["CriticalFailures", "check_answer"]

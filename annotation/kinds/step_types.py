@@ -1,0 +1,357 @@
+"""The `step_types` kind (the SIO paper, §3 and appendix A.1): an item is a procedure (L1); the participant
+reads every step, then marks the candidates that hold (adjacent pairs that must stay in order, pairs after
+an anchor that can be swapped, steps after an anchor that can be skipped), says for each marked one whether
+expert/domain knowledge is needed, and whether the task as a whole needs it.
+
+Stored: one StepTypeLabel per candidate of the procedure (holds False where not marked) and the task-level
+answer in Annotation.answer["expert_knowledge"]. An attention check is a procedure whose instruction names
+the one candidate to mark (payload["expects"]): passed when exactly that one is marked."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from django.http import QueryDict
+
+from h2e_site.inputs import BadInput, clean_text
+from mining.models import Procedure
+
+from ..models import Annotation, Assignment, StepCandidate, StepTypeLabel, Study, StudyItem
+from ..step_types import guidelines
+from ..step_types.candidates import Candidate, StepType, candidates
+from .base import AnnotationFields, KindForm, StudyKindSpec
+
+if TYPE_CHECKING:
+    from ..services import Selection
+
+MAX_COMMENTS_CHARS = 10000
+CONSENT = """This study is run by researchers studying how people and AI systems understand step-by-step \
+instructions.
+
+You will read the steps of a task and mark which steps must stay in order, which can be swapped and which \
+can be skipped, and whether that takes expert knowledge.
+
+Taking part is voluntary and you may stop at any time by returning the study on Prolific. What is recorded \
+about you is listed below.
+
+Click "I agree" to take part."""
+MIN_STEPS = 3  # fewer steps have no interchangeable or optional candidate
+EXPERT_ANSWERS = {"yes": True, "no": False}
+TYPE_QUESTIONS = {
+    StepType.SEQUENTIAL: "Which step pairs must stay in this order (the task fails if they are swapped)?",
+    StepType.INTERCHANGEABLE: "At each anchor step, which two following steps can be done in either order?",
+    StepType.OPTIONAL: "At each anchor step, which following step can be skipped (going on with the next)?",
+}
+GOAL_ACKNOWLEDGEMENT = (
+    "I've read the task and understand that I judge how its steps relate: which must stay in order, "
+    "which can be swapped and which can be skipped."
+)
+ATTENTION_INSTRUCTION = (
+    "This is an attention check. Mark only the {label} candidate {steps}, say that it needs no expert "
+    "knowledge, and mark nothing else."
+)
+
+
+@dataclass(frozen=True)
+class StepTypesSubmission:
+    """What the participant's browser sent: marked candidate key -> expert knowledge needed (None: not
+    answered), and the task-level answer (None: not answered)."""
+
+    marks: dict[str, bool | None]
+    expert_knowledge: bool | None
+    comments: str = ""
+    active_seconds: float | None = None
+    user_agent: str = ""
+
+
+@dataclass(frozen=True)
+class CandidateRow:
+    """One candidate as the form lists it."""
+
+    key: str
+    step_type: str
+    label: str  # "Steps 2 → 3", "At step 1: steps 2 and 3", "At step 1: step 2"
+    marked: bool
+    expert: str  # "yes", "no" or "" (not answered)
+    error: str = ""
+    steps_text: str = ""  # the texts of the steps it is about, shortened
+
+
+@dataclass
+class TypeGroup:
+    step_type: str
+    title: str
+    question: str
+    rows: list[CandidateRow] = field(default_factory=list)
+
+
+def candidate_label(candidate: Candidate) -> str:
+    """How the form names a candidate, with the steps numbered as the page shows them (0-based, as the
+    paper's annotators saw them)."""
+    if candidate.step_type is StepType.SEQUENTIAL:
+        return f"Step {candidate.steps[0]} → step {candidate.steps[1]}"
+    if candidate.step_type is StepType.INTERCHANGEABLE:
+        return f"At step {candidate.anchor}: steps {candidate.steps[0]} and {candidate.steps[1]}"
+    return f"At step {candidate.anchor}: step {candidate.steps[0]}"
+
+
+def procedure_candidates(procedure: Procedure) -> list[StepCandidate]:
+    """The procedure's StepCandidate rows, created on first use (idempotent)."""
+    wanted = candidates(len(procedure.steps))
+    StepCandidate.objects.bulk_create(
+        [
+            StepCandidate(
+                procedure=procedure,
+                step_type=c.step_type.value,
+                key=c.key,
+                anchor=c.anchor,
+                first=c.steps[0],
+                second=c.steps[1] if len(c.steps) > 1 else None,
+                position=i,
+            )
+            for i, c in enumerate(wanted)
+        ],
+        ignore_conflicts=True,
+    )
+    return list(StepCandidate.objects.filter(procedure=procedure).order_by("position"))
+
+
+def procedures_selected(selection: Selection) -> list[int]:
+    """Ids of procedures with at least MIN_STEPS steps matching the selection (a seeded sample if asked)."""
+    ids = [
+        pk
+        for pk, steps in _filtered(Procedure.objects.all(), selection).values_list("pk", "steps")
+        if isinstance(steps, list) and len(steps) >= MIN_STEPS
+    ]
+    ids.sort()
+    if selection.sample_size is not None and selection.sample_size < len(ids):
+        ids = sorted(random.Random(selection.seed).sample(ids, selection.sample_size))
+    return ids
+
+
+def _filtered(procedures: Any, selection: Selection) -> Any:
+    if selection.topic_ids:
+        procedures = procedures.filter(topic_id__in=selection.topic_ids)
+    if selection.splits:
+        procedures = procedures.filter(split__in=selection.splits)
+    return procedures
+
+
+class StepTypes(StudyKindSpec):
+    kind = "step_types"
+    label = "Step types"
+    item_template = "annotation/item_step_types.html"
+    reading_label = ""
+
+    def study_defaults(self) -> dict[str, Any]:
+        return {
+            "instructions": guidelines.GUIDELINES,
+            "training_text": guidelines.TRAINING,
+            "comprehension_questions": guidelines.default_comprehension_questions(),
+            "consent_text": CONSENT,
+        }
+
+    def items_create(self, study: Study, selection: Selection, attention_checks: int) -> int:
+        procedure_ids = procedures_selected(selection)
+        StudyItem.objects.bulk_create(
+            StudyItem(study=study, procedure_id=p, position=i, target_annotations=study.annotators_per_item)
+            for i, p in enumerate(procedure_ids, 1)
+        )
+        _attention_items_create(study, procedure_ids, attention_checks)
+        return len(procedure_ids)
+
+    def reading_steps(self, item: StudyItem) -> list[str]:
+        assert item.procedure is not None
+        return [str(step) for step in item.procedure.steps]
+
+    def item_context(self, assignment: Assignment) -> dict[str, Any]:
+        item = assignment.item
+        assert item.procedure is not None
+        instruction = ""
+        if item.is_attention_check:
+            expected = Candidate.from_key(item.payload["expects"])
+            instruction = ATTENTION_INSTRUCTION.format(
+                label=expected.step_type.value, steps=f"“{candidate_label(expected)}”"
+            )
+        return {
+            "procedure": item.procedure,
+            "steps": [str(s) for s in item.procedure.steps],
+            "attention_instruction": instruction,
+            "type_questions": TYPE_QUESTIONS,
+            "goal_acknowledgement": GOAL_ACKNOWLEDGEMENT,
+        }
+
+    def empty_form(self, assignment: Assignment) -> dict[str, Any]:
+        return {"groups": _groups(assignment, set(), {}), "expert_knowledge": "", "comments": ""}
+
+    def parse_form(self, post: QueryDict, assignment: Assignment, *, user_agent: str) -> KindForm:
+        from ..posted import posted_active_seconds
+
+        keys = {c.key for c in candidates(assignment.n_l2_steps)}
+        marked = [clean_text(value) for value in post.getlist("mark")]
+        experts = {key: clean_text(post.get(f"expert-{key}", "")) for key in keys}
+        task = clean_text(post.get("expert_knowledge", ""))
+        comments = clean_text(post.get("comments", ""))
+        values = {
+            "groups": _groups(assignment, set(marked) & keys, experts),
+            "expert_knowledge": task,
+            "comments": comments,
+        }
+        try:
+            _check_posted(post, marked, keys, experts, task)
+        except BadInput as problem:
+            return KindForm(values, None, problem, problem.field)
+        submission = StepTypesSubmission(
+            marks={key: EXPERT_ANSWERS.get(experts[key]) for key in marked},
+            expert_knowledge=EXPERT_ANSWERS.get(task),
+            comments=comments,
+            active_seconds=posted_active_seconds(post),
+            user_agent=clean_text(user_agent),
+        )
+        return KindForm(values, submission)
+
+    def refused_form(self, form: KindForm, message: str, field: str) -> dict[str, Any]:
+        groups = [
+            TypeGroup(
+                g.step_type,
+                g.title,
+                g.question,
+                [replace(r, error=message) if field == f"expert-{r.key}" else r for r in g.rows],
+            )
+            for g in form.values["groups"]
+        ]
+        return {**form.values, "groups": groups, "error_field": field}
+
+    def check(self, submission: StepTypesSubmission, item: StudyItem, assignment: Assignment) -> None:
+        from ..services import Refused
+
+        if len(submission.comments) > MAX_COMMENTS_CHARS:
+            raise Refused(
+                f"The comments are too long (at most {MAX_COMMENTS_CHARS} characters).", field="comments"
+            )
+        keys = {c.key for c in candidates(assignment.n_l2_steps)}
+        unknown = sorted(set(submission.marks) - keys)
+        if unknown:
+            raise Refused(f"{unknown[0]!r} is not a candidate of this procedure.", field="mark")
+        for candidate in candidates(assignment.n_l2_steps):
+            if candidate.key in submission.marks and submission.marks[candidate.key] is None:
+                raise Refused(
+                    f"{candidate_label(candidate)} ({candidate.step_type.value}): say whether it needs "
+                    "expert or domain knowledge.",
+                    field=f"expert-{candidate.key}",
+                )
+        if submission.expert_knowledge is None:
+            raise Refused(
+                "Say whether the task as a whole needs expert or domain knowledge.", field="expert_knowledge"
+            )
+
+    def annotation_fields(self, submission: StepTypesSubmission, item: StudyItem) -> AnnotationFields:
+        passed = None
+        if item.is_attention_check:
+            passed = set(submission.marks) == {item.payload["expects"]}
+        return AnnotationFields(
+            answer={"expert_knowledge": submission.expert_knowledge}, attention_passed=passed
+        )
+
+    def store_details(self, annotation: Annotation, submission: StepTypesSubmission, item: StudyItem) -> None:
+        assert item.procedure is not None
+        pid = annotation.participant.prolific_pid
+        StepTypeLabel.objects.bulk_create(
+            StepTypeLabel(
+                candidate=candidate,
+                annotation=annotation,
+                annotator=pid,
+                holds=candidate.key in submission.marks,
+                expert=submission.marks.get(candidate.key),
+            )
+            for candidate in procedure_candidates(item.procedure)
+        )
+
+    def export_rows(self, study: Study) -> Iterator[dict[str, Any]]:
+        from ..step_types.exports import study_label_rows
+
+        return study_label_rows(study)
+
+    def export_fields(self) -> list[str]:
+        from ..step_types.exports import LABEL_FIELDS
+
+        return LABEL_FIELDS
+
+
+def _check_posted(
+    post: QueryDict, marked: list[str], keys: set[str], experts: dict[str, str], task: str
+) -> None:
+    """BadInput (a 400 naming the field and value) for a candidate that does not exist, a mark sent twice,
+    an answer that is not yes or no, or an expert answer for a candidate that is not marked."""
+    for key in marked:
+        if key not in keys:
+            raise BadInput("mark", key, "a candidate of this procedure")
+    if len(set(marked)) != len(marked):
+        raise BadInput("mark", ",".join(marked)[:80], "a candidate marked once")
+    for name in post:
+        if name.startswith("expert-") and name.removeprefix("expert-") not in keys:
+            raise BadInput(name, post.get(name, ""), "an expert answer for a candidate of this procedure")
+    for key, answer in experts.items():
+        if answer not in {"", *EXPERT_ANSWERS}:
+            raise BadInput(f"expert-{key}", answer, "yes or no")
+        if answer and key not in marked:
+            raise BadInput(f"expert-{key}", answer, "an answer here: the candidate is not marked")
+    if task not in {"", *EXPERT_ANSWERS}:
+        raise BadInput("expert_knowledge", task, "yes or no")
+
+
+def _groups(assignment: Assignment, marked: set[str], experts: dict[str, str]) -> list[TypeGroup]:
+    """The form's candidates by type, each with the texts of the steps it is about."""
+    steps = assignment.item.procedure.steps if assignment.item.procedure else []
+    groups = {t: TypeGroup(t.value, t.value.capitalize(), TYPE_QUESTIONS[t]) for t in StepType}
+    for candidate in candidates(assignment.n_l2_steps):
+        key = candidate.key
+        texts = " / ".join(_short(str(steps[i])) for i in candidate.steps if i < len(steps))
+        label = candidate_label(candidate)
+        row = CandidateRow(
+            key, candidate.step_type.value, label, key in marked, experts.get(key, ""), "", texts
+        )
+        groups[candidate.step_type].rows.append(row)
+    return [group for group in groups.values() if group.rows]
+
+
+def _short(text: str, limit: int = 48) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _attention_items_create(study: Study, procedure_ids: list[int], count: int) -> None:
+    """Instructed-response items: a procedure and the one candidate to mark (a sequential pair, or an
+    optional step, alternately)."""
+    if not procedure_ids or count <= 0:
+        return
+    rng = random.Random(f"attention-{study.selection.get('seed', 0)}")
+    steps = dict(Procedure.objects.filter(pk__in=procedure_ids).values_list("pk", "steps"))
+    items = []
+    for i in range(1, count + 1):
+        pk = rng.choice(procedure_ids)
+        options = candidates(len(steps[pk]))
+        wanted = StepType.OPTIONAL if i % 2 else StepType.SEQUENTIAL
+        expects = rng.choice([c for c in options if c.step_type is wanted])
+        items.append(
+            StudyItem(
+                study=study,
+                procedure_id=pk,
+                position=len(procedure_ids) + i,
+                target_annotations=0,
+                is_attention_check=True,
+                payload={"expects": expects.key},
+            )
+        )
+    StudyItem.objects.bulk_create(items)
+
+
+__all__ = [
+    "StepTypes",
+    "StepTypesSubmission",
+    "candidate_label",
+    "procedure_candidates",
+    "procedures_selected",
+]

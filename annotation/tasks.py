@@ -1,0 +1,13 @@
+"""Celery tasks of the annotation app: ids in, the service does the work (h2e_site.jobs runs the loop)."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from .step_types.classify import classify_job_run
+
+
+@shared_task(name="annotation.run_classify_job", acks_late=True, reject_on_worker_lost=True)
+def run_classify_job(job_id: int) -> None:
+    """Run or resume a classify_steps Job (a redelivered message resumes it; a finished one is left)."""
+    classify_job_run(job_id=job_id)
