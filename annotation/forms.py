@@ -8,17 +8,25 @@ from typing import Any
 from django import forms
 
 from judging.models import Generator, Judge
-from mining.models import Split, Topic
+from mining.models import GoalStepTask, Split, TaskSet, Topic
 
 from . import codebook
 from .kinds import kind_for
 from .models import Study, StudyKind
 
-KIND_TEXTS = ("instructions", "consent_text", "training_text", "comprehension_questions")
+KIND_TEXTS = (
+    "instructions",
+    "consent_text",
+    "training_text",
+    "comprehension_questions",
+    "min_dwell_seconds",
+    "estimated_item_minutes",
+)
 # Selection fields that apply to one kind only (the others select items for every kind).
 KIND_ONLY_FIELDS = {
     StudyKind.CRITICAL_FAILURES: ("generators", "disagreeing_judges"),
     StudyKind.STEP_TYPES: ("splits",),
+    StudyKind.MULTIPLE_CHOICE: ("task_set", "tasks"),
 }
 
 
@@ -33,6 +41,10 @@ class StudyForm(forms.Form):
     topics = forms.ModelMultipleChoiceField(Topic.objects.all(), required=False, help_text="none: any topic")
     splits = forms.MultipleChoiceField(
         choices=Split.choices, required=False, help_text="procedures of these splits; none: any split"
+    )
+    task_set = forms.ChoiceField(choices=[], help_text="the task set whose test examples are validated")
+    tasks = forms.MultipleChoiceField(
+        choices=GoalStepTask.choices, required=False, help_text="none: every task of the set"
     )
     generators = forms.ModelMultipleChoiceField(
         Generator.objects.all(), required=False, help_text="none: any generator"
@@ -75,6 +87,11 @@ class StudyForm(forms.Form):
             if other != kind:
                 for name in names:
                     del self.fields[name]
+        if "task_set" in self.fields:
+            task_sets = TaskSet.objects.order_by("-created_at").values_list("name", flat=True)
+            field = self.fields["task_set"]
+            assert isinstance(field, forms.ChoiceField)
+            field.choices = [(name, name) for name in task_sets]
         defaults = kind_for(kind).study_defaults()
         for name in KIND_TEXTS:
             if name in defaults:

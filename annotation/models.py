@@ -15,7 +15,7 @@ from django.db import models
 from django.db.models import F, Prefetch, Q
 
 from judging.models import FailureBase, Generation
-from mining.models import Procedure
+from mining.models import Procedure, TaskExample
 
 from . import codebook
 
@@ -25,6 +25,7 @@ class StudyKind(models.TextChoices):
 
     CRITICAL_FAILURES = "critical_failures", "Critical failures (How2Score, an L1/L2 pair)"
     STEP_TYPES = "step_types", "Step types (sequential, interchangeable, optional steps of a procedure)"
+    MULTIPLE_CHOICE = "multiple_choice", "Multiple choice (goal-step inference and step ordering examples)"
 
 
 class Study(models.Model):
@@ -110,6 +111,9 @@ class StudyItem(models.Model):
     procedure = models.ForeignKey(
         Procedure, on_delete=models.PROTECT, related_name="study_items", null=True, blank=True
     )
+    example = models.ForeignKey(
+        TaskExample, on_delete=models.PROTECT, related_name="study_items", null=True, blank=True
+    )
     payload = models.JSONField(
         default=dict,
         blank=True,
@@ -139,8 +143,13 @@ class StudyItem(models.Model):
                 condition=Q(is_attention_check=False, procedure__isnull=False),
                 name="study_item_unique_procedure",
             ),
+            models.UniqueConstraint(
+                fields=["study", "example"],
+                condition=Q(is_attention_check=False, example__isnull=False),
+                name="study_item_unique_example",
+            ),
             models.CheckConstraint(
-                condition=Q(generation__isnull=False) | Q(procedure__isnull=False),
+                condition=Q(generation__isnull=False) | Q(procedure__isnull=False) | Q(example__isnull=False),
                 name="study_item_has_a_subject",
             ),
             models.CheckConstraint(

@@ -76,7 +76,9 @@ def study_items_progress(*, study: Study) -> QuerySet[StudyItem, StudyItem]:
     """Items with their generation, in position order; counters are on the rows."""
     return (
         StudyItem.objects.filter(study=study)
-        .select_related("generation__generator", "generation__procedure", "procedure__topic")
+        .select_related(
+            "generation__generator", "generation__procedure", "procedure__topic", "example__task_set"
+        )
         .annotate(
             n_with_failure=Count("annotations", filter=Q(annotations__has_failure=True), distinct=True),
             n_active=Count(

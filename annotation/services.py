@@ -58,8 +58,9 @@ class Refused(Exception):
 
 @dataclass(frozen=True)
 class Selection:
-    """Which generations (critical failures) or procedures (step types) a study annotates. Empty lists mean
-    "any"; generators and judges apply to generations, splits to procedures."""
+    """Which generations (critical failures), procedures (step types) or task examples (multiple choice) a
+    study annotates. Empty lists mean "any"; generators and judges apply to generations, splits to
+    procedures, the task set and its tasks to examples."""
 
     topic_ids: list[int] = field(default_factory=list)
     generator_ids: list[int] = field(default_factory=list)
@@ -67,9 +68,13 @@ class Selection:
     sample_size: int | None = None
     seed: int = 0
     splits: list[str] = field(default_factory=list)
+    task_set: str = ""  # multiple choice: the task set whose test examples are validated
+    tasks: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {
+            "task_set": self.task_set,
+            "tasks": self.tasks,
             "splits": self.splits,
             "topic_ids": self.topic_ids,
             "generator_ids": self.generator_ids,
@@ -270,13 +275,17 @@ ITEM_PAGE_FIELDS = (
     "item__procedure__steps",
     "item__procedure__resources",
     "item__procedure__topic_id",
+    "item__example__task",
+    "item__example__prompt",
+    "item__example__candidates",
+    "item__example__answer",
 )
 
 
 def assignments_for_item_page() -> QuerySet[Assignment, Assignment]:
-    return Assignment.objects.select_related("item__generation__procedure", "item__procedure").only(
-        *ITEM_PAGE_FIELDS
-    )
+    return Assignment.objects.select_related(
+        "item__generation__procedure", "item__procedure", "item__example"
+    ).only(*ITEM_PAGE_FIELDS)
 
 
 def assignment_current(*, participant: Participant) -> Assignment | None:
@@ -500,7 +509,7 @@ def annotation_submit(*, assignment: Assignment, submission: AnySubmission) -> S
         locked = _locked_active(assignment)
         if locked.status == AssignmentStatus.SUBMITTED:
             return SubmitResult(Annotation.objects.get(assignment=locked), created=False)
-        item = StudyItem.objects.select_related("study", "generation__procedure", "procedure").get(
+        item = StudyItem.objects.select_related("study", "generation__procedure", "procedure", "example").get(
             pk=locked.item_id
         )
         now = timezone.now()

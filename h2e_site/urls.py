@@ -12,6 +12,7 @@ from annotation import api as annotation_api
 from annotation.step_types import classify_api
 from h2e_site.jobs import api as jobs_api
 from judging import api as judging_api
+from mining.goal_step import answer_api
 
 
 def favicon(request: HttpRequest) -> HttpResponsePermanentRedirect:
@@ -26,6 +27,7 @@ api_urlpatterns = [
     *judging_api.urlpatterns,
     *annotation_api.api_urlpatterns,
     *classify_api.api_urlpatterns,
+    *answer_api.api_urlpatterns,
     path("", include(api_router.urls)),
 ]
 
@@ -48,6 +50,7 @@ urlpatterns = [
     path("studies/", include("annotation.urls.studies")),
     path("agreement/", include("annotation.urls.agreement")),
     path("jobs/", include("h2e_site.jobs.urls")),
+    path("", include("mining.urls")),  # /tasks/: goal-step task sets
     path("", include("annotation.urls.failures")),
     path("", include("judging.urls")),
     path("judges/", include("annotation.urls.judges")),  # after judging's judges/rank-correlation/

@@ -421,7 +421,17 @@ def _store_procedures(
             split=Split.POOL,
             mining_run=run,
             source_document=documents[o.document_id],
+            ordered=_sequential(o.payload),
         )
         for o in passed
     ]
     Procedure.objects.bulk_create(procedures, ignore_conflicts=True)
+
+
+def _sequential(payload: Mapping[str, Any]) -> bool | None:
+    """The final filter's "sequential" verdict (must the steps be done in this order?): True for "yes",
+    False for "no", None when the payload has none. A pass needs every answer "yes", so stored procedures
+    get True; reading it keeps that true if the pass rule changes."""
+    answer = payload.get("sequential")
+    answer = answer.get("answer") if isinstance(answer, Mapping) else answer
+    return {"yes": True, "no": False}.get(answer) if isinstance(answer, str) else None

@@ -198,6 +198,7 @@ class ProcedureData:
     resources: list[str]
     url: str = ""
     source_text: str = ""
+    ordered: bool | None = None  # whether the order of its steps matters (None: not known)
 
     def content(self) -> tuple[str, str, list[str], list[str]]:
         return (self.topic, self.goal, self.steps, self.resources)
@@ -216,7 +217,18 @@ def procedure_from_record(record: dict[str, Any]) -> ProcedureData:
         resources=require_str_list(record, "resources", non_empty=False),
         url=require_str(record, "url", allow_empty=True),
         source_text=require_str(record, "source_text", allow_empty=True),
+        ordered=optional_bool(record, "ordered"),
     )
+
+
+def optional_bool(record: dict[str, Any], key: str) -> bool | None:
+    """true / false, or None when absent or null (a CSV cell: "true", "false" or empty)."""
+    value = record.get(key)
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in {"", "true", "false"}:
+        return {"": None, "true": True, "false": False}[value.strip().lower()]
+    raise InvalidRecord(key, f"expected true or false, got {value!r}"[:120])
 
 
 def _from_how2mine_export(record: dict[str, Any]) -> ProcedureData:
@@ -236,12 +248,15 @@ def _from_how2mine_export(record: dict[str, Any]) -> ProcedureData:
             resources=require_str_list(final, "resources", non_empty=False),
             url=require_str(source, "url", allow_empty=True),
             source_text=require_str(source, "text", allow_empty=True),
+            ordered=optional_bool(record, "ordered"),
         )
     except InvalidRecord as exc:
         name = exc.field_name
         prefix = "" if name.startswith("source_example") else "final_procedure."
         if name in {"url", "text"}:
             prefix = "source_example."
+        if name == "ordered":
+            prefix = ""
         raise InvalidRecord(prefix + name, exc.reason) from None
 
 
@@ -397,6 +412,7 @@ def _new_procedure(data: ProcedureData, topics: TopicCache, split: str) -> Proce
         url=data.url,
         source_text=data.source_text,
         split=split,
+        ordered=data.ordered,
     )
 
 

@@ -15,11 +15,13 @@ from __future__ import annotations
 from ..models import Study, StudyKind
 from .base import KindForm, StudyKindSpec
 from .critical_failures import CriticalFailures
+from .multiple_choice import MultipleChoice
 from .step_types import StepTypes
 
 KINDS: dict[str, StudyKindSpec] = {
     StudyKind.CRITICAL_FAILURES: CriticalFailures(),
     StudyKind.STEP_TYPES: StepTypes(),
+    StudyKind.MULTIPLE_CHOICE: MultipleChoice(),
 }
 
 

@@ -289,9 +289,10 @@ def pairwise_kappa(labels: Iterable[StepTypeLabel], step_type: StepType) -> Pair
     return average_pairwise_kappa(annotator_ratings(labels, step_type))
 
 
-def nominal_alpha(ratings: Mapping[str, Mapping[K, bool]]) -> float | None:
+def nominal_alpha(ratings: Mapping[str, Mapping[K, float]]) -> float | None:
     """Krippendorff's alpha, nominal, via the `krippendorff` package on the annotators x items reliability
-    matrix (1 holds, 0 does not, NaN missing). Items with fewer than two labels carry no pairable values and
+    matrix (each label a number: 1 holds, 0 does not, or any category's code; NaN missing). Items with
+    fewer than two labels carry no pairable values and
     drop out of the formula. None when undefined: no item has two labels, or the pairable labels are all
     the same value (no expected disagreement)."""
     import krippendorff

@@ -4,7 +4,7 @@ types: /agreement/step-types/label-sets/[<name>/], a classifier's predictions.""
 from django.urls import path
 
 from ..views import agreement as views
-from ..views import step_types
+from ..views import goal_step, step_types
 
 app_name = "agreement"
 urlpatterns = [
@@ -22,6 +22,7 @@ urlpatterns = [
         name="step_types_predictions_csv",
     ),
     path("", views.agreement_overview, name="overview"),
+    path("<slug:slug>/validated.jsonl", goal_step.validated_jsonl, name="mc_validated"),
     path("<slug:slug>/", views.study_agreement_page, name="study"),
     path("<slug:slug>/judges/<str:judge_id>/", views.judge_disagreements, name="judge_disagreements"),
 ]

@@ -19,7 +19,7 @@ from ..agreement import majority
 from ..agreement_data import StudyAgreement, studies_agreement, study_agreement
 from ..charts import Bar, BarChart, bar_chart
 from ..models import AnnotatedFailure, Annotation, Study, StudyKind
-from . import step_types
+from . import goal_step, step_types
 from .failures import FailureView, step_links
 
 MAX_STUDIES_ON_OVERVIEW = 50
@@ -63,6 +63,8 @@ def study_agreement_page(request: HttpRequest, slug: str) -> HttpResponse:
     study = get_object_or_404(Study, slug=slug)
     if study.kind == StudyKind.STEP_TYPES:
         return step_types.study_agreement_page(request, study)
+    if study.kind == StudyKind.MULTIPLE_CHOICE:
+        return goal_step.study_validation_page(request, study)
     result = study_agreement(study=study)
     context = {
         "study": study,

@@ -34,6 +34,8 @@ def _selection(form: StudyForm) -> services.Selection:
         generator_ids=[g.pk for g in data.get("generators", [])],
         disagreeing_judge_ids=[j.pk for j in data.get("disagreeing_judges", [])],
         splits=list(data.get("splits", [])),
+        task_set=data.get("task_set", ""),
+        tasks=list(data.get("tasks", [])),
         sample_size=data["sample_size"],
         seed=data["seed"],
     )

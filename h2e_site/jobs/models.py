@@ -14,6 +14,8 @@ class JobKind(models.TextChoices):
     JUDGE = "judge", "Judge (How2Score)"
     MINE = "mine", "Mine procedures"
     CLASSIFY_STEPS = "classify_steps", "Classify step types"
+    BUILD_TASKS = "build_tasks", "Build goal-step tasks"
+    ANSWER_TASKS = "answer_tasks", "Answer goal-step tasks"
     EXPORT = "export", "Export"
 
 

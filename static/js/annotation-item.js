@@ -77,6 +77,13 @@
     document.getElementById("comments").value = draft.comments || "";
   }
 
+  // Multiple choice: the options are checkboxes, so Tab moves between them and Space selects (the paper's
+  // HIT); one at a time: checking one unchecks the others (the server refuses several).
+  function keepOneChoice(chosen) {
+    if (!chosen.checked) return;
+    form.querySelectorAll("input.mc-choice").forEach(function (box) { if (box !== chosen) box.checked = false; });
+  }
+
   // A candidate's expert question is asked once it is marked; unmarking it clears the answer.
   function showExpertQuestions() {
     form.querySelectorAll(".candidate").forEach(function (row) {
@@ -191,6 +198,7 @@
     if (event.target.name !== "active_seconds") markChanged();
   });
   form.addEventListener("change", function (event) {
+    if (event.target.classList && event.target.classList.contains("mc-choice")) keepOneChoice(event.target);
     if (event.target.id === "has-failure" || event.target.name === "mark") showChoice();
     markChanged();
   });

@@ -1,0 +1,233 @@
+"""The `multiple_choice` kind (the wikiHow goal-step paper, §3.4 and appendix E): an item is one example of
+a task set's test split (mining.TaskExample); three workers choose the most likely candidate, or the HIT's
+last option ("None of the above is likely"; for Step Ordering, "Neutral"). Nothing to reveal step by step:
+the prompt is acknowledged, then answered. The answer is stored in Annotation.answer as {"choice": index or
+"none", "correct": bool}; the validation (annotation/goal_step/validation.py) keeps the examples that every
+worker answered correctly. An attention check names the candidate to choose."""
+
+from __future__ import annotations
+
+import random
+import string
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from django.http import QueryDict
+
+from h2e_site.inputs import BadInput, ascii_int, clean_text
+from mining.models import TaskExample, TaskSet, TaskSplit
+
+from ..goal_step import guidelines
+from ..models import Annotation, Assignment, Study, StudyItem
+from .base import AnnotationFields, KindForm, StudyKindSpec
+
+if TYPE_CHECKING:
+    from ..services import Selection
+
+MAX_COMMENTS_CHARS = 10000
+NONE = "none"
+ATTENTION_INSTRUCTION = (
+    "This is an attention check: choose option {letter} (“{text}”), whatever the question."
+)
+
+
+@dataclass(frozen=True)
+class MultipleChoiceSubmission:
+    choice: int | str | None  # a candidate's index, NONE, or None when nothing was chosen
+    comments: str = ""
+    active_seconds: float | None = None
+    user_agent: str = ""
+
+
+def examples_selected(selection: Selection) -> list[int]:
+    """Ids of the test examples of the selection's task set (of its tasks, if named), a seeded sample when
+    asked. ValueError naming the task set when there is none."""
+    task_set = TaskSet.objects.filter(name=selection.task_set).first()
+    if task_set is None:
+        raise ValueError(f"task_set: no task set named {selection.task_set!r}")
+    examples = TaskExample.objects.filter(task_set=task_set, split=TaskSplit.TEST)
+    if selection.tasks:
+        examples = examples.filter(task__in=selection.tasks)
+    if selection.topic_ids:
+        examples = examples.filter(topic_id__in=selection.topic_ids)
+    ids = sorted(examples.values_list("pk", flat=True))
+    if selection.sample_size is not None and selection.sample_size < len(ids):
+        ids = sorted(random.Random(selection.seed).sample(ids, selection.sample_size))
+    return ids
+
+
+def is_correct(example: TaskExample, choice: int | str | None) -> bool:
+    return isinstance(choice, int) and choice == example.answer
+
+
+class MultipleChoice(StudyKindSpec):
+    kind = "multiple_choice"
+    label = "Multiple choice"
+    item_template = "annotation/item_multiple_choice.html"
+    reading_label = ""
+
+    def study_defaults(self) -> dict[str, Any]:
+        return {
+            "instructions": guidelines.GUIDELINES,
+            "training_text": guidelines.TRAINING,
+            "comprehension_questions": guidelines.default_comprehension_questions(),
+            "consent_text": guidelines.CONSENT,
+            "min_dwell_seconds": 5,  # the HIT's 20 s a task, 15 or 30 tasks in 5 minutes
+            "estimated_item_minutes": 0.4,
+        }
+
+    def items_create(self, study: Study, selection: Selection, attention_checks: int) -> int:
+        example_ids = examples_selected(selection)
+        StudyItem.objects.bulk_create(
+            StudyItem(study=study, example_id=e, position=i, target_annotations=study.annotators_per_item)
+            for i, e in enumerate(example_ids, 1)
+        )
+        _attention_items_create(study, example_ids, attention_checks)
+        return len(example_ids)
+
+    def reading_steps(self, item: StudyItem) -> list[str]:
+        return []  # the prompt and its candidates are short: acknowledged, not revealed one by one
+
+    def item_context(self, assignment: Assignment) -> dict[str, Any]:
+        example = _example(assignment.item)
+        instruction = ""
+        if assignment.item.is_attention_check:
+            expected = assignment.item.payload["expects"]
+            instruction = ATTENTION_INSTRUCTION.format(
+                letter=string.ascii_uppercase[expected], text=example.candidates[expected]
+            )
+        return {
+            "example": example,
+            "question": guidelines.QUESTIONS[example.task],
+            "prompt_label": guidelines.PROMPT_LABELS[example.task],
+            "none_label": guidelines.NONE_LABELS[example.task],
+            "options": [(i, string.ascii_uppercase[i], text) for i, text in enumerate(example.candidates)],
+            "attention_instruction": instruction,
+            "goal_acknowledgement": "I've read the question and will choose the most likely answer.",
+        }
+
+    def empty_form(self, assignment: Assignment) -> dict[str, Any]:
+        return {"choice": "", "comments": ""}
+
+    def parse_form(self, post: QueryDict, assignment: Assignment, *, user_agent: str) -> KindForm:
+        from ..posted import posted_active_seconds
+
+        example = _example(assignment.item)
+        chosen = [clean_text(value) for value in post.getlist("choice")]
+        comments = clean_text(post.get("comments", ""))
+        values = {"choice": chosen[0] if len(chosen) == 1 else "", "comments": comments}
+        try:
+            choice = _parse_choice(chosen, len(example.candidates))
+        except BadInput as problem:
+            return KindForm(values, None, problem, "choice")
+        submission = MultipleChoiceSubmission(
+            choice, comments, posted_active_seconds(post), clean_text(user_agent)
+        )
+        return KindForm(values, submission)
+
+    def refused_form(self, form: KindForm, message: str, field: str) -> dict[str, Any]:
+        return {**form.values, "error_field": field}
+
+    def check(self, submission: MultipleChoiceSubmission, item: StudyItem, assignment: Assignment) -> None:
+        from ..services import Refused
+
+        if submission.choice is None:
+            raise Refused("Choose one of the options.", field="choice")
+        if len(submission.comments) > MAX_COMMENTS_CHARS:
+            raise Refused(
+                f"The comments are too long (at most {MAX_COMMENTS_CHARS} characters).", field="comments"
+            )
+
+    def annotation_fields(self, submission: MultipleChoiceSubmission, item: StudyItem) -> AnnotationFields:
+        example = _example(item)
+        passed = submission.choice == item.payload["expects"] if item.is_attention_check else None
+        answer = {"choice": submission.choice, "correct": is_correct(example, submission.choice)}
+        return AnnotationFields(answer=answer, attention_passed=passed)
+
+    def store_details(
+        self, annotation: Annotation, submission: MultipleChoiceSubmission, item: StudyItem
+    ) -> None:
+        return None  # everything is in Annotation.answer
+
+    def export_rows(self, study: Study) -> Iterator[dict[str, Any]]:
+        annotations = (
+            Annotation.objects.filter(study=study)
+            .select_related("participant", "item__example__task_set", "item__example__topic")
+            .order_by("item__position", "submitted_at", "pk")
+        )
+        for annotation in annotations.iterator(chunk_size=500):
+            example = _example(annotation.item)
+            yield {
+                "study": study.slug,
+                "item": annotation.item.position,
+                "is_attention_check": annotation.item.is_attention_check,
+                "attention_passed": annotation.attention_passed,
+                "task_set": example.task_set.name,
+                "task": example.task,
+                "example": example.position,
+                "topic": example.topic.name if example.topic else None,
+                "prompt": example.prompt,
+                "candidates": example.candidates,
+                "answer": example.answer,
+                "choice": annotation.answer.get("choice"),
+                "correct": annotation.answer.get("correct"),
+                "prolific_pid": annotation.participant.prolific_pid,
+                "comments": annotation.comments,
+                "submitted_at": annotation.submitted_at.isoformat(),
+                "elapsed_seconds": round(annotation.elapsed_seconds, 3),
+                "active_seconds": annotation.active_seconds,
+            }
+
+    def export_fields(self) -> list[str]:
+        return [
+            "study", "item", "is_attention_check", "attention_passed", "task_set", "task", "example", "topic",
+            "prompt", "candidates", "answer", "choice", "correct", "prolific_pid", "comments", "submitted_at",
+            "elapsed_seconds", "active_seconds",
+        ]  # fmt: skip
+
+
+def _example(item: StudyItem) -> TaskExample:
+    assert item.example is not None  # a multiple-choice study's item
+    return item.example
+
+
+def _parse_choice(chosen: list[str], n_candidates: int) -> int | str | None:
+    """One chosen option: a candidate's index (ASCII digits in range) or NONE; None when nothing was
+    chosen; BadInput for several or an option that does not exist."""
+    if not chosen:
+        return None
+    if len(chosen) > 1:
+        raise BadInput("choice", ", ".join(chosen), "one option (several were chosen)")
+    if chosen[0] == NONE:
+        return NONE
+    expected = f"an option: 0 to {n_candidates - 1}, or {NONE}"
+    return ascii_int("choice", chosen[0], minimum=0, maximum=n_candidates - 1, expected=expected)
+
+
+def _attention_items_create(study: Study, example_ids: list[int], count: int) -> None:
+    """Instructed-response items: an example and the option its instruction names."""
+    if not example_ids or count <= 0:
+        return
+    rng = random.Random(f"attention-{study.selection.get('seed', 0)}")
+    sizes = dict(
+        (pk, len(candidates))
+        for pk, candidates in TaskExample.objects.filter(pk__in=example_ids).values_list("pk", "candidates")
+    )
+    items = []
+    for i in range(1, count + 1):
+        pk = rng.choice(example_ids)
+        items.append(
+            StudyItem(
+                study=study,
+                example_id=pk,
+                position=len(example_ids) + i,
+                target_annotations=0,
+                is_attention_check=True,
+                payload={"expects": rng.randrange(sizes[pk])},
+            )
+        )
+    StudyItem.objects.bulk_create(items)
+
+
+__all__ = ["NONE", "MultipleChoice", "MultipleChoiceSubmission", "examples_selected", "is_correct"]

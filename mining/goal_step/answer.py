@@ -1,0 +1,582 @@
+"""Models answering goal-step examples, as jobs (issue #14, item 4): any configured model (a generator config,
+configs/generators/*.yaml, or configs/goal_step/*.yaml) chooses one candidate of each example of a task set's
+split, one request per example; h2e_site.jobs runs the loop, this says what to send and how to store it.
+
+- A TaskModel is a model config plus the two prompt files of prompts/goal_step/: answer.txt (one template per
+  task, each under a "### <task>" line: the task's question and the candidates lettered A), B), ...) and
+  answer_candidates_only.txt (the candidates alone: the model's own artifact check, paper §3.1). Its model_id
+  hashes the config's identity fields (backend, provider, model, decoding, prompt style, how the output is
+  constrained) and both files' text; the row keeps the files' text as it hashed them (`prompt_text`, a JSON
+  object file name -> text) and its jobs send that text, never whatever the files say when a worker runs.
+  `prompt_path` is refused in these configs (a generator's would name its generation prompt).
+- Items: the TaskExample pks of the set's split (by task and position) the model has no answer for in this
+  mode (full prompt, or candidates only); fixed when the job is created.
+- The embedded model is held to one letter by a grammar; a config with json_schema to {"answer": "<letter>"};
+  others answer freely and parse_choice reads the text.
+- An answer is upserted as the TaskAnswer of (model, example, candidates_only): choice None when it cannot be
+  read (counted wrong and shown apart by results.py; the raw output is kept either way). An API or connection
+  error is a failed item of the job (its example pk in parameters["failed_items"]), never an answer; "Retry
+  failed items" starts a job over those still without one.
+- Resumable: an answer in the job's mode counts as done, a failed item of this job as failed; the rest is
+  sent. Failed items are written with the answers of their group, so a resumed job asks neither again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import string
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from h2e_site.jobs.loop import ItemWork, Progress, job_run
+from h2e_site.jobs.models import Job, JobKind
+from h2e_site.jobs.services import NothingToRetry, job_create
+from h2e_site.llm.base import BackendConfig, LLMBackend, LLMRequest, LLMResult
+from h2e_site.llm.config import CONFIG_FIELDS, ConfigError, ModelConfig, config_from_mapping, load_config
+from h2e_site.llm.json_output import find_json_object
+from h2e_site.llm.prompts import check_prompt, prompt_sha256
+
+from ..models import GoalStepTask, TaskAnswer, TaskExample, TaskModel, TaskSet, TaskSplit
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+__all__ = [
+    "ANSWER_PROMPT",
+    "CANDIDATES_ONLY_PROMPT",
+    "MODEL_ID_VERSION",
+    "AnswerWork",
+    "NothingToAnswer",
+    "PromptTemplates",
+    "answer_job_create",
+    "answer_job_retry",
+    "answer_job_run",
+    "answer_prompt",
+    "answer_request",
+    "config_for_task_model",
+    "configs_dir",
+    "letter_grammar",
+    "lettered",
+    "parse_choice",
+    "task_model_config",
+    "task_model_for_config",
+    "task_model_for_model_config",
+    "task_model_id_of",
+    "templates_of",
+]
+
+MODEL_ID_VERSION = "h2e_studio.goal_step_model_id.v1"
+PROMPTS_DIR = Path(__file__).resolve().parents[2] / "prompts" / "goal_step"
+ANSWER_PROMPT = "answer.txt"
+CANDIDATES_ONLY_PROMPT = "answer_candidates_only.txt"
+LETTERS = string.ascii_uppercase
+_SECTION = re.compile(r"^### (\w+)[ \t]*$", re.MULTILINE)
+
+
+class NothingToAnswer(ValueError):
+    """Every example of the set's split has this model's answer in this mode already (or there is none)."""
+
+
+# --- prompts ------------------------------------------------------------------------------------------------
+
+
+class PromptTemplates:
+    """The templates a TaskModel sends: one per task (answer.txt's sections) and the candidates-only one."""
+
+    def __init__(self, files: dict[str, str], *, label: str = "goal-step prompts") -> None:
+        if set(files) != {ANSWER_PROMPT, CANDIDATES_ONLY_PROMPT}:
+            raise ValueError(f"{label}: the prompts are {ANSWER_PROMPT} and {CANDIDATES_ONLY_PROMPT}")
+        self.by_task = _sections(files[ANSWER_PROMPT], label=f"{label}: {ANSWER_PROMPT}")
+        self.candidates_only = files[CANDIDATES_ONLY_PROMPT].rstrip("\n")
+
+    def template(self, task: str, *, candidates_only: bool) -> str:
+        return self.candidates_only if candidates_only else self.by_task[task]
+
+
+def _sections(text: str, *, label: str) -> dict[str, str]:
+    """answer.txt as {task: template}: each task's text follows its "### <task>" line."""
+    parts = _SECTION.split(text)
+    if parts[0].strip():
+        raise ValueError(f"{label}: text before the first '### <task>' line")
+    sections = {name: body.strip("\n") for name, body in zip(parts[1::2], parts[2::2], strict=True)}
+    if sorted(sections) != sorted(GoalStepTask.values) or len(parts[1::2]) != len(GoalStepTask.values):
+        raise ValueError(f"{label}: one section per task expected ({', '.join(GoalStepTask.values)})")
+    return sections
+
+
+def prompt_files() -> dict[str, str]:
+    """The two prompt files' text as they are now."""
+    return {
+        name: (PROMPTS_DIR / name).read_text(encoding="utf-8")
+        for name in (ANSWER_PROMPT, CANDIDATES_ONLY_PROMPT)
+    }
+
+
+def lettered(candidates: Sequence[str]) -> str:
+    """The candidates as "A) text" lines."""
+    if not 2 <= len(candidates) <= len(LETTERS):
+        raise ValueError(f"an example has 2 to {len(LETTERS)} candidates, not {len(candidates)}")
+    return "\n".join(f"{LETTERS[i]}) {str(text).strip()}" for i, text in enumerate(candidates))
+
+
+def _lower_first(text: str) -> str:
+    """A goal inside a sentence ("... in order to cook lentils?"): its first letter lowered, unless the first
+    word is an acronym or a name written in capitals ("DIY", "iPhone" stays)."""
+    text = text.strip().rstrip(".?!")
+    first = text.split(" ", 1)[0]
+    if len(first) > 1 and not first[1:].islower():
+        return text
+    return text[:1].lower() + text[1:]
+
+
+def answer_prompt(
+    *, task: str, prompt: str, candidates: Sequence[str], templates: PromptTemplates, candidates_only: bool
+) -> str:
+    """The text sent for one example: the task's question over the lettered candidates, or the candidates
+    alone."""
+    template = templates.template(task, candidates_only=candidates_only)
+    return template.format(
+        prompt=prompt.strip(), prompt_lower=_lower_first(prompt), candidates=lettered(candidates)
+    )
+
+
+# --- answers ------------------------------------------------------------------------------------------------
+
+_MARKUP = re.compile('[*_`#>"\u201c\u201d\u2018\u2019]')
+_BRACKETS = re.compile(r"[\[\](){}]")
+_LETTER = r"[(\[]?([A-Za-z])[)\]]?"
+_MARKER = re.compile(
+    r"\b(?:answer|option|choice|letter)\s*(?:is|would\s+be|should\s+be|[:=-])?\s*(?:option|choice|letter)?\s*"
+    + _LETTER
+    + r"(?![A-Za-z0-9])"
+    + r"(?:\s*(?:or|and|/|,|&)\s*"
+    + _LETTER
+    + r"(?![A-Za-z0-9]))?",
+    re.IGNORECASE,
+)
+_CORRECT = re.compile(
+    r"(?<![A-Za-z0-9])[(\[]?([A-Z])[)\]]?\s+is\s+(?:the\s+)?(?:correct|right|best|answer)\b"
+)
+# A letter written as a label: "(B)" anywhere, "B)" / "B." / "B:" at the start of a line.
+_LABEL = re.compile(r"\(([A-Za-z])\)|^[ \t]*([A-Za-z])[).:](?=\s|$)", re.MULTILINE)
+_SPACE = re.compile(r"\s+")
+
+
+def parse_choice(text: str, n_candidates: int, *, candidates: Sequence[str] = ()) -> int | None:
+    """The candidate a model chose (0-based), or None when it cannot be told. After dropping anything up to a
+    </think>, in order, the first rule that finds something decides:
+    1. a JSON object with an "answer" key: its value read as a letter ("B", "(B)", "B) ...");
+    2. the whole text is one letter, markup and brackets aside ("B", "(B)", "B)", "**B**", "b.");
+    3. "answer is B", "Answer: B", "option B" (a lower-case letter only when no word follows it);
+       "B is correct";
+    4. the whole text is one candidate's text (case, markup and a final full stop aside);
+    5. letters written as labels: "(B)" anywhere, "B) ..." / "B." / "B:" opening a line.
+    None when the rule that decides finds two different letters ("A or B", a listing of the candidates), a
+    letter past the last candidate, or nothing at all (empty or unparsable text)."""
+    if n_candidates < 1:
+        return None
+    if "</think>" in text:
+        text = text.rsplit("</think>", 1)[1]
+    if not text.strip():
+        return None
+    found, choice = _json_choice(text, n_candidates, candidates)
+    if found:
+        return choice
+    return _plain_choice(text, n_candidates, candidates)
+
+
+def _plain_choice(text: str, n: int, candidates: Sequence[str]) -> int | None:
+    plain = _MARKUP.sub(" ", text).strip()
+    bare = _BRACKETS.sub(" ", plain).strip().rstrip(".!:").strip()
+    if len(bare) == 1 and bare.isalpha():
+        return _index({bare}, n)
+    claimed: set[str] = set()
+    for match in _MARKER.finditer(plain):
+        first, second = match.group(1), match.group(2)
+        if first.islower() and re.match(r"\s+[a-z]", plain[match.end(1) :]):
+            continue  # "the answer is a good one": an article, not a letter
+        claimed.add(first)
+        if second and not (second.islower() and re.match(r"\s+[a-z]", plain[match.end(2) :])):
+            claimed.add(second)
+    claimed.update(_CORRECT.findall(plain))
+    if claimed:
+        return _index(claimed, n)
+    if candidates:
+        wanted = _normalised(text)
+        matching = {i for i, candidate in enumerate(candidates[:n]) if _normalised(candidate) == wanted}
+        if matching:
+            return matching.pop() if len(matching) == 1 else None
+    labels = {a or b for a, b in _LABEL.findall(plain)}
+    return _index(labels, n) if labels else None
+
+
+def _index(letters: set[str], n: int) -> int | None:
+    """The index of the one letter claimed; None for two different ones or one past the last candidate."""
+    upper = {letter.upper() for letter in letters}
+    if len(upper) != 1:
+        return None
+    index = LETTERS.find(upper.pop())
+    return index if 0 <= index < n else None
+
+
+def _normalised(text: str) -> str:
+    return _SPACE.sub(" ", _MARKUP.sub(" ", text)).strip().rstrip(".!").strip().casefold()
+
+
+def _json_choice(text: str, n: int, candidates: Sequence[str]) -> tuple[bool, int | None]:
+    """(found, choice) for the JSON object of the text with an "answer" key (any case)."""
+    if "{" not in text:
+        return False, None
+    obj = find_json_object(text, required_key="answer")
+    key = next((k for k in obj if isinstance(k, str) and k.lower() == "answer"), None) if obj else None
+    if obj is None or key is None:
+        return False, None
+    value = obj[key]
+    if not isinstance(value, str) or not value.strip() or "{" in value:
+        return True, None
+    return True, _plain_choice(value, n, candidates)
+
+
+def letter_grammar(n_candidates: int) -> str:
+    """GBNF for exactly one of the first n letters (the embedded model's answer)."""
+    return "root ::= " + " | ".join(f'"{LETTERS[i]}"' for i in range(n_candidates)) + "\n"
+
+
+def letter_schema(n_candidates: int) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {"answer": {"type": "string", "enum": list(LETTERS[:n_candidates])}},
+        "required": ["answer"],
+        "additionalProperties": False,
+    }
+
+
+# --- configs and models -------------------------------------------------------------------------------------
+
+
+def configs_dir() -> Path:
+    """configs/goal_step/: models offered for answering the tasks (configs/generators/*.yaml work too)."""
+    return Path(settings.BASE_DIR) / "configs" / "goal_step"
+
+
+def task_model_config(config_path: Path | str) -> ModelConfig:
+    """A generator config (any prompt style, the same fields) without prompt_path, since the prompts are
+    always prompts/goal_step/*.txt. ConfigError naming the file and field."""
+    config = load_config(config_path, role="generator")
+    data = yaml.safe_load(Path(config_path).read_text(encoding="utf-8"))
+    if "prompt_path" in data:
+        raise ConfigError(
+            str(config_path),
+            "prompt_path",
+            f"not used for goal-step tasks: the prompts are prompts/{PROMPTS_DIR.name}/*.txt; leave it out",
+        )
+    return config
+
+
+def _output_constraint(config: ModelConfig) -> str:
+    """How the answer is held to a letter: part of the model's identity (it changes what is asked)."""
+    if config.backend == "local":
+        return "grammar:letter"
+    return "json_schema:answer" if config.json_schema else "none"
+
+
+def _prompts_text(files: dict[str, str]) -> str:
+    """The two files as one text, as stored and hashed: a JSON object file name -> text."""
+    return json.dumps(files, sort_keys=True, ensure_ascii=False, indent=2)
+
+
+def task_model_id_of(config: ModelConfig, prompt_text: str) -> str:
+    """The first 12 hex of SHA-256 over the canonical JSON of the model's identity fields (backend, provider,
+    model, prompt style, temperature, max_new_tokens, reasoning_effort, vllm overrides, the output
+    constraint) and the SHA-256 of each prompt file."""
+    files = json.loads(prompt_text)
+    payload = {
+        "model_id_version": MODEL_ID_VERSION,
+        "model": {
+            "backend": config.id_backend,
+            "provider": config.provider,
+            "model": config.model,
+            "prompt_style": config.prompt_style,
+            "temperature": float(config.temperature),
+            "max_new_tokens": int(config.max_new_tokens),
+            "reasoning_effort": config.reasoning_effort,
+            "vllm_overrides": dict(config.vllm or {}),
+            "output": _output_constraint(config),
+        },
+        "prompts_sha256": {name: prompt_sha256(text) for name, text in sorted(files.items())},
+    }
+    blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:12]
+
+
+def _stored_config(config: ModelConfig) -> dict[str, Any]:
+    stored = {key: value for key, value in config.as_json().items() if key != "prompt_path"}
+    stored["prompt_files"] = [
+        f"prompts/{PROMPTS_DIR.name}/{name}" for name in (ANSWER_PROMPT, CANDIDATES_ONLY_PROMPT)
+    ]
+    return stored
+
+
+def task_model_for_config(config_path: Path | str) -> TaskModel:
+    """The TaskModel of a config file: found by model_id, created on first use."""
+    return task_model_for_model_config(task_model_config(config_path))
+
+
+def task_model_for_model_config(config: ModelConfig) -> TaskModel:
+    """The TaskModel of a validated config with the prompt files as they are now. A row that exists keeps its
+    identity and prompts, and takes the latest resolved config (only operational fields can differ)."""
+    files = prompt_files()
+    PromptTemplates(files)  # a broken file fails here, not on the worker
+    prompt_text = _prompts_text(files)
+    model_id = task_model_id_of(config, prompt_text)
+    defaults = {
+        "model": config.model,
+        "backend": config.backend,
+        "config": _stored_config(config),
+        "prompt_text": prompt_text,
+        "prompt_sha256": prompt_sha256(prompt_text),
+        "is_demo_model": config.is_demo_model,
+    }
+    try:
+        with transaction.atomic():
+            row, created = TaskModel.objects.get_or_create(model_id=model_id, defaults=defaults)
+    except IntegrityError:  # created concurrently by another process
+        row, created = TaskModel.objects.get(model_id=model_id), False
+    if not created and row.config != defaults["config"]:
+        row.config = defaults["config"]
+        row.is_demo_model = row.is_demo_model or config.is_demo_model
+        row.save(update_fields=["config", "is_demo_model"])
+    return row
+
+
+def config_for_task_model(task_model: TaskModel) -> ModelConfig:
+    """The config a model runs with (its stored .config); ConfigError for imported answers."""
+    label = f"goal-step model {task_model.model_id}"
+    if not task_model.config:
+        raise ConfigError(
+            label, "config", "imported answers have no model config to run; use a configured model"
+        )
+    data = {key: value for key, value in task_model.config.items() if key in CONFIG_FIELDS}
+    data.pop("prompt_path", None)
+    return config_from_mapping(data, role="generator", source=label)
+
+
+def templates_of(task_model: TaskModel) -> PromptTemplates:
+    """The templates a model's jobs send: its stored text, checked against its prompt_sha256 (PromptChanged
+    otherwise); ValueError when the text is not the two files."""
+    label = f"goal-step model {task_model.model_id}"
+    text = check_prompt(task_model.prompt_text, expected_sha256=task_model.prompt_sha256, label=label)
+    try:
+        stored = json.loads(text)
+    except ValueError:
+        stored = None
+    if not isinstance(stored, dict):
+        raise ValueError(
+            f"{label}: prompt_text is not the goal-step prompt files (a JSON object by file name)"
+        )
+    return PromptTemplates({str(k): str(v) for k, v in stored.items()}, label=label)
+
+
+def answer_request(config: ModelConfig, *, key: str, prompt: str, n_candidates: int) -> LLMRequest:
+    """One multiple-choice question: the embedded model under a letter grammar, a json_schema config under the
+    answer schema, any other model free (parse_choice reads its text)."""
+    constraint = _output_constraint(config)
+    stop = (
+        () if config.backend == "vllm" and "stop" in config.vllm.get("sampling_kwargs", {}) else config.stop
+    )
+    return LLMRequest(
+        key=key,
+        prompt=prompt,
+        max_tokens=config.max_new_tokens,
+        temperature=config.temperature,
+        stop=stop,
+        grammar=letter_grammar(n_candidates) if constraint == "grammar:letter" else None,
+        json_schema=letter_schema(n_candidates) if constraint == "json_schema:answer" else None,
+    )
+
+
+# --- jobs ---------------------------------------------------------------------------------------------------
+
+
+def answer_job_create(
+    *,
+    task_model: TaskModel,
+    task_set: TaskSet,
+    split: str = TaskSplit.TEST,
+    candidates_only: bool = False,
+    created_by: User | None = None,
+    example_ids: Sequence[int] | None = None,
+    enqueue: bool = True,
+    retry_of: int | None = None,
+) -> Job:
+    """A job asking `task_model` every example of the set's split it has not answered in this mode (only those
+    of `example_ids` when given). Enqueued once the surrounding transaction commits (enqueue=False: not at
+    all). NothingToAnswer when nothing is left; ConfigError for imported answers; PromptChanged when the
+    model's stored prompts no longer match their hash."""
+    if split not in TaskSplit.values:
+        raise ValueError(f"unknown split {split!r} (expected {', '.join(TaskSplit.values)})")
+    config = config_for_task_model(task_model)  # fails now, not on the worker
+    templates_of(task_model)
+    examples = TaskExample.objects.filter(task_set=task_set, split=split)
+    if example_ids is not None:
+        examples = examples.filter(pk__in=list(example_ids))
+    answered = TaskAnswer.objects.filter(
+        model=task_model, candidates_only=candidates_only, example__in=examples
+    ).values_list("example_id", flat=True)
+    items = list(
+        examples.exclude(pk__in=answered).order_by("task", "position", "pk").values_list("pk", flat=True)
+    )
+    if not items:
+        mode = "from the candidates alone " if candidates_only else ""
+        raise NothingToAnswer(
+            f"{task_model.model} ({task_model.model_id}) has answered every {split} example of task set "
+            f"{task_set.name!r} {mode}asked for: nothing to answer"
+        )
+    parameters = {
+        "model": task_model.pk,
+        "model_id": task_model.model_id,
+        "task_set": task_set.pk,
+        "task_set_name": task_set.name,
+        "split": split,
+        "candidates_only": candidates_only,
+        "backend": config.backend,
+        "items": items,
+        "failed_items": [],
+        **({"retry_of": retry_of} if retry_of else {}),
+    }
+    return job_create(
+        kind=JobKind.ANSWER_TASKS,
+        parameters=parameters,
+        total=len(items),
+        created_by=created_by,
+        enqueue=enqueue,
+    )
+
+
+def answer_job_retry(job: Job, created_by: User | None) -> Job:
+    """A new job over the examples of `job` that failed (API or connection errors) and still have no answer
+    by its model in its mode."""
+    task_model = TaskModel.objects.get(pk=job.parameters["model"])
+    task_set = TaskSet.objects.get(pk=job.parameters["task_set"])
+    candidates_only = bool(job.parameters.get("candidates_only"))
+    failed = set(job.parameters.get("failed_items", []))
+    failed -= set(
+        TaskAnswer.objects.filter(
+            model=task_model, candidates_only=candidates_only, example_id__in=failed
+        ).values_list("example_id", flat=True)
+    )
+    if not failed:
+        raise NothingToRetry(f"job {job.pk} has no failed items left to retry (they were answered since)")
+    try:
+        return answer_job_create(
+            task_model=task_model,
+            task_set=task_set,
+            split=job.parameters.get("split", TaskSplit.TEST),
+            candidates_only=candidates_only,
+            created_by=created_by,
+            example_ids=sorted(failed),
+            retry_of=job.pk,
+        )
+    except NothingToAnswer as nothing:  # the examples left the set since
+        raise NothingToRetry(str(nothing)) from None
+
+
+def answer_job_run(*, job_id: int, backend: LLMBackend | None = None) -> Job | None:
+    """Run (or resume) an answer_tasks job. `backend` is for callers that bring their own."""
+    return job_run(job_id, JobKind.ANSWER_TASKS, lambda job: AnswerWork(job, backend))
+
+
+class AnswerWork(ItemWork):
+    """One request per example (see the module doc)."""
+
+    def __init__(self, job: Job, backend: LLMBackend | None = None) -> None:
+        super().__init__(job)
+        self.backend = backend
+        self.task_model = TaskModel.objects.get(pk=job.parameters["model"])
+        self.config = config_for_task_model(self.task_model)
+        self.templates = templates_of(self.task_model)
+        self.candidates_only = bool(job.parameters.get("candidates_only"))
+        self.failed_items: set[int] = set(job.parameters.get("failed_items", []))
+        self.in_flight: dict[int, list[str]] = {}  # example pk -> its candidates, until its answer is stored
+
+    def backend_config(self) -> BackendConfig:
+        return self.config.backend_config()
+
+    def pending_and_counts(self) -> tuple[list[int], Progress]:
+        answered = set(
+            TaskAnswer.objects.filter(
+                model=self.task_model, candidates_only=self.candidates_only, example_id__in=self.items
+            ).values_list("example_id", flat=True)
+        )
+        progress = Progress()
+        pending = []
+        for pk in self.items:
+            if pk in answered:
+                progress.done += 1
+            elif pk in self.failed_items:
+                progress.failed += 1
+            else:
+                pending.append(pk)
+        return pending, progress
+
+    def fetch(self, pks: Sequence[int]) -> list[LLMRequest]:
+        rows = TaskExample.objects.only("pk", "task", "prompt", "candidates").in_bulk(list(pks))
+        requests = []
+        for pk in self.present(pks, rows):
+            example = rows[pk]
+            candidates = [str(text) for text in example.candidates]
+            try:
+                prompt = answer_prompt(
+                    task=example.task,
+                    prompt=example.prompt,
+                    candidates=candidates,
+                    templates=self.templates,
+                    candidates_only=self.candidates_only,
+                )
+            except (KeyError, ValueError) as exc:  # an unknown task, or too few / many candidates
+                self.progress.failed += 1
+                self.keep_error(f"item {pk}: {exc!r}")
+                continue
+            self.in_flight[pk] = candidates
+            requests.append(
+                answer_request(self.config, key=str(pk), prompt=prompt, n_candidates=len(candidates))
+            )
+        return requests
+
+    def store(self, results: Sequence[LLMResult]) -> None:
+        answers = []
+        failed_before = len(self.failed_items)
+        for result in results:
+            pk = int(result.key)
+            candidates = self.in_flight.pop(pk, [])
+            if not result.ok:
+                self.failed_items.add(pk)
+                continue
+            text = result.text or ""
+            answers.append(
+                TaskAnswer(
+                    model=self.task_model,
+                    example_id=pk,
+                    candidates_only=self.candidates_only,
+                    choice=parse_choice(text, len(candidates), candidates=candidates),
+                    raw_output=text,
+                    job_id=self.job.pk,
+                )
+            )
+        with transaction.atomic():
+            TaskAnswer.objects.bulk_create(
+                answers,
+                update_conflicts=True,
+                unique_fields=["model", "example", "candidates_only"],
+                update_fields=["choice", "raw_output", "job", "updated_at"],
+            )
+            if len(self.failed_items) != failed_before:
+                self.job.parameters = {**self.job.parameters, "failed_items": sorted(self.failed_items)}
+                Job.objects.filter(pk=self.job.pk).update(parameters=self.job.parameters)

@@ -1,0 +1,89 @@
+"""The answer_tasks kind of job as the core (h2e_site.jobs) runs and shows it: a model answers the examples of
+a task set's split (answer.py). Registered from mining/job_types.py's register_job_types()."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from django.urls import NoReverseMatch, reverse
+
+from h2e_site.jobs.models import Job, JobKind
+from h2e_site.jobs.registry import JobDescription, JobLink, JobSubject, JobType, job_type_register
+
+from ..models import TaskModel, TaskSet
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+DEMO_WARNING = "demo model - answers not meaningful"
+
+
+def describe_answer_jobs(jobs: Sequence[Job]) -> dict[int, JobDescription]:
+    """Their model and task set (one query each), linking to the task set's page and its models' figures."""
+    model_pks = {j.parameters.get("model") for j in jobs} - {None}
+    set_pks = {j.parameters.get("task_set") for j in jobs} - {None}
+    models = TaskModel.objects.in_bulk(list(model_pks)) if model_pks else {}
+    task_sets = TaskSet.objects.in_bulk(list(set_pks)) if set_pks else {}
+    return {
+        job.pk: _description(
+            job, models.get(job.parameters.get("model")), task_sets.get(job.parameters.get("task_set"))
+        )
+        for job in jobs
+    }
+
+
+def _url(name: str, *args: Any) -> str:
+    """The URL of a page that may not be mounted yet (the task page is another module's)."""
+    try:
+        return reverse(name, args=args)
+    except NoReverseMatch:
+        return ""
+
+
+def _description(job: Job, task_model: TaskModel | None, task_set: TaskSet | None) -> JobDescription:
+    subjects, links, facts = [], [], []
+    if task_model is not None:
+        warning = DEMO_WARNING if task_model.is_demo_model else ""
+        subjects.append(JobSubject("model", task_model.model, "", task_model.model_id, warning))
+    if task_set is not None:
+        page = _url("mining:task_set", task_set.name)
+        subjects.append(JobSubject("task set", task_set.name, page, job.parameters.get("split", "")))
+        if page:
+            links.append(JobLink("The task set's page", page, "Task set"))
+        links.append(JobLink("Model accuracy (API)", reverse("api:task-models", args=[task_set.name]), "API"))
+    mode = "candidates only (artifact check)" if job.parameters.get("candidates_only") else "full prompt"
+    facts.append(("asked with", mode))
+    if job.parameters.get("retry_of"):
+        origin = job.parameters["retry_of"]
+        links.append(JobLink(f"The job it retries (#{origin})", reverse("jobs:job_detail", args=[origin])))
+    return JobDescription(tuple(subjects), tuple(links), tuple(facts))
+
+
+def _api_create(data: dict[str, Any], created_by: User | None) -> Job:
+    from .answer import answer_job_create
+
+    return answer_job_create(
+        task_model=data["model_id"],
+        task_set=data["task_set"],
+        split=data["split"],
+        candidates_only=data["candidates_only"],
+        created_by=created_by,
+    )
+
+
+def register_answer_job_type() -> None:
+    from ..tasks import run_answer_tasks_job
+    from .answer import answer_job_retry
+
+    job_type_register(
+        JobType(
+            JobKind.ANSWER_TASKS,
+            run_answer_tasks_job,
+            retry=answer_job_retry,
+            describe=describe_answer_jobs,
+            create_serializer="mining.goal_step.answer_serializers.AnswerJobCreateSerializer",
+            api_create=_api_create,
+            start_hint="Answer goal-step tasks with a model: POST /api/jobs/ or manage.py answer_tasks.",
+        )
+    )

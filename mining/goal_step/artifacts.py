@@ -1,0 +1,103 @@
+"""The artifact check of the goal-step paper (§3.1): how often a model that sees only the candidates, never
+the prompt, picks the answer. Ours is the centroid baseline: the candidate with the highest mean cosine to
+the other candidates (ties: the first). Without label reassignment it finds the positive far above chance,
+since the negatives were searched around it; with reassignment it must sit at chance (1/4, or 1/2 for Step
+Ordering, where the two candidates are always equally central and so it always picks the first).
+
+The share is reported as k of n with its Wilson score 95 % interval; the formula is the one of
+judging.stats.wilson_interval, repeated here because mining may not import judging (the import-linter
+layers in pyproject.toml), and tested against it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .build import Embed, Example
+
+Z95 = 1.959964
+TIE = 1e-6  # centralities this close count as equal (float32 rounding)
+
+
+def wilson_interval(successes: int, n: int, *, z: float = Z95) -> tuple[float, float] | None:
+    """The Wilson score interval of a proportion (None when n is 0)."""
+    if n == 0:
+        return None
+    p = successes / n
+    denominator = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclass(frozen=True)
+class ArtifactReport:
+    task: str
+    correct: int
+    n: int
+    chance: float  # the mean of 1 / candidates over the examples
+
+    @property
+    def share(self) -> float | None:
+        return self.correct / self.n if self.n else None
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        return wilson_interval(self.correct, self.n)
+
+    @property
+    def at_chance(self) -> bool:
+        """Chance lies inside the 95 % interval (False when there are no examples)."""
+        interval = self.interval
+        return interval is not None and interval[0] <= self.chance <= interval[1]
+
+    def line(self) -> str:
+        interval = self.interval
+        if interval is None:
+            return f"{self.task}: no examples"
+        return (
+            f"{self.task}: candidates-only baseline right on {self.correct:,} of {self.n:,} "
+            f"({self.correct / self.n:.1%}, 95 % CI {interval[0]:.1%}-{interval[1]:.1%}; "
+            f"chance {self.chance:.1%})"
+        )
+
+
+def centroid_choices(examples: Sequence[Example], *, embed: Embed) -> list[int]:
+    """Per example, the position of its candidate with the highest mean cosine to its other candidates.
+    Each distinct candidate text is embedded once."""
+    index: dict[str, int] = {}
+    for example in examples:
+        for text in example.candidates:
+            index.setdefault(text, len(index))
+    if not index:
+        return []
+    vectors = np.asarray(embed(list(index)), dtype=np.float32)
+    vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    choices = []
+    for example in examples:
+        rows = vectors[[index[text] for text in example.candidates]]
+        similarity = rows @ rows.T
+        centrality = similarity.sum(axis=1) - np.diagonal(similarity)
+        choices.append(int(np.flatnonzero(centrality >= centrality.max() - TIE)[0]))
+    return choices
+
+
+def candidates_only_baseline(examples: Sequence[Example], *, embed: Embed) -> dict[str, ArtifactReport]:
+    """The centroid baseline's record, per task."""
+    choices = centroid_choices(examples, embed=embed)
+    by_task: dict[str, list[tuple[bool, int]]] = {}
+    for example, choice in zip(examples, choices, strict=True):
+        by_task.setdefault(example.task, []).append((choice == example.answer, len(example.candidates)))
+    return {
+        task: ArtifactReport(
+            task=task,
+            correct=sum(right for right, _ in rows),
+            n=len(rows),
+            chance=sum(1 / size for _, size in rows) / len(rows),
+        )
+        for task, rows in by_task.items()
+    }

@@ -1,0 +1,158 @@
+"""Task sets out and in: JSONL of the test and train examples, BIG-bench JSON per task, and BIG-bench import.
+
+Validation (issue #14, item 3) is computed by the annotation app from its multiple-choice studies, which
+mining may not import. The seam: whoever knows which test examples were validated passes their pks
+(`validated=`) to test_examples() / examples_jsonl(); or registers, once, a function that computes them for a
+task set (validation_source_register, e.g. from annotation's AppConfig.ready()), which the download pages
+then use. Without either, the test JSONL carries `"validated": null` and asking for validated examples
+only is refused (NoValidation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterator
+from typing import Any
+
+import orjson
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_slug
+from django.db import transaction
+from django.db.models import QuerySet
+
+from ..models import GoalStepTask, TaskExample, TaskSet, TaskSplit
+from .bigbench import BigBenchFormatError, dumps_bigbench, import_bigbench
+from .build import STEP_ORDERING, TASKS, Example
+
+SOURCE_BIGBENCH = "bigbench"
+ValidationSource = Callable[[TaskSet], Collection[int] | None]
+_validation_source: list[ValidationSource] = []
+
+
+class NoValidation(ValueError):
+    """Validated examples were asked for, and no validation results are known for the set."""
+
+
+def validation_source_register(source: ValidationSource | None) -> None:
+    """Set (or, with None, clear) the function giving the pks of a task set's validated test examples
+    (None from it: the set has no validation yet)."""
+    _validation_source[:] = [source] if source is not None else []
+
+
+def validated_pks(task_set: TaskSet) -> frozenset[int] | None:
+    """The validated test examples of the set, from the registered source (None: not known)."""
+    if not _validation_source:
+        return None
+    pks = _validation_source[0](task_set)
+    return None if pks is None else frozenset(pks)
+
+
+def test_examples(
+    task_set: TaskSet, validated_only: bool, *, validated: Collection[int] | None = None
+) -> QuerySet[TaskExample]:
+    """The set's test examples in task and position order; validated_only: only those in `validated` (by
+    default the registered source's answer; NoValidation when there is none)."""
+    examples = task_set.examples.filter(split=TaskSplit.TEST).select_related("topic", "procedure")
+    if not validated_only:
+        return examples
+    chosen = validated if validated is not None else validated_pks(task_set)
+    if chosen is None:
+        raise NoValidation(f"task set {task_set.name!r} has no validation results yet")
+    return examples.filter(pk__in=list(chosen))
+
+
+test_examples.__test__ = False  # type: ignore[attr-defined]  # a selector, not a test for pytest
+
+
+def train_examples(task_set: TaskSet) -> QuerySet[TaskExample]:
+    return task_set.examples.filter(split=TaskSplit.TRAIN).select_related("topic", "procedure")
+
+
+def example_row(example: TaskExample, *, validated: Collection[int] | None = None) -> dict[str, Any]:
+    """One JSONL record. `validated` (test examples only): true/false by membership, null when unknown."""
+    row: dict[str, Any] = {
+        "task": example.task,
+        "split": example.split,
+        "position": example.position,
+        "prompt": example.prompt,
+        "candidates": example.candidates,
+        "answer": example.answer,
+        "topic": example.topic.name if example.topic else None,
+        "source_example_id": example.procedure.source_example_id if example.procedure else None,
+    }
+    if example.split == TaskSplit.TEST:
+        row["validated"] = None if validated is None else example.pk in validated
+    return row
+
+
+def examples_jsonl(
+    examples: QuerySet[TaskExample], *, validated: Collection[int] | None = None
+) -> Iterator[bytes]:
+    """JSON lines, streamed a chunk of rows at a time."""
+    for example in examples.iterator(chunk_size=2000):
+        yield orjson.dumps(example_row(example, validated=validated)) + b"\n"
+
+
+def as_example(row: TaskExample) -> Example:
+    return Example(row.task, row.prompt, list(row.candidates), row.answer, source_pk=row.procedure_id)
+
+
+def task_set_bigbench(task_set: TaskSet, task: str, *, validated: Collection[int] | None = None) -> str:
+    """The set's test examples of `task` as a BIG-bench JSON task (named after the task, so that import
+    reads it back as that task); only the `validated` ones when given."""
+    if task not in TASKS:
+        raise ValueError(f"task: expected one of {', '.join(TASKS)}, got {task!r}")
+    examples = test_examples(task_set, validated is not None, validated=validated).filter(task=task)
+    return dumps_bigbench([as_example(row) for row in examples], name=task)
+
+
+def task_set_import_bigbench(*, text: str | bytes, name: str, task: str, path: str = "") -> TaskSet:
+    """A BIG-bench multiple-choice task file as a new task set (source "bigbench"), every example a test
+    example of `task`. BigBenchFormatError naming the example and field (`examples[3].input`) when the file
+    is not a valid task, or its examples are not `task` examples; ValueError for the name."""
+    try:
+        validate_slug(name)
+    except ValidationError:
+        raise ValueError(f"name: {name!r} is not a slug (letters, digits, - and _)") from None
+    if task not in TASKS:
+        raise ValueError(f"task: expected one of {', '.join(TASKS)}, got {task!r}")
+    if TaskSet.objects.filter(name=name).exists():
+        raise ValueError(f"name: a task set {name!r} exists already")
+    parsed = import_bigbench(text)
+    for number, example in enumerate(parsed.examples):
+        if example.task in TASKS and example.task != task:
+            raise BigBenchFormatError(
+                f"examples[{number}].input: reads as a {example.task} example (its question, or the file's "
+                f"name), not {task}"
+            )
+        if task == STEP_ORDERING and len(example.candidates) != 2:
+            raise BigBenchFormatError(
+                f"examples[{number}].target_scores: step_ordering takes 2 candidates, got "
+                f"{len(example.candidates)}"
+            )
+    with transaction.atomic():
+        task_set = TaskSet.objects.create(
+            name=name,
+            source=SOURCE_BIGBENCH,
+            selection={"file": path, "task": task},
+            settings={
+                "bigbench_name": parsed.name,
+                "description": parsed.description,
+                "keywords": parsed.keywords,
+            },
+        )
+        TaskExample.objects.bulk_create(
+            [
+                TaskExample(
+                    task_set=task_set,
+                    task=GoalStepTask(task),
+                    split=TaskSplit.TEST,
+                    position=position,
+                    prompt=example.prompt,
+                    candidates=example.candidates,
+                    answer=example.answer,
+                )
+                for position, example in enumerate(parsed.examples)
+            ],
+            batch_size=2000,
+        )
+    return task_set

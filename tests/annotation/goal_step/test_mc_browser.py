@@ -1,0 +1,105 @@
+"""A multiple-choice worker's run in headless Chromium (#14 item 3, the paper's HIT): the prompt is
+acknowledged, Tab moves between the candidates and Space selects one (one at a time), the server's refusal
+of no choice is shown, and the completion redirect; screenshots at a laptop width and at 390 px."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from annotation import services
+from annotation.models import Annotation, StudyKind
+from tests.annotation.conftest import pid
+from tests.annotation.goal_step.conftest import make_task_set
+from tests.annotation.test_annotator_browser import PROLIFIC, new_tab  # noqa: F401 (a fixture)
+
+pytestmark = pytest.mark.browser
+SCREENSHOTS = Path(__file__).resolve().parents[3] / "test-artifacts" / "screenshots" / "multiple-choice"
+
+
+def shot(page: Any, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+def test_a_worker_answers_with_the_keyboard_to_the_completion_code(new_tab: Any, live_server: Any) -> None:  # noqa: F811
+    make_task_set()
+    study = services.study_create(
+        title="Validate the tasks", slug="mc", kind=StudyKind.MULTIPLE_CHOICE,
+        selection=services.Selection(task_set="tasks", tasks=["step_inference"]), annotators_per_item=3,
+        min_dwell_seconds=0, items_per_participant=2, attention_check_every=0, completion_code="MC0K",
+    )  # fmt: skip
+    page = new_tab()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(f"{live_server.url}/a/{study.slug}/?PROLIFIC_PID={pid(5)}&STUDY_ID=a&SESSION_ID=b")
+    page.get_by_role("button", name="I agree").click()
+    page.get_by_role("button", name=re.compile("I have read the training")).click()
+    for i, question in enumerate(study.comprehension_questions):
+        page.locator(f"input[name=q{i}][value='{question['answer']}']").check()
+    page.get_by_role("button", name="Check my answers").click()
+
+    for n in range(2):
+        page.locator("#ack-goal").wait_for()
+        page.wait_for_load_state("load")  # htmx and the page's script are in place before any key
+        if n == 0:
+            shot(page, "01-item-start")
+            # Submitting without a choice is refused, and said so.
+            page.locator("#ack-goal").focus()
+            page.keyboard.press("Enter")
+            page.locator("input.mc-choice").first.wait_for()
+            page.get_by_role("button", name="Submit & Continue").click()
+            page.get_by_text("Choose one of the options.").first.wait_for()
+        else:
+            page.locator("#ack-goal").focus()
+            page.keyboard.press("Enter")
+            page.locator("input.mc-choice").first.wait_for()
+        # Keyboard: the first option has the focus; Tab, Tab reaches the third; Space selects it; then
+        # Shift+Tab and Space select the second instead (one at a time).
+        page.locator("input.mc-choice").first.focus()
+        page.keyboard.press("Tab")
+        page.keyboard.press("Tab")
+        page.keyboard.press("Space")
+        assert page.locator("input.mc-choice").nth(2).is_checked()
+        page.keyboard.press("Shift+Tab")
+        page.keyboard.press("Space")
+        checked = [box.is_checked() for box in page.locator("input.mc-choice").all()]
+        assert checked == [False, True, False, False, False], (n, checked)
+        if n == 0:
+            shot(page, "02-item-chosen")
+        page.get_by_role("button", name="Submit & Continue").click()
+    page.wait_for_url(f"{PROLIFIC}submissions/complete?cc=MC0K")
+    assert [a.answer["choice"] for a in Annotation.objects.order_by("pk")] == [1, 1]
+    assert not errors, errors
+
+
+def test_the_item_fits_a_phone(browser: Any, live_server: Any, transactional_db: None) -> None:
+    make_task_set()
+    study = services.study_create(
+        title="Validate", slug="mc-phone", kind=StudyKind.MULTIPLE_CHOICE,
+        selection=services.Selection(task_set="tasks"), min_dwell_seconds=0, attention_check_every=0,
+    )  # fmt: skip
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    try:
+        page = context.new_page()
+        page.goto(f"{live_server.url}/a/{study.slug}/?PROLIFIC_PID={pid(6)}&STUDY_ID=a&SESSION_ID=b")
+        page.get_by_role("button", name="I agree").click()
+        page.get_by_role("button", name=re.compile("I have read the training")).click()
+        for i, question in enumerate(study.comprehension_questions):
+            page.locator(f"input[name=q{i}][value='{question['answer']}']").check()
+        page.get_by_role("button", name="Check my answers").click()
+        page.locator("#ack-goal").click()
+        page.locator("label.mc-option").first.click()
+        overflow = page.evaluate(
+            "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+        assert overflow <= 0, f"the page scrolls sideways by {overflow} px"
+        for option in page.locator("label.mc-option").all():
+            box = option.bounding_box()
+            assert box is not None and box["height"] >= 24
+        shot(page, "03-phone")
+    finally:
+        context.close()

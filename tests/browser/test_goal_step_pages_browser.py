@@ -1,0 +1,62 @@
+"""The goal-step pages of #14 in Chromium at 1440 and 390 px, with screenshots: the task sets page with its
+build form, a built task set (funnel, artifact check, models, sample), and the crowd validation page of a
+multiple-choice study over it with the models on the validated examples."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from annotation import services
+from annotation.kinds.multiple_choice import MultipleChoiceSubmission
+from annotation.models import StudyKind
+from mining.models import TaskAnswer, TaskModel
+from tests.annotation.conftest import qualified, read_everything
+from tests.browser.conftest import screenshot
+from tests.mining.goal_step.task_sets import build, make_procedures
+
+pytestmark = pytest.mark.browser
+PHONE = {"width": 390, "height": 844}
+
+
+def _both_widths(page: Any, name: str) -> None:
+    page.set_viewport_size({"width": 1440, "height": 900})
+    screenshot(page, f"goal-step-{name}-desktop")
+    page.set_viewport_size(PHONE)
+    overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    screenshot(page, f"goal-step-{name}-phone")
+    assert overflow <= 0, f"{name}: the page scrolls sideways by {overflow} px at 390 px"
+    page.set_viewport_size({"width": 1440, "height": 900})
+
+
+def test_the_goal_step_pages(staff_page: Any, live_server: Any) -> None:
+    make_procedures()
+    task_set = build("pages")
+    examples = list(task_set.examples.filter(split="test").order_by("task", "position")[:6])
+    model = TaskModel.objects.create(model_id="m1", model="org/answerer")
+    for i, example in enumerate(examples):
+        TaskAnswer.objects.create(model=model, example=example, choice=example.answer if i % 3 else None)
+    study = services.study_create(
+        title="Validate pages", slug="validate-pages", kind=StudyKind.MULTIPLE_CHOICE,
+        selection=services.Selection(task_set="pages"), annotators_per_item=2, min_dwell_seconds=0,
+        items_per_participant=4, attention_check_every=0,
+    )  # fmt: skip
+    for worker in (1, 2):
+        participant = qualified(study, worker)
+        while (assignment := services.assignment_next(participant=participant)) is not None:
+            assignment = read_everything(assignment)
+            choice = assignment.item.example.answer
+            services.annotation_submit(assignment=assignment, submission=MultipleChoiceSubmission(choice))
+            participant.refresh_from_db()
+    errors: list[str] = []
+    staff_page.on("pageerror", lambda error: errors.append(str(error)))
+    for name, path, text in [
+        ("task-sets", "/tasks/", "pages"),
+        ("task-set", "/tasks/pages/", "Artifact check"),
+        ("validation", f"/agreement/{study.slug}/", "Crowd validation"),
+    ]:
+        staff_page.goto(f"{live_server.url}{path}")
+        staff_page.get_by_text(text).first.wait_for()
+        _both_widths(staff_page, name)
+    assert not errors, errors
