@@ -159,6 +159,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Two choice sets called "split": a procedure's (bench, train, pool) and a task example's (test, train).
+    "ENUM_NAME_OVERRIDES": {
+        "ProcedureSplitEnum": "mining.models.Split",
+        "TaskSplitEnum": "mining.models.TaskSplit",
+    },
 }
 
 # --- Celery: Redis when REDIS_URL is set, else an embedded SQLite broker (a real worker, never eager). ---

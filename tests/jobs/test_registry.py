@@ -25,6 +25,8 @@ def test_it_has_a_registered_task_for_every_kind_the_apps_run() -> None:
         JobKind.JUDGE: "judging.run_judge_job",
         JobKind.MINE: "mining.run_mine_job",
         JobKind.CLASSIFY_STEPS: "annotation.run_classify_job",
+        JobKind.BUILD_TASKS: "mining.run_build_tasks_job",
+        JobKind.ANSWER_TASKS: "mining.run_answer_tasks_job",
     }
     assert not job_type_for(JobKind.IMPORT).resumable and job_type_for(JobKind.MINE).resumable
     with pytest.raises(LookupError, match="export"):

@@ -53,6 +53,7 @@ def test_a_worker_answers_with_the_keyboard_to_the_completion_code(new_tab: Any,
             page.locator("input.mc-choice").first.wait_for()
             page.get_by_role("button", name="Submit & Continue").click()
             page.get_by_text("Choose one of the options.").first.wait_for()
+            page.wait_for_load_state("load")  # the refusal is a page of its own: its script in place
         else:
             page.locator("#ack-goal").focus()
             page.keyboard.press("Enter")
