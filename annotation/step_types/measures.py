@@ -34,7 +34,7 @@ from functools import cache
 from itertools import combinations
 from typing import TypeVar
 
-from judging.stats import Confusion, cohen_kappa
+from judging.stats import Confusion, cohen_kappa, wilson_interval
 
 from .candidates import Candidate, StepType, candidates
 
@@ -388,6 +388,11 @@ class Contradiction:
     def rate(self) -> float | None:
         """both / comparable (None when nothing is comparable)."""
         return self.both / self.comparable if self.comparable else None
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        """The rate's 95 % Wilson score interval (judging.stats)."""
+        return wilson_interval(self.both, self.comparable)
 
 
 def contradiction_rate(decisions: Mapping[Item, bool | None]) -> Contradiction:

@@ -21,6 +21,7 @@ Celery task (mining/tasks.py) calls build_job_run(), which runs BuildWork in the
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -140,9 +141,20 @@ def _selected(selection: dict[str, Any]) -> Any:
     return procedures
 
 
+# Where `Procedure.ordered` is unknown, a registered source may know from human labels (the annotation app
+# registers the step-types studies' SEQUENTIAL majorities): procedure pks -> {pk: ordered}.
+OrderSource = Callable[[list[int]], dict[int, bool]]
+_order_source: list[OrderSource] = []
+
+
+def order_source_register(source: OrderSource | None) -> None:
+    """Set (or, with None, clear) the source of `ordered` for procedures whose field is empty."""
+    _order_source[:] = [source] if source is not None else []
+
+
 def selected_procedures(selection: dict[str, Any]) -> tuple[list[ProcedureText], int]:
     """The selection's procedures as build.py reads them (pk order), and how many were left out for an
-    empty goal, no steps or an empty step."""
+    empty goal, no steps or an empty step. `ordered`: the procedure's field, else the order source's."""
     rows = _selected(selection).order_by("pk").values_list("pk", "goal", "steps", "topic__name", "ordered")
     procedures, skipped = [], 0
     for pk, goal, steps, topic, ordered in rows.iterator(chunk_size=2000):
@@ -150,6 +162,12 @@ def selected_procedures(selection: dict[str, Any]) -> tuple[list[ProcedureText],
             skipped += 1
             continue
         procedures.append(ProcedureText(pk, goal, list(steps), topic, ordered))
+    unknown = [int(p.pk) for p in procedures if p.ordered is None]  # database pks
+    if unknown and _order_source:
+        known = _order_source[0](unknown)
+        procedures = [
+            replace(p, ordered=known.get(int(p.pk))) if p.ordered is None else p for p in procedures
+        ]
     return procedures, skipped
 
 

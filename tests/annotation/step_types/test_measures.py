@@ -9,6 +9,7 @@ from fractions import Fraction
 import krippendorff
 import numpy as np
 import pytest
+from scipy.stats import binomtest
 
 from annotation.step_types.candidates import Candidate, StepType, candidates
 from annotation.step_types.measures import (
@@ -326,7 +327,8 @@ def test_it_computes_the_contradiction_rate_as_worked_out_by_hand() -> None:
     result = contradiction_rate(decisions)
     assert result == Contradiction(both=1, comparable=3, sequential=6)
     assert result.rate == pytest.approx(1 / 3)
-    assert contradiction_rate({}).rate is None
+    assert result.interval == pytest.approx(binomtest(1, 3).proportion_ci(method="wilson"))
+    assert contradiction_rate({}).rate is None and contradiction_rate({}).interval is None
 
 
 def test_it_computes_the_contradiction_rate_of_human_majorities() -> None:
