@@ -24,7 +24,6 @@ how to store an answer.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -38,7 +37,15 @@ from h2e_site.jobs.loop import ItemWork, Progress, job_run
 from h2e_site.jobs.models import Job, JobKind
 from h2e_site.jobs.services import NothingToRetry, job_create
 from h2e_site.llm.base import BackendConfig, LLMBackend, LLMRequest, LLMResult
-from h2e_site.llm.config import CONFIG_FIELDS, ConfigError, ModelConfig, config_from_mapping, load_config
+from h2e_site.llm.config import (
+    CONFIG_FIELDS,
+    ConfigError,
+    ModelConfig,
+    config_from_mapping,
+    config_identity,
+    hashed_id,
+    load_config,
+)
 from h2e_site.llm.prompts import check_prompt, prompt_sha256
 from mining.models import Procedure
 
@@ -124,26 +131,13 @@ def _output_constraint(config: ModelConfig) -> str:
 
 
 def classifier_id_of(config: ModelConfig, prompt_text: str) -> str:
-    """The first 12 hex of SHA-256 over the canonical JSON of the model's identity fields (as judge_id:
-    backend, provider, model, temperature, max_new_tokens, reasoning_effort, vllm overrides, plus the output
+    """h2e_site.llm.config.hashed_id over the model's identity (as judge_id's fields, plus the output
     constraint) and the SHA-256 of each prompt template."""
-    templates = json.loads(prompt_text)
     payload = {
         "classifier_id_version": CLASSIFIER_ID_VERSION,
-        "classifier": {
-            "backend": config.id_backend,
-            "provider": config.provider,
-            "model": config.model,
-            "temperature": float(config.temperature),
-            "max_new_tokens": int(config.max_new_tokens),
-            "reasoning_effort": config.reasoning_effort,
-            "vllm_overrides": dict(config.vllm or {}),
-            "output": _output_constraint(config),
-        },
-        "prompts_sha256": {name: prompt_sha256(text) for name, text in sorted(templates.items())},
+        "classifier": config_identity(config, output=_output_constraint(config)),
     }
-    blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:12]
+    return hashed_id(payload, json.loads(prompt_text))
 
 
 def _stored_config(config: ModelConfig) -> dict[str, Any]:

@@ -15,6 +15,8 @@ openai; `id_backend` gives the reference's name for run identities (judging/conf
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -25,7 +27,7 @@ import yaml
 from django.conf import settings
 
 from .base import BackendConfig, BackendName
-from .prompts import GENERATION_PROMPTS, JUDGE_PROMPT, PROMPTS_DIR, read_prompt
+from .prompts import GENERATION_PROMPTS, JUDGE_PROMPT, PROMPTS_DIR, prompt_sha256, read_prompt
 
 BACKEND_ALIASES: dict[str, BackendName] = {
     "openai": "openai",
@@ -301,3 +303,34 @@ def _vllm_block(reader: _Reader) -> dict[str, Any]:
         if block.get(key) is not None and not isinstance(block[key], Mapping):
             raise reader.error(f"vllm.{key}", "must be a mapping")
     return {key: (dict(value) if isinstance(value, Mapping) else value) for key, value in block.items()}
+
+
+def config_identity(config: ModelConfig, *, output: str, with_prompt_style: bool = False) -> dict[str, Any]:
+    """The fields that make a configured model what it is, for the ids of the rows that run it (step-type
+    classifiers, goal-step answerers): backend (the reference's name), provider, model, temperature,
+    max_new_tokens, reasoning_effort, vLLM overrides, and how its output is held (`output`); with the prompt
+    style where the prompt depends on it. Operational fields (URL, concurrency, limits) are not identity."""
+    identity: dict[str, Any] = {
+        "backend": config.id_backend,
+        "provider": config.provider,
+        "model": config.model,
+        "temperature": float(config.temperature),
+        "max_new_tokens": int(config.max_new_tokens),
+        "reasoning_effort": config.reasoning_effort,
+        "vllm_overrides": dict(config.vllm or {}),
+        "output": output,
+    }
+    if with_prompt_style:
+        identity["prompt_style"] = config.prompt_style
+    return identity
+
+
+def hashed_id(payload: Mapping[str, Any], prompts: Mapping[str, str]) -> str:
+    """The first 12 hex of SHA-256 over the canonical JSON of `payload` plus the SHA-256 of each prompt
+    (under "prompts_sha256"): an id that changes with the model's identity and with any prompt's text."""
+    full = {
+        **payload,
+        "prompts_sha256": {name: prompt_sha256(text) for name, text in sorted(prompts.items())},
+    }
+    blob = json.dumps(full, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:12]

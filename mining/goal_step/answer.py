@@ -23,7 +23,6 @@ split, one request per example; h2e_site.jobs runs the loop, this says what to s
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import string
@@ -39,7 +38,15 @@ from h2e_site.jobs.loop import ItemWork, Progress, job_run
 from h2e_site.jobs.models import Job, JobKind
 from h2e_site.jobs.services import NothingToRetry, job_create
 from h2e_site.llm.base import BackendConfig, LLMBackend, LLMRequest, LLMResult
-from h2e_site.llm.config import CONFIG_FIELDS, ConfigError, ModelConfig, config_from_mapping, load_config
+from h2e_site.llm.config import (
+    CONFIG_FIELDS,
+    ConfigError,
+    ModelConfig,
+    config_from_mapping,
+    config_identity,
+    hashed_id,
+    load_config,
+)
 from h2e_site.llm.json_output import find_json_object
 from h2e_site.llm.prompts import check_prompt, prompt_sha256
 
@@ -293,27 +300,13 @@ def _prompts_text(files: dict[str, str]) -> str:
 
 
 def task_model_id_of(config: ModelConfig, prompt_text: str) -> str:
-    """The first 12 hex of SHA-256 over the canonical JSON of the model's identity fields (backend, provider,
-    model, prompt style, temperature, max_new_tokens, reasoning_effort, vllm overrides, the output
+    """h2e_site.llm.config.hashed_id over the model's identity (with its prompt style and the output
     constraint) and the SHA-256 of each prompt file."""
-    files = json.loads(prompt_text)
     payload = {
         "model_id_version": MODEL_ID_VERSION,
-        "model": {
-            "backend": config.id_backend,
-            "provider": config.provider,
-            "model": config.model,
-            "prompt_style": config.prompt_style,
-            "temperature": float(config.temperature),
-            "max_new_tokens": int(config.max_new_tokens),
-            "reasoning_effort": config.reasoning_effort,
-            "vllm_overrides": dict(config.vllm or {}),
-            "output": _output_constraint(config),
-        },
-        "prompts_sha256": {name: prompt_sha256(text) for name, text in sorted(files.items())},
+        "model": config_identity(config, output=_output_constraint(config), with_prompt_style=True),
     }
-    blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:12]
+    return hashed_id(payload, json.loads(prompt_text))
 
 
 def _stored_config(config: ModelConfig) -> dict[str, Any]:
