@@ -89,7 +89,7 @@ def _task_validation(task: str, answers: list[Answer], k: int) -> TaskValidation
     return TaskValidation(
         task=task,
         k=k,
-        by_correct=dict(by_correct),
+        by_correct={n: by_correct.get(n, 0) for n in range(k + 1)},
         kept=Share(kept, len(complete)),
         accuracy=Share(sum(a.correct for a in answers), len(answers)),
         alpha=nominal_alpha(ratings),

@@ -33,28 +33,32 @@ def _both_widths(page: Any, name: str) -> None:
 def test_the_goal_step_pages(staff_page: Any, live_server: Any) -> None:
     make_procedures()
     task_set = build("pages")
-    examples = list(task_set.examples.filter(split="test").order_by("task", "position")[:6])
+    examples = list(task_set.examples.filter(split="test", task="step_inference").order_by("position"))
     model = TaskModel.objects.create(model_id="m1", model="org/answerer")
     for i, example in enumerate(examples):
         TaskAnswer.objects.create(model=model, example=example, choice=example.answer if i % 3 else None)
     study = services.study_create(
         title="Validate pages", slug="validate-pages", kind=StudyKind.MULTIPLE_CHOICE,
-        selection=services.Selection(task_set="pages"), annotators_per_item=2, min_dwell_seconds=0,
-        items_per_participant=4, attention_check_every=0,
+        selection=services.Selection(task_set="pages", tasks=["step_inference", "step_ordering"]),
+        annotators_per_item=2, min_dwell_seconds=0, items_per_participant=0, attention_check_every=0,
     )  # fmt: skip
-    for worker in (1, 2):
+    for worker in (1, 2):  # both answer every example; worker 2 misses every third one
         participant = qualified(study, worker)
+        n = 0
         while (assignment := services.assignment_next(participant=participant)) is not None:
             assignment = read_everything(assignment)
-            choice = assignment.item.example.answer
+            example = assignment.item.example
+            wrong = worker == 2 and n % 3 == 0
+            choice = (example.answer + 1) % len(example.candidates) if wrong else example.answer
             services.annotation_submit(assignment=assignment, submission=MultipleChoiceSubmission(choice))
             participant.refresh_from_db()
+            n += 1
     errors: list[str] = []
     staff_page.on("pageerror", lambda error: errors.append(str(error)))
     for name, path, text in [
         ("task-sets", "/tasks/", "pages"),
         ("task-set", "/tasks/pages/", "Artifact check"),
-        ("validation", f"/agreement/{study.slug}/", "Crowd validation"),
+        ("validation", f"/agreement/{study.slug}/", "Models on the"),
     ]:
         staff_page.goto(f"{live_server.url}{path}")
         staff_page.get_by_text(text).first.wait_for()

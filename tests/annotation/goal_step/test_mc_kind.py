@@ -67,11 +67,11 @@ def test_validation_keeps_what_every_worker_answered_right() -> None:
     by_task = {t.task: t for t in study_validation(study)}
     step = by_task["step_inference"]
     # Two step-inference examples: 3 and 2 workers chose the gold; 1 of 2 kept; 5 of 6 answers right.
-    assert step.by_correct == {3: 1, 2: 1}
+    assert step.by_correct == {0: 0, 1: 0, 2: 1, 3: 1}
     assert (step.kept.k, step.kept.n) == (1, 2) and step.kept.interval == wilson_interval(1, 2)
     assert (step.accuracy.k, step.accuracy.n) == (5, 6)
     goal = by_task["goal_inference"]
-    assert goal.by_correct == {1: 1} and (goal.kept.k, goal.accuracy.k) == (0, 1)
+    assert goal.by_correct == {0: 0, 1: 1, 2: 0, 3: 0} and (goal.kept.k, goal.accuracy.k) == (0, 1)
     # alpha on the step-inference choices (workers x examples; "none" coded -1), by the package itself:
     data = np.array([[1, 0], [1, 0], [1, -1]], dtype=float)
     assert step.alpha == pytest.approx(
