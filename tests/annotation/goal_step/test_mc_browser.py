@@ -58,11 +58,14 @@ def test_a_worker_answers_with_the_keyboard_to_the_completion_code(new_tab: Any,
             page.locator("#ack-goal").focus()
             page.keyboard.press("Enter")
             page.locator("input.mc-choice").first.wait_for()
-        # Keyboard: the first option has the focus; Tab, Tab reaches the third; Space selects it; then
-        # Shift+Tab and Space select the second instead (one at a time).
-        page.locator("input.mc-choice").first.focus()
+        # Keyboard: the first option takes the focus (autofocus, once htmx has settled the swap); Tab, Tab
+        # reaches the third; Space selects it; then Shift+Tab and Space select the second instead.
+        page.wait_for_function(
+            "document.activeElement && document.activeElement.matches('input.mc-choice[value=\"0\"]')"
+        )
         page.keyboard.press("Tab")
         page.keyboard.press("Tab")
+        assert page.evaluate("document.activeElement.value") == "2"
         page.keyboard.press("Space")
         assert page.locator("input.mc-choice").nth(2).is_checked()
         page.keyboard.press("Shift+Tab")
