@@ -1,28 +1,17 @@
 """Small, closed-form statistics the pages show beside their figures (with a test each against a hand or
-library computation): the Wilson score interval of a proportion, and chance-corrected agreement of two
-raters on a yes/no label: Cohen's kappa and Gwet's AC1.
+library computation): the Wilson score interval of a proportion (h2e_site.stats, re-exported here), and
+chance-corrected agreement of two raters on a yes/no label: Cohen's kappa and Gwet's AC1.
 
 A 2 x 2 confusion is a mapping confusion[first rater's label][second rater's label] -> count, the labels
 True / False (True = has a critical failure)."""
 
 from __future__ import annotations
 
-import math
+from h2e_site.stats import wilson_interval
 
 __all__ = ["Confusion", "cohen_kappa", "gwet_ac1", "holm_adjusted", "observed_agreement", "wilson_interval"]
 
 Confusion = dict[bool, dict[bool, int]]
-
-
-def wilson_interval(successes: int, n: int, *, z: float = 1.959964) -> tuple[float, float] | None:
-    """The Wilson score 95 % interval of a proportion (None when n is 0)."""
-    if n == 0:
-        return None
-    p = successes / n
-    denominator = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def _total(confusion: Confusion) -> int:

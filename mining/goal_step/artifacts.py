@@ -4,34 +4,21 @@ the other candidates (ties: the first). Without label reassignment it finds the 
 since the negatives were searched around it; with reassignment it must sit at chance (1/4, or 1/2 for Step
 Ordering, where the two candidates are always equally central and so it always picks the first).
 
-The share is reported as k of n with its Wilson score 95 % interval; the formula is the one of
-judging.stats.wilson_interval, repeated here because mining may not import judging (the import-linter
-layers in pyproject.toml), and tested against it.
+The share is reported as k of n with its Wilson score 95 % interval (h2e_site.stats.wilson_interval).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from h2e_site.stats import wilson_interval
+
 from .build import Embed, Example
 
-Z95 = 1.959964
 TIE = 1e-6  # centralities this close count as equal (float32 rounding)
-
-
-def wilson_interval(successes: int, n: int, *, z: float = Z95) -> tuple[float, float] | None:
-    """The Wilson score interval of a proportion (None when n is 0)."""
-    if n == 0:
-        return None
-    p = successes / n
-    denominator = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 @dataclass(frozen=True)

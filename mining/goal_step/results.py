@@ -18,8 +18,9 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from h2e_site.stats import wilson_interval
+
 from ..models import GoalStepTask, TaskAnswer, TaskExample, TaskModel, TaskSet, TaskSplit
-from .artifacts import wilson_interval
 
 __all__ = [
     "NO_TOPIC",
