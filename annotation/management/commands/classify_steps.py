@@ -10,7 +10,7 @@ from django.db import transaction
 
 from annotation.models import Study, StudyKind
 from annotation.step_types.classify import NothingToClassify, classifier_for_config, classify_job_create
-from judging.management.commands.generate import follow_job
+from h2e_site.jobs.follow import follow_job
 
 
 class Command(BaseCommand):

@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
-from tqdm import tqdm
 
-from h2e_site.jobs.models import Job, JobStatus
+from h2e_site.jobs.follow import follow_job
 from h2e_site.llm.config import ConfigError, load_config
 from judging.configs import generator_for_config
 from judging.generate_jobs import generate_job_create
-
-POLL_SECONDS = 0.5
 
 
 class Command(BaseCommand):
@@ -45,23 +40,3 @@ class Command(BaseCommand):
         )
         if options["wait"]:
             follow_job(self, job, disable=options["verbosity"] == 0)
-
-
-def follow_job(command: BaseCommand, job: Job, *, disable: bool = False) -> Job:
-    """Poll the Job row with a progress bar (stderr) until it finishes; fail unless it succeeded."""
-    with tqdm(total=job.total, desc=f"job {job.pk} {job.kind}", file=sys.stderr, disable=disable) as bar:
-        while True:
-            job.refresh_from_db()
-            bar.total = job.total
-            bar.n = job.done + job.failed
-            bar.set_postfix(failed=job.failed, status=job.status, refresh=False)
-            bar.refresh()
-            if job.is_finished:
-                break
-            time.sleep(POLL_SECONDS)
-    command.stdout.write(f"job {job.pk} {job.status}: {job.done} done, {job.failed} failed of {job.total}")
-    if job.error:
-        command.stderr.write(job.error)
-    if job.status != JobStatus.SUCCEEDED:
-        raise CommandError(f"job {job.pk} {job.status}")
-    return job

@@ -8,12 +8,11 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
+from h2e_site.jobs.follow import follow_job
 from h2e_site.llm.config import ConfigError, load_config
 from judging.configs import judge_for_config
 from judging.judge_jobs import JudgeMode, judge_job_create
 from judging.models import Generator
-
-from .generate import follow_job
 
 
 class Command(BaseCommand):

@@ -4,17 +4,15 @@
 from __future__ import annotations
 
 import sys
-import time
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
+from h2e_site.jobs.follow import show_progress, wait_for_job
 from h2e_site.jobs.models import Job, JobStatus
 from mining.goal_step.jobs import DEFAULT_TEST_SHARE, TaskSetRefused, build_job_run, task_set_create
 from mining.models import Split, TaskSet, Topic
-
-POLL_SECONDS = 0.5
 
 
 class Command(BaseCommand):
@@ -61,9 +59,9 @@ class Command(BaseCommand):
         disable = options["verbosity"] == 0
         if options["inline"]:
             with tqdm(total=0, desc=f"job {job.pk} build_tasks", file=sys.stderr, disable=disable) as bar:
-                build_job_run(job_id=job.pk, on_progress=lambda row: _show(bar, row))
+                build_job_run(job_id=job.pk, on_progress=lambda row: show_progress(bar, row))
         else:
-            _follow(job, disable=disable)
+            wait_for_job(job, disable=disable)
         job.refresh_from_db()
         self._report(job, TaskSet.objects.get(pk=task_set.pk))
 
@@ -85,19 +83,3 @@ class Command(BaseCommand):
                     f"{task}: candidates-only baseline {check['k']}/{check['n']} ({check['share']:.1%}, "
                     f"95 % CI {check['ci_low']:.1%}-{check['ci_high']:.1%}; chance {check['chance']:.0%})"
                 )
-
-
-def _show(bar: tqdm, job: Job) -> None:
-    bar.total = job.total
-    bar.n = job.done + job.failed
-    bar.refresh()
-
-
-def _follow(job: Job, *, disable: bool) -> None:
-    with tqdm(total=job.total, desc=f"job {job.pk} build_tasks", file=sys.stderr, disable=disable) as bar:
-        while True:
-            job.refresh_from_db()
-            _show(bar, job)
-            if job.is_finished:
-                return
-            time.sleep(POLL_SECONDS)

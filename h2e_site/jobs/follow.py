@@ -1,0 +1,49 @@
+"""Following a job from a management command (--wait): a progress bar on stderr that polls the Job row until
+it finishes, and the summary line every command prints. One place for the generate, judge, classify_steps,
+build_tasks and answer_tasks commands of every app."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from .models import Job, JobStatus
+
+POLL_SECONDS = 0.5
+
+
+def show_progress(bar: tqdm, job: Job) -> None:
+    """The bar brought to the job's counts (items done or failed, of its total) and status."""
+    bar.total = job.total
+    bar.n = job.done + job.failed
+    bar.set_postfix(failed=job.failed, status=job.status, refresh=False)
+    bar.refresh()
+
+
+def wait_for_job(job: Job, *, disable: bool = False) -> Job:
+    """Poll the Job row with a progress bar (stderr) until it finishes; the finished row."""
+    with tqdm(total=job.total, desc=f"job {job.pk} {job.kind}", file=sys.stderr, disable=disable) as bar:
+        while True:
+            job.refresh_from_db()
+            show_progress(bar, job)
+            if job.is_finished:
+                return job
+            time.sleep(POLL_SECONDS)
+
+
+def follow_job(command: BaseCommand, job: Job, *, disable: bool = False) -> Job:
+    """wait_for_job, then the summary on the command's stdout (its error on stderr); CommandError unless
+    the job succeeded."""
+    wait_for_job(job, disable=disable)
+    command.stdout.write(f"job {job.pk} {job.status}: {job.done} done, {job.failed} failed of {job.total}")
+    if job.error:
+        command.stderr.write(job.error)
+    if job.status != JobStatus.SUCCEEDED:
+        raise CommandError(f"job {job.pk} {job.status}")
+    return job
+
+
+__all__ = ["POLL_SECONDS", "follow_job", "show_progress", "wait_for_job"]
