@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import random
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -11,9 +12,14 @@ from django.http import QueryDict
 
 from h2e_site.inputs import BadInput
 
+from ..models import StudyItem
+
 if TYPE_CHECKING:
-    from ..models import Annotation, Assignment, Study, StudyItem
+    from ..models import Annotation, Assignment, Study
     from ..services import Selection
+
+# The kind's own fields of an attention check: (the seeded random source, the subject's pk, its number).
+AttentionFields = Callable[[random.Random, int, int], dict[str, Any]]
 
 
 class AnySubmission(Protocol):
@@ -111,4 +117,29 @@ class StudyKindSpec(ABC):
         return []
 
 
-__all__ = ["AnnotationFields", "AnySubmission", "KindForm", "StudyKindSpec"]
+def attention_items_create(
+    study: Study, subject: str, subject_ids: list[int], count: int, fields: AttentionFields
+) -> None:
+    """`count` instructed-response items (Prolific's rule: the item itself tells which answer to give), after
+    the study's regular items, each on a subject (`subject`: generation, procedure or example) drawn from
+    `subject_ids` with a source seeded by the selection's seed; `fields`: the kind's instructed answer."""
+    if not subject_ids or count <= 0:
+        return
+    rng = random.Random(f"attention-{study.selection.get('seed', 0)}")
+    items = []
+    for i in range(1, count + 1):
+        pk = rng.choice(subject_ids)
+        items.append(
+            StudyItem(
+                study=study,
+                position=len(subject_ids) + i,
+                target_annotations=0,
+                is_attention_check=True,
+                **{f"{subject}_id": pk},
+                **fields(rng, pk, i),
+            )
+        )
+    StudyItem.objects.bulk_create(items)
+
+
+__all__ = ["AnnotationFields", "AnySubmission", "KindForm", "StudyKindSpec", "attention_items_create"]

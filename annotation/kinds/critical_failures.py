@@ -4,7 +4,6 @@ and linked to the L1 and/or L2 steps it concerns."""
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +13,7 @@ from judging.steps import steps_out_of_range
 
 from .. import codebook, posted, selectors
 from ..models import AnnotatedFailure, Annotation, Assignment, Study, StudyItem
-from .base import AnnotationFields, KindForm, StudyKindSpec
+from .base import AnnotationFields, KindForm, StudyKindSpec, attention_items_create
 
 if TYPE_CHECKING:
     from ..services import Selection, Submission
@@ -41,7 +40,11 @@ class CriticalFailures(StudyKindSpec):
             StudyItem(study=study, generation_id=g, position=i, target_annotations=study.annotators_per_item)
             for i, g in enumerate(generation_ids, 1)
         )
-        _attention_items_create(study=study, generation_ids=generation_ids, count=attention_checks)
+        # Instructed "failure" and "no failure", alternately.
+        attention_items_create(
+            study, "generation", generation_ids, attention_checks,
+            lambda rng, pk, i: {"attention_expects_failure": bool(i % 2)},
+        )  # fmt: skip
         return len(generation_ids)
 
     def reading_steps(self, item: StudyItem) -> list[str]:
@@ -113,25 +116,6 @@ class CriticalFailures(StudyKindSpec):
 
     def export_fields(self) -> list[str]:
         return selectors.EXPORT_FIELDS
-
-
-def _attention_items_create(*, study: Study, generation_ids: list[int], count: int) -> None:
-    """Instructed-response items (Prolific's rule): the question itself tells which answer to give."""
-    if not generation_ids or count <= 0:
-        return
-    rng = random.Random(f"attention-{study.selection.get('seed', 0)}")
-    chosen = [rng.choice(generation_ids) for _ in range(count)]
-    StudyItem.objects.bulk_create(
-        StudyItem(
-            study=study,
-            generation_id=g,
-            position=len(generation_ids) + i,
-            target_annotations=0,
-            is_attention_check=True,
-            attention_expects_failure=bool(i % 2),
-        )
-        for i, g in enumerate(chosen, 1)
-    )
 
 
 def _bad_input_field(name: str) -> str:

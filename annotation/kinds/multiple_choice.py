@@ -20,7 +20,7 @@ from mining.models import TaskExample, TaskSet, TaskSplit
 
 from ..goal_step import guidelines
 from ..models import Annotation, Assignment, Study, StudyItem
-from .base import AnnotationFields, KindForm, StudyKindSpec
+from .base import AnnotationFields, AttentionFields, KindForm, StudyKindSpec, attention_items_create
 
 if TYPE_CHECKING:
     from ..services import Selection
@@ -83,7 +83,8 @@ class MultipleChoice(StudyKindSpec):
             StudyItem(study=study, example_id=e, position=i, target_annotations=study.annotators_per_item)
             for i, e in enumerate(example_ids, 1)
         )
-        _attention_items_create(study, example_ids, attention_checks)
+        fields = _attention_fields(example_ids, attention_checks)
+        attention_items_create(study, "example", example_ids, attention_checks, fields)
         return len(example_ids)
 
     def reading_steps(self, item: StudyItem) -> list[str]:
@@ -205,29 +206,15 @@ def _parse_choice(chosen: list[str], n_candidates: int) -> int | str | None:
     return ascii_int("choice", chosen[0], minimum=0, maximum=n_candidates - 1, expected=expected)
 
 
-def _attention_items_create(study: Study, example_ids: list[int], count: int) -> None:
-    """Instructed-response items: an example and the option its instruction names."""
-    if not example_ids or count <= 0:
-        return
-    rng = random.Random(f"attention-{study.selection.get('seed', 0)}")
-    sizes = dict(
-        (pk, len(candidates))
-        for pk, candidates in TaskExample.objects.filter(pk__in=example_ids).values_list("pk", "candidates")
-    )
-    items = []
-    for i in range(1, count + 1):
-        pk = rng.choice(example_ids)
-        items.append(
-            StudyItem(
-                study=study,
-                example_id=pk,
-                position=len(example_ids) + i,
-                target_annotations=0,
-                is_attention_check=True,
-                payload={"expects": rng.randrange(sizes[pk])},
-            )
-        )
-    StudyItem.objects.bulk_create(items)
+def _attention_fields(example_ids: list[int], count: int) -> AttentionFields:
+    """The option an attention check names, drawn among the example's candidates."""
+    rows = TaskExample.objects.filter(pk__in=example_ids).values_list("pk", "candidates") if count else []
+    sizes = {pk: len(candidates) for pk, candidates in rows}
+
+    def fields(rng: random.Random, pk: int, i: int) -> dict[str, Any]:
+        return {"payload": {"expects": rng.randrange(sizes[pk])}}
+
+    return fields
 
 
 __all__ = ["NONE", "MultipleChoice", "MultipleChoiceSubmission", "examples_selected", "is_correct"]

@@ -22,7 +22,7 @@ from mining.models import Procedure
 from ..models import Annotation, Assignment, StepCandidate, StepTypeLabel, Study, StudyItem
 from ..step_types import guidelines
 from ..step_types.candidates import Candidate, StepType, candidates
-from .base import AnnotationFields, KindForm, StudyKindSpec
+from .base import AnnotationFields, AttentionFields, KindForm, StudyKindSpec, attention_items_create
 
 if TYPE_CHECKING:
     from ..services import Selection
@@ -160,7 +160,8 @@ class StepTypes(StudyKindSpec):
             StudyItem(study=study, procedure_id=p, position=i, target_annotations=study.annotators_per_item)
             for i, p in enumerate(procedure_ids, 1)
         )
-        _attention_items_create(study, procedure_ids, attention_checks)
+        fields = _attention_fields(procedure_ids, attention_checks)
+        attention_items_create(study, "procedure", procedure_ids, attention_checks, fields)
         return len(procedure_ids)
 
     def reading_steps(self, item: StudyItem) -> list[str]:
@@ -322,30 +323,16 @@ def _short(text: str, limit: int = 48) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _attention_items_create(study: Study, procedure_ids: list[int], count: int) -> None:
-    """Instructed-response items: a procedure and the one candidate to mark (a sequential pair, or an
-    optional step, alternately)."""
-    if not procedure_ids or count <= 0:
-        return
-    rng = random.Random(f"attention-{study.selection.get('seed', 0)}")
-    steps = dict(Procedure.objects.filter(pk__in=procedure_ids).values_list("pk", "steps"))
-    items = []
-    for i in range(1, count + 1):
-        pk = rng.choice(procedure_ids)
-        options = candidates(len(steps[pk]))
+def _attention_fields(procedure_ids: list[int], count: int) -> AttentionFields:
+    """The one candidate an attention check names: a sequential pair, or an optional step, alternately."""
+    steps = dict(Procedure.objects.filter(pk__in=procedure_ids).values_list("pk", "steps")) if count else {}
+
+    def fields(rng: random.Random, pk: int, i: int) -> dict[str, Any]:
         wanted = StepType.OPTIONAL if i % 2 else StepType.SEQUENTIAL
-        expects = rng.choice([c for c in options if c.step_type is wanted])
-        items.append(
-            StudyItem(
-                study=study,
-                procedure_id=pk,
-                position=len(procedure_ids) + i,
-                target_annotations=0,
-                is_attention_check=True,
-                payload={"expects": expects.key},
-            )
-        )
-    StudyItem.objects.bulk_create(items)
+        options = [c for c in candidates(len(steps[pk])) if c.step_type is wanted]
+        return {"payload": {"expects": rng.choice(options).key}}
+
+    return fields
 
 
 __all__ = [
