@@ -58,6 +58,7 @@ class StudyKindSpec(ABC):
     label: str
     item_template: str  # the participant's item page; it has a {% partialdef reading %} the engine swaps
     reading_label: str  # whose steps the participant reads, for the messages: "L2 " (with its space) or ""
+    nothing_selected: str  # why a selection can have no item, for the builder's refusal
 
     # --- studies -----------------------------------------------------------------------------------------
 
@@ -68,7 +69,7 @@ class StudyKindSpec(ABC):
     @abstractmethod
     def items_create(self, study: Study, selection: Selection, attention_checks: int) -> int:
         """Create the study's items (and `attention_checks` instructed-response items); returns how many
-        regular items. Refuses an empty selection with ValueError."""
+        regular items. study_create refuses a selection of none (saying `nothing_selected`)."""
 
     # --- reading and the item page -----------------------------------------------------------------------
 

@@ -28,6 +28,10 @@ class CriticalFailures(StudyKindSpec):
     label = "Critical failures"
     item_template = "annotation/item.html"
     reading_label = "L2 "
+    nothing_selected = (
+        "no generation (L2 without an error) of the chosen topics and generators"
+        " (and, with judges chosen, that they disagree on). Generate L2 first, or widen the selection."
+    )
 
     def study_defaults(self) -> dict[str, Any]:
         return {}  # the Study model's defaults are this kind's codebook

@@ -66,6 +66,10 @@ class MultipleChoice(StudyKindSpec):
     label = "Multiple choice"
     item_template = "annotation/item_multiple_choice.html"
     reading_label = ""
+    nothing_selected = (
+        "the task set has no test example of the chosen tasks and topics. Choose other tasks or topics, "
+        "or another task set."
+    )
 
     def study_defaults(self) -> dict[str, Any]:
         return {

@@ -145,6 +145,10 @@ class StepTypes(StudyKindSpec):
     label = "Step types"
     item_template = "annotation/item_step_types.html"
     reading_label = ""
+    nothing_selected = (
+        f"no procedure of the chosen topics and splits has {MIN_STEPS} steps or more (fewer have no "
+        "step type to mark). Choose other topics or splits."
+    )
 
     def study_defaults(self) -> dict[str, Any]:
         return {

@@ -10,6 +10,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from h2e_site.bounds import BoundedJSONAdmin
 from h2e_site.web import RunActionsMixin, confirmed, request_user
 
 from ..models import Generation, Generator, Judge
@@ -18,7 +19,7 @@ from .imports import import_view
 
 
 @admin.register(Generator)
-class GeneratorAdmin(RunActionsMixin, admin.ModelAdmin):
+class GeneratorAdmin(BoundedJSONAdmin, RunActionsMixin, admin.ModelAdmin):
     list_display = [
         "model",
         "generator_id",
@@ -97,7 +98,7 @@ class GeneratorAdmin(RunActionsMixin, admin.ModelAdmin):
 
 
 @admin.register(Judge)
-class JudgeAdmin(RunActionsMixin, admin.ModelAdmin):
+class JudgeAdmin(BoundedJSONAdmin, RunActionsMixin, admin.ModelAdmin):
     list_display = ["model", "judge_id", "backend", "provider", "is_demo_model", "created_at"]
     list_filter = ["backend", "is_demo_model"]
     search_fields = ["=judge_id", "model"]

@@ -17,13 +17,14 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from h2e_site.bounds import BoundedJSONAdmin
 from h2e_site.web import RunActionsMixin, admin_link, confirmed, numbered_block, pre_block, request_user
 
 from ..models import CriticalFailure, Generation, Judge, Judgment
 from .actions import rejudge_summary, run_jobs
 
 
-class JudgmentInline(admin.TabularInline):
+class JudgmentInline(BoundedJSONAdmin, admin.TabularInline):
     model = Judgment
     fk_name = "generation"
     fields = ["judgment_link", "judge", "parse_failed", "has_failure", "n_failures"]
@@ -41,7 +42,7 @@ class JudgmentInline(admin.TabularInline):
 
 
 @admin.register(Generation)
-class GenerationAdmin(admin.ModelAdmin):
+class GenerationAdmin(BoundedJSONAdmin, admin.ModelAdmin):
     list_display = ["id", "source_example_id", "generator", "n_tokens", "has_error", "created_at"]
     list_filter = ["generator"]
     list_select_related = ["generator", "procedure"]
@@ -103,7 +104,7 @@ class GenerationAdmin(admin.ModelAdmin):
         return pre_block(obj.prompt)
 
 
-class CriticalFailureInline(admin.TabularInline):
+class CriticalFailureInline(BoundedJSONAdmin, admin.TabularInline):
     model = CriticalFailure
     fields = ["order", "description", "l1_steps", "l2_steps"]
     extra = 0
@@ -115,7 +116,7 @@ class CriticalFailureInline(admin.TabularInline):
 
 
 @admin.register(Judgment)
-class JudgmentAdmin(RunActionsMixin, admin.ModelAdmin):
+class JudgmentAdmin(BoundedJSONAdmin, RunActionsMixin, admin.ModelAdmin):
     actions = ["rejudge_parse_failures", "rejudge_replace"]
     # The verdict first and the names short (ids on hover): with the filter sidebar open, every column
     # fits at 1,400 px, the one just filtered on included.
@@ -251,7 +252,7 @@ class JudgmentAdmin(RunActionsMixin, admin.ModelAdmin):
 
 
 @admin.register(CriticalFailure)
-class CriticalFailureAdmin(admin.ModelAdmin):
+class CriticalFailureAdmin(BoundedJSONAdmin, admin.ModelAdmin):
     list_display = ["id", "judgment_link", "order", "description_short", "l1_steps", "l2_steps"]
     list_select_related = ["judgment"]
     list_filter = ["judgment__judge"]

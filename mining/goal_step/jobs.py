@@ -29,6 +29,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db import transaction
 
+from h2e_site.bounds import OutOfRange, model_range
 from h2e_site.jobs.loop import JobWork, Progress, job_run
 from h2e_site.jobs.models import Job, JobKind
 from h2e_site.jobs.services import job_create
@@ -92,6 +93,10 @@ def task_set_create(
         raise TaskSetRefused(f"name: {name!r} is not a slug (letters, digits, - and _)") from None
     if name in RESERVED_NAMES:
         raise TaskSetRefused(f"name: {name!r} is taken by a page of /tasks/")
+    try:
+        model_range(TaskSet, "seed").check("seed", seed)
+    except OutOfRange as bad:
+        raise TaskSetRefused(bad.message) from None
     if TaskSet.objects.filter(name=name).exists():
         raise TaskSetRefused(f"name: a task set {name!r} exists already")
     unknown_splits = sorted(set(splits) - set(Split.values))
