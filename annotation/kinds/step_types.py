@@ -5,7 +5,8 @@ expert/domain knowledge is needed, and whether the task as a whole needs it.
 
 Stored: one StepTypeLabel per candidate of the procedure (holds False where not marked) and the task-level
 answer in Annotation.answer["expert_knowledge"]. An attention check is a procedure whose instruction names
-the one candidate to mark (payload["expects"]): passed when exactly that one is marked."""
+the one candidate to mark (payload["expects"]): passed when exactly that one is marked, and said to need no
+expert knowledge."""
 
 from __future__ import annotations
 
@@ -255,8 +256,8 @@ class StepTypes(StudyKindSpec):
 
     def annotation_fields(self, submission: StepTypesSubmission, item: StudyItem) -> AnnotationFields:
         passed = None
-        if item.is_attention_check:
-            passed = set(submission.marks) == {item.payload["expects"]}
+        if item.is_attention_check:  # exactly the named candidate, said to need no expert knowledge
+            passed = submission.marks == {item.payload["expects"]: False}
         return AnnotationFields(
             answer={"expert_knowledge": submission.expert_knowledge}, attention_passed=passed
         )
@@ -289,8 +290,12 @@ class StepTypes(StudyKindSpec):
 def _check_posted(
     post: QueryDict, marked: list[str], keys: set[str], experts: dict[str, str], task: str
 ) -> None:
-    """BadInput (a 400 naming the field and value) for a candidate that does not exist, a mark sent twice,
-    an answer that is not yes or no, or an expert answer for a candidate that is not marked."""
+    """BadInput (a 400 naming the field and value) for a candidate that does not exist, a mark or an answer
+    sent twice, an answer that is not yes or no, or an expert answer for a candidate that is not marked."""
+    for name in ("expert_knowledge", *(f"expert-{key}" for key in sorted(keys))):
+        answers = post.getlist(name)
+        if len(answers) > 1:
+            raise BadInput(name, ",".join(answers)[:80], "one answer (it was sent more than once)")
     for key in marked:
         if key not in keys:
             raise BadInput("mark", key, "a candidate of this procedure")

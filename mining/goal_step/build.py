@@ -54,6 +54,7 @@ from .filters import (
     words,
 )
 from .neighbours import nearest_in_other_groups
+from .options import MAX_CANDIDATES
 
 STEP_INFERENCE = "step_inference"
 GOAL_INFERENCE = "goal_inference"
@@ -232,6 +233,7 @@ def build_step_inference(
 ) -> tuple[list[Example], Funnel]:
     """One draft per step: the step and its nearest steps from other topics; one of them redrawn as the
     positive, its goal the prompt; shuffled; filtered (see _passes, and _alone for label_blind)."""
+    _check_n_candidates(n_candidates)
     rng = task_rng(seed, STEP_INFERENCE)
     funnel = _funnel(STEP_INFERENCE, filters, TOO_FEW_NEGATIVES, SAME_GOAL)
     first = len(corpus.procedures)
@@ -288,6 +290,7 @@ def build_goal_inference(
     """One candidate set per goal: the goal and its nearest goals from other topics. One draft per step of
     the goal: one candidate redrawn as the positive, the prompt that step if the draw is the goal itself,
     else a step of the positive drawn at random; shuffled; filtered (see _passes, and _alone)."""
+    _check_n_candidates(n_candidates)
     rng = task_rng(seed, GOAL_INFERENCE)
     funnel = _funnel(GOAL_INFERENCE, filters, TOO_FEW_NEGATIVES)
     first = len(corpus.procedures)
@@ -466,6 +469,13 @@ def _labelings(
     shuffled = tuple(candidates[i] for i in order)
     chosen = [positive, *(i for i in range(len(candidates)) if i != positive)] if label_blind else [positive]
     return [Draft(task, prompts[i], shuffled, order.index(i)) for i in chosen]
+
+
+def _check_n_candidates(n_candidates: int) -> None:
+    if not 2 <= n_candidates <= MAX_CANDIDATES:
+        raise ValueError(
+            f"n_candidates: expected 2 to {MAX_CANDIDATES} (options are lettered A to Z), got {n_candidates}"
+        )
 
 
 def _passes(drafts: Sequence[Draft], corpus: Corpus, filters: Sequence[Filter], funnel: Funnel) -> bool:

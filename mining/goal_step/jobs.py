@@ -25,8 +25,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from django.core.exceptions import ValidationError
-from django.core.validators import validate_slug
 from django.db import transaction
 
 from h2e_site.bounds import OutOfRange, model_range
@@ -51,6 +49,7 @@ from .build import (
     split_train_test,
 )
 from .filters import DEFAULT_FILTERS, ORDERING_FILTERS, filter_name
+from .names import task_set_name_check
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -58,7 +57,6 @@ if TYPE_CHECKING:
 EMBED_BATCH = 256  # texts per progress step while embedding
 DEFAULT_TEST_SHARE = 0.2
 SOURCE_BUILT = "built"
-RESERVED_NAMES = frozenset({"build"})  # /tasks/build/ starts a build
 BUILDERS: dict[str, Callable[..., tuple[list[Example], Funnel]]] = {
     GoalStepTask.STEP_INFERENCE: build_step_inference,
     GoalStepTask.GOAL_INFERENCE: build_goal_inference,
@@ -88,17 +86,13 @@ def task_set_create(
     those without one) and its BUILD_TASKS job, queued once the transaction commits (enqueue=False: created,
     not queued, for a caller that runs it here). TaskSetRefused when it cannot be built."""
     try:
-        validate_slug(name)
-    except ValidationError:
-        raise TaskSetRefused(f"name: {name!r} is not a slug (letters, digits, - and _)") from None
-    if name in RESERVED_NAMES:
-        raise TaskSetRefused(f"name: {name!r} is taken by a page of /tasks/")
+        task_set_name_check(name)
+    except ValueError as refused:
+        raise TaskSetRefused(str(refused)) from None
     try:
         model_range(TaskSet, "seed").check("seed", seed)
     except OutOfRange as bad:
         raise TaskSetRefused(bad.message) from None
-    if TaskSet.objects.filter(name=name).exists():
-        raise TaskSetRefused(f"name: a task set {name!r} exists already")
     unknown_splits = sorted(set(splits) - set(Split.values))
     if not splits or unknown_splits:
         raise TaskSetRefused(f"splits: expected some of {', '.join(Split.values)}, got {list(splits)}")
