@@ -25,7 +25,7 @@ from h2e_site.bounds import SEED, OutOfRange, Range
 from judging.models import Generation, Judgment
 
 from .db import JSONAppend
-from .kinds.base import AnySubmission
+from .kinds.base import AnySubmission, ReadingTexts
 from .models import (
     Annotation,
     Assignment,
@@ -461,19 +461,17 @@ def assignment_reveal_step(*, assignment: Assignment, number: int) -> Assignment
     fresh = _reloaded(assignment)
     if recorded or fresh.status != AssignmentStatus.ACTIVE or number <= fresh.n_revealed:
         return fresh  # recorded now or before (a double click, a retry)
+    texts = _reading_texts(assignment)
     if fresh.goal_acknowledged_at is None:
-        what = _reading_label(assignment).strip() or "the steps"
-        raise Refused(f"Confirm that you have read the goal before reading {what}.")
-    raise Refused(
-        f"Read the {_reading_label(assignment)}steps in order: the next one is step {fresh.n_revealed + 1}."
-    )
+        raise Refused(texts.before_goal)
+    raise Refused(texts.out_of_order.format(next=fresh.n_revealed + 1))
 
 
-def _reading_label(assignment: Assignment) -> str:
-    """ "L2 " for a critical-failures item, "" for a step-types one (their messages' wording)."""
+def _reading_texts(assignment: Assignment) -> ReadingTexts:
+    """The reading gate's refusals in the words of the assignment's study kind."""
     from .kinds import kind_for
 
-    return kind_for(assignment.study.kind).reading_label
+    return kind_for(assignment.study.kind).reading
 
 
 # --- Submissions ---
@@ -507,12 +505,10 @@ def _check_gates(assignment: Assignment, study: Study, now: datetime) -> None:
             f"{int(study.min_dwell_seconds - waited) + 1} s to go."
         )
     if assignment.goal_acknowledged_at is None:
-        raise Refused("Confirm that you have read the goal before submitting.")
+        raise Refused(kind_for(study).reading.unacknowledged)
     if not assignment.all_steps_revealed:
-        raise Refused(
-            f"Read every {kind_for(study).reading_label}step before submitting "
-            f"({assignment.n_revealed} of {assignment.n_l2_steps} read)."
-        )
+        unread = kind_for(study).reading.unread
+        raise Refused(unread.format(read=assignment.n_revealed, total=assignment.n_l2_steps))
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,14 @@ from mining.models import TaskExample, TaskSet, TaskSplit
 
 from ..goal_step import guidelines
 from ..models import Annotation, Assignment, Study, StudyItem
-from .base import AnnotationFields, AttentionFields, KindForm, StudyKindSpec, attention_items_create
+from .base import (
+    AnnotationFields,
+    AttentionFields,
+    KindForm,
+    ReadingTexts,
+    StudyKindSpec,
+    attention_items_create,
+)
 
 if TYPE_CHECKING:
     from ..services import Selection
@@ -79,14 +86,22 @@ def is_correct(example: TaskExample, choice: int | str | None) -> bool:
     return isinstance(choice, int) and choice == example.answer
 
 
+NO_STEPS = "This question has no steps to reveal: read it and choose one of the options."
+
+
 class MultipleChoice(StudyKindSpec):
     kind = "multiple_choice"
     label = "Multiple choice"
     item_template = "annotation/item_multiple_choice.html"
-    reading_label = ""
     nothing_selected = (
         "the task set has no test example of the chosen tasks and topics. Choose other tasks or topics, "
         "or another task set."
+    )
+    reading = ReadingTexts(  # no steps to reveal: the question and its options are shown whole
+        before_goal=NO_STEPS,
+        out_of_order=NO_STEPS,
+        unacknowledged="Confirm that you have read the question before choosing an answer.",
+        unread="Read the question before choosing an answer.",
     )
 
     def study_defaults(self) -> dict[str, Any]:

@@ -23,7 +23,14 @@ from mining.models import Procedure
 from ..models import Annotation, Assignment, StepCandidate, StepTypeLabel, Study, StudyItem
 from ..step_types import guidelines
 from ..step_types.candidates import Candidate, StepType, candidates
-from .base import AnnotationFields, AttentionFields, KindForm, StudyKindSpec, attention_items_create
+from .base import (
+    AnnotationFields,
+    AttentionFields,
+    KindForm,
+    ReadingTexts,
+    StudyKindSpec,
+    attention_items_create,
+)
 
 if TYPE_CHECKING:
     from ..services import Selection
@@ -144,11 +151,17 @@ def _filtered(procedures: Any, selection: Selection) -> Any:
 class StepTypes(StudyKindSpec):
     kind = "step_types"
     label = "Step types"
+    agreement_api = "step-types-agreement-api"
     item_template = "annotation/item_step_types.html"
-    reading_label = ""
     nothing_selected = (
         f"no procedure of the chosen topics and splits has {MIN_STEPS} steps or more (fewer have no "
         "step type to mark). Choose other topics or splits."
+    )
+    reading = ReadingTexts(
+        before_goal="Confirm that you have read the goal before reading the steps.",
+        out_of_order="Read the steps in order: the next one is step {next}.",
+        unacknowledged="Confirm that you have read the goal before submitting.",
+        unread="Read every step before submitting ({read} of {total} read).",
     )
 
     def study_defaults(self) -> dict[str, Any]:

@@ -39,8 +39,13 @@ class GeneratorAdmin(BoundedJSONAdmin, RunActionsMixin, admin.ModelAdmin):
         view = self.admin_site.admin_view(lambda request: import_view(request, self.admin_site))
         return [path("import/", view, name="judging_import"), *super().get_urls()]
 
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # a generator is made from a config (its id hashes it) or imported: see the README
+
     @admin.display(description="page")
-    def page_link(self, obj: Generator) -> SafeString:
+    def page_link(self, obj: Generator) -> SafeString | str:
+        if obj.pk is None:
+            return "—"
         return format_html(
             '<a href="{}">Open the generator page</a>', reverse("judging:generator_detail", args=[obj.pk])
         )
@@ -104,6 +109,9 @@ class JudgeAdmin(BoundedJSONAdmin, RunActionsMixin, admin.ModelAdmin):
     search_fields = ["=judge_id", "model"]
     readonly_fields = ["created_at"]
     actions = ["judge_all_missing", "attach_config"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # a judge is made from a config (its id hashes it and its prompt) or imported
 
     @admin.action(description="Attach a config… (imported judges)", permissions=["run"])
     def attach_config(self, request: HttpRequest, queryset: QuerySet[Judge]) -> HttpResponse | None:

@@ -82,8 +82,13 @@ class GenerationAdmin(BoundedJSONAdmin, admin.ModelAdmin):
     def has_error(self, obj: Generation) -> bool:
         return bool(obj.error)
 
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # L2 comes from generate jobs and imports: see the README
+
     @admin.display(description="page")
-    def page_link(self, obj: Generation) -> SafeString:
+    def page_link(self, obj: Generation) -> SafeString | str:
+        if obj.pk is None:
+            return "—"
         url = reverse("failures:generation_detail", args=[obj.pk])
         return format_html('<a href="{}">Open the generation page (L1 vs L2, critical failures)</a>', url)
 
@@ -237,8 +242,13 @@ class JudgmentAdmin(BoundedJSONAdmin, RunActionsMixin, admin.ModelAdmin):
             '{} · <a href="{}">page</a>', admin_link(obj.generation, f"#{obj.generation_id}"), url
         )
 
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # judgments come from judge jobs and imports: see the README
+
     @admin.display(description="page")
-    def page_link(self, obj: Judgment) -> SafeString:
+    def page_link(self, obj: Judgment) -> SafeString | str:
+        if obj.generation_id is None:
+            return "—"
         url = reverse("failures:generation_detail", args=[obj.generation_id])
         return format_html('<a href="{}">Open the generation page</a>', url)
 
@@ -259,6 +269,9 @@ class CriticalFailureAdmin(BoundedJSONAdmin, admin.ModelAdmin):
     search_fields = ["description"]
     raw_id_fields = ["judgment"]
     show_full_result_count = False
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # a critical failure belongs to a judgment: edited inline on the judgment's page
 
     @admin.display(description="judgment")
     def judgment_link(self, obj: CriticalFailure) -> SafeString:
