@@ -2,7 +2,8 @@
 prices. Written as YAML (configs/mining/*.yaml) or given as a mapping; stored resolved on the MiningRun.
 
     name: gpt-4.1 pilot
-    candidates_per_topic: 500        # documents sampled per topic (null: all of them)
+    candidates_per_topic: 500        # the first 500 documents of each topic, in import order (null: all)
+    sample_candidates: false         # true: a sample of candidates_per_topic drawn with the seed instead
     seed: 0
     topics: [Health, Travel & Tourism]   # optional: only these topics
     max_document_chars: 60000        # optional: the document is cut to this many characters
@@ -15,7 +16,8 @@ prices. Written as YAML (configs/mining/*.yaml) or given as a mapping; stored re
 
 Each LLM stage's block is a model config (h2e_site/llm/config.py: backend, provider, base_url,
 base_url_env, api_key_env, temperature, max_new_tokens, rate limits, concurrency, json_schema...) whose
-prompt_path defaults to the stage's prompts/mine_*.txt.
+prompt_path defaults to the stage's prompts/mine_*.txt. Rate limits default to the reference's: 1,000
+requests and 100,000 tokens per minute per stage (max_requests_per_minute, max_tokens_per_minute).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ DEFAULT_NGRAM_THRESHOLDS: dict[int, float] = {2: 0.40, 3: 0.35, 4: 0.30}
 _TOP_KEYS = {
     "name",
     "candidates_per_topic",
+    "sample_candidates",
     "seed",
     "topics",
     "max_document_chars",
@@ -83,6 +86,7 @@ class RunConfig:
     data: dict[str, Any]
     name: str
     candidates_per_topic: int | None
+    sample_candidates: bool
     seed: int
     topics: tuple[str, ...] | None
     max_document_chars: int | None
@@ -128,6 +132,7 @@ def run_config_from_mapping(data: Any, *, source: str = "<mining config>") -> Ru
         data=data,
         name=str(data.get("name") or "mining run"),
         candidates_per_topic=_optional_positive(data, "candidates_per_topic", source),
+        sample_candidates=_boolean(data.get("sample_candidates", False), "sample_candidates", source),
         seed=_integer(data.get("seed", 0), "seed", source),
         topics=_topics(data.get("topics"), source),
         max_document_chars=_optional_positive(data, "max_document_chars", source),
@@ -143,6 +148,12 @@ def run_config_from_mapping(data: Any, *, source: str = "<mining config>") -> Ru
 def _integer(value: Any, name: str, source: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(source, name, f"must be an integer, got {value!r}")
+    return value
+
+
+def _boolean(value: Any, name: str, source: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(source, name, f"must be true or false, got {value!r}")
     return value
 
 

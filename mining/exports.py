@@ -48,14 +48,15 @@ def procedure_record(procedure: Procedure, *, form: ExportForm) -> dict[str, Any
 def procedures_export(
     *, path: Path, form: ExportForm = "bench", split: str | None = None, run_id: int | None = None
 ) -> int:
-    """Write the procedures of `split` (all when None) and/or mining run `run_id`; the number written."""
+    """Write the procedures of `split` (all when None) and/or those mining run `run_id` kept (its final
+    passes, including those an earlier run had stored with the same content); the number written."""
     if form not in EXPORT_FORMS:
         raise ValueError(f"unknown export form {form!r}: expected bench or how2mine")
     procedures = Procedure.objects.select_related("topic").order_by("source_example_id")
     if split:
         procedures = procedures.filter(split=split)
     if run_id is not None:
-        procedures = procedures.filter(mining_run_id=run_id)
+        procedures = procedures.filter(mining_runs=run_id)
     if form == "bench":
         procedures = procedures.defer("source_text")
     n = 0

@@ -49,7 +49,12 @@ class Procedure(models.Model):
         null=True, blank=True, help_text="tiktoken o200k_base tokens of the L1 steps"
     )
     mining_run = models.ForeignKey(
-        "MiningRun", on_delete=models.SET_NULL, null=True, blank=True, related_name="procedures"
+        "MiningRun",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="procedures",
+        help_text="the mining run that first stored it",
     )
     source_document = models.ForeignKey(
         "SourceDocument", on_delete=models.SET_NULL, null=True, blank=True, related_name="procedures"
@@ -121,6 +126,13 @@ class MiningRun(models.Model):
     config = models.JSONField(default=dict, help_text="the resolved run config (mining/config.py)")
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.DRAFT)
     documents = models.ManyToManyField(SourceDocument, related_name="mining_runs", blank=True)
+    kept_procedures = models.ManyToManyField(
+        Procedure,
+        blank=True,
+        related_name="mining_runs",
+        help_text="the procedures its final validation kept, also those an earlier run had stored with the "
+        "same content: the run's export",
+    )
     job = models.ForeignKey("jobs.Job", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -147,6 +159,16 @@ class StageOutcome(models.Model):
     cost = models.FloatField(default=0.0, help_text="USD, from the run config's prices")
     raw_output = models.TextField(blank=True, default="")
     error = models.TextField(blank=True, default="", help_text="API error or unparsable output")
+    request_sha256 = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        help_text="SHA-256 of the request (stage, model identity, filled prompt): an answer to the same "
+        "request is reused instead of sent again; empty when no request was made",
+    )
+    reused = models.BooleanField(
+        default=False, help_text="the answer of an earlier outcome with the same request: no request was sent"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -154,7 +176,14 @@ class StageOutcome(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["run", "document", "stage"], name="outcome_unique_per_stage")
         ]
-        indexes = [models.Index(fields=["run", "stage", "passed"], name="outcome_run_stage_passed")]
+        indexes = [
+            models.Index(fields=["run", "stage", "passed"], name="outcome_run_stage_passed"),
+            models.Index(
+                fields=["request_sha256"],
+                name="outcome_answer_cache",
+                condition=models.Q(error="") & ~models.Q(request_sha256=""),
+            ),
+        ]
 
     def __str__(self) -> str:
         verdict = "passed" if self.passed else "rejected"

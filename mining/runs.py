@@ -12,8 +12,19 @@ How a run is executed (mine_job_run, called by the thin task in tasks.py, one MI
 - A final-validation pass makes the document's procedure a Procedure row in the pool (split "pool").
 - One runner per job (the job's advisory lock); a starting worker resumes MINE jobs left RUNNING by a dead
   one, as it does every resumable kind of job (h2e_site.jobs.services.resume_orphaned_jobs).
-- Re-running a stage (mining_run_rerun_stage) deletes the outcomes of that stage and every later one (and the
-  run's procedures still in the pool), then starts the run again.
+- Answers are reused: before a stage sends its requests, each request's identity (stages.request_sha256:
+  stage, model identity, filled prompt) is looked up among the stored outcomes of every run; an answer
+  found is copied into this run (reused, its tokens and cost as they were) and not sent. So a second run of
+  the same config over the same documents sends nothing, and a run that changes one stage's prompt or model
+  sends only that stage and what follows from its new answers. API errors and unparsable answers are never
+  reused. A document whose extraction has an empty goal is rejected by the LLM filter without a request
+  (as the reference drops it there).
+- Procedures are shared: a final pass whose source_example_id is already stored with the same content (topic,
+  goal, steps, resources) is linked to this run too (Procedure.mining_runs: the run's export); one stored
+  with different content (another run's rewrite, an imported bench record) is never overwritten, and the
+  funnel shows the final pass as not stored, with the reason (selectors.run_unstored).
+- Re-running a stage (mining_run_rerun_stage) deletes the outcomes of that stage and every later one (and
+  unlinks the run's procedures, deleting those in the pool no other run keeps), then starts the run again.
 """
 
 from __future__ import annotations
@@ -28,7 +39,7 @@ from django.db import connection, reset_queries, transaction
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from h2e_site.jobs.loop import JobWork, chunked_requests, job_run
+from h2e_site.jobs.loop import FETCH_CHUNK, JobWork, chunked_requests, job_run
 from h2e_site.jobs.models import Job, JobKind, JobStatus
 from h2e_site.jobs.services import job_create
 from h2e_site.llm.base import LLMBackend, LLMRequest, LLMResult
@@ -36,7 +47,7 @@ from h2e_site.llm.base import LLMBackend, LLMRequest, LLMResult
 from .config import LLM_STAGES, RunConfig, run_config_from_mapping
 from .models import STAGE_ORDER, MiningRun, Procedure, RunStatus, SourceDocument, Split, Stage, StageOutcome
 from .prefilter import prefilter_steps
-from .stages import StageVerdict, parse_stage_output, stage_prompt, stage_request
+from .stages import StageVerdict, parse_stage_output, request_sha256, stage_prompt, stage_request
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -44,6 +55,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 PREFILTER_CHUNK = 5000
+EMPTY_GOAL = "the extraction's goal is empty: not sent to the LLM filter (as the reference)"
 INPUT_STAGES: dict[str, tuple[str, ...]] = {
     Stage.PREFILTER: (Stage.EXTRACTION,),
     Stage.FILTER: (Stage.EXTRACTION,),
@@ -73,8 +85,10 @@ def mining_run_create(
     created_by: User | None = None,
     enqueue: bool = True,
 ) -> MiningRun:
-    """A run over `config.candidates_per_topic` documents per topic (sampled with `config.seed`) of
-    `documents` (default: all), started at once (enqueue=False: the job is created but not queued)."""
+    """A run over `config.candidates_per_topic` documents per topic (select_documents) of `documents`
+    (default: all), started at once (enqueue=False: the job is created but not queued). Answers stored by
+    earlier runs for the same requests are reused when it runs: the same config over the same documents
+    sends no request again."""
     with transaction.atomic():
         run = MiningRun.objects.create(name=name or config.name, config=config.data)
         through = MiningRun.documents.through
@@ -88,19 +102,24 @@ def mining_run_create(
 
 
 def select_documents(config: RunConfig, documents: QuerySet[SourceDocument] | None = None) -> list[int]:
-    """The candidate documents: per topic, all of them or a seeded sample of candidates_per_topic."""
+    """The candidate documents: per topic, all of them, or the first candidates_per_topic in the order they
+    were imported (the reference takes the first N of each topic in file order), or with
+    sample_candidates a sample of that many drawn with the seed."""
     queryset = documents if documents is not None else SourceDocument.objects.all()
     if config.topics:
         queryset = queryset.filter(topic__name__in=config.topics)
     by_topic: dict[int | None, list[int]] = defaultdict(list)
-    for topic_id, pk in queryset.order_by("doc_id").values_list("topic_id", "pk").iterator(chunk_size=10_000):
+    for topic_id, pk in queryset.order_by("pk").values_list("topic_id", "pk").iterator(chunk_size=10_000):
         by_topic[topic_id].append(pk)
     rng = random.Random(config.seed)
     chosen: list[int] = []
     cap = config.candidates_per_topic
     for topic in sorted(by_topic, key=lambda t: -1 if t is None else t):
         in_topic = by_topic[topic]
-        chosen.extend(rng.sample(in_topic, cap) if cap is not None and len(in_topic) > cap else in_topic)
+        if cap is None or len(in_topic) <= cap:
+            chosen.extend(in_topic)
+        else:
+            chosen.extend(rng.sample(in_topic, cap) if config.sample_candidates else in_topic[:cap])
     return sorted(chosen)
 
 
@@ -154,7 +173,9 @@ def mining_run_invalidate(*, run: MiningRun, stage: str) -> int:
     if run.job_id and Job.objects.filter(pk=run.job_id).active().exists():
         raise RunBusy(f"mining run {run.pk} has job {run.job_id} queued or running: cancel it first")
     later = STAGE_ORDER[STAGE_ORDER.index(stage) :]
-    Procedure.objects.filter(mining_run=run, split=Split.POOL).delete()
+    kept = list(run.kept_procedures.values_list("pk", flat=True))
+    MiningRun.kept_procedures.through.objects.filter(miningrun=run).delete()
+    Procedure.objects.filter(pk__in=kept, split=Split.POOL, mining_runs=None).delete()
     deleted, _ = StageOutcome.objects.filter(run=run, stage__in=later).delete()
     return deleted
 
@@ -217,6 +238,8 @@ _COPY_COLUMNS = (
     "cost",
     "raw_output",
     "error",
+    "request_sha256",
+    "reused",
 )
 
 
@@ -248,6 +271,8 @@ def outcomes_insert(outcomes: Sequence[StageOutcome]) -> None:
                     o.cost,
                     o.raw_output,
                     o.error,
+                    o.request_sha256,
+                    o.reused,
                     now,
                 )
             )
@@ -333,7 +358,8 @@ class MineWork(JobWork):
 
 
 class _LLMStage:
-    """One LLM stage: pending documents -> a lazy stream of requests -> outcomes written a few at a time."""
+    """One LLM stage: pending documents -> answers reused where the same request was answered before ->
+    a lazy stream of the other requests -> outcomes written a few at a time."""
 
     def __init__(self, work: MineWork, run: MiningRun, config: RunConfig, stage: str) -> None:
         self.work = work
@@ -344,25 +370,59 @@ class _LLMStage:
         self.template = self.model_config.prompt_text()
         self.price = config.price_for(self.model_config.model)
         self.in_flight: dict[int, dict[str, Any]] = {}
+        self.request_shas: dict[int, str] = {}
 
     def run(self) -> None:
         pending = pending_documents(self.run_row, self.stage)
-        if not pending:
+        to_send = [pk for start in range(0, len(pending), FETCH_CHUNK) for pk in self.settle(pending, start)]
+        if not to_send:
             return
         self.work.stream(
-            chunked_requests(pending, self.fetch),
+            chunked_requests(to_send, self.fetch),
             store=self.store,
             backend_config=self.model_config.backend_config(),
             backend=self.work.backends.get(self.stage),
             count=False,
         )
 
+    def settle(self, pending: Sequence[int], start: int) -> list[int]:
+        """Write the outcomes of one chunk of pending documents that need no request (an answer stored for
+        the same request, by any run; the filter's rejection of an empty goal); the pks still to send."""
+        if self.work.should_stop():
+            return []
+        outcomes, inputs, to_send = [], {}, []
+        chunk = self.inputs(pending[start : start + FETCH_CHUNK])
+        shas = {pk: self.request_sha(self.request(pk, inputs)) for pk, inputs in chunk.items()}
+        answers = _stored_answers(set(shas.values()))
+        for pk, document_inputs in chunk.items():
+            answer = answers.get(shas[pk])
+            if self.stage == Stage.FILTER and not str(document_inputs.get("goal", "")).strip():
+                outcomes.append(self.no_request_outcome(pk, EMPTY_GOAL))
+            elif answer is not None:
+                outcomes.append(self.reused_outcome(pk, answer))
+                inputs[pk] = document_inputs
+            else:
+                to_send.append(pk)
+        with transaction.atomic():
+            outcomes_insert(outcomes)
+            if self.stage == Stage.FINAL_FILTER:
+                _store_procedures(self.run_row, [o for o in outcomes if o.passed], inputs)
+        return to_send
+
+    def request(self, pk: int, inputs: dict[str, Any]) -> LLMRequest:
+        prompt = stage_prompt(self.template, self.stage, inputs)
+        return stage_request(self.model_config, self.stage, key=str(pk), prompt=prompt)
+
+    def request_sha(self, request: LLMRequest) -> str:
+        return request_sha256(self.model_config, self.stage, request)
+
     def fetch(self, pks: Sequence[int]) -> list[LLMRequest]:
         requests = []
         for pk, inputs in self.inputs(pks).items():
             self.in_flight[pk] = inputs
-            prompt = stage_prompt(self.template, self.stage, inputs)
-            requests.append(stage_request(self.model_config, self.stage, key=str(pk), prompt=prompt))
+            request = self.request(pk, inputs)
+            self.request_shas[pk] = self.request_sha(request)
+            requests.append(request)
         return requests
 
     def inputs(self, pks: Sequence[int]) -> dict[int, dict[str, Any]]:
@@ -381,6 +441,7 @@ class _LLMStage:
                 _store_procedures(self.run_row, [o for o in outcomes if o.passed], self.in_flight)
         for result in results:
             self.in_flight.pop(int(result.key), None)
+            self.request_shas.pop(int(result.key), None)
 
     def outcome(self, result: LLMResult) -> StageOutcome:
         if result.ok:
@@ -401,16 +462,54 @@ class _LLMStage:
             cost=self.price.cost(result.prompt_tokens, result.completion_tokens),
             raw_output=result.text or "",
             error=verdict.error,
+            request_sha256=self.request_shas.get(int(result.key), ""),
         )
+
+    def reused_outcome(self, pk: int, answer: StageOutcome) -> StageOutcome:
+        """The stored answer to the same request, read again by this stage (its tokens as they were)."""
+        verdict = parse_stage_output(self.stage, answer.raw_output)
+        return StageOutcome(
+            run=self.run_row,
+            document_id=pk,
+            stage=self.stage,
+            passed=verdict.passed,
+            reason=verdict.reason,
+            payload=verdict.payload,
+            prompt_tokens=answer.prompt_tokens,
+            completion_tokens=answer.completion_tokens,
+            cost=self.price.cost(answer.prompt_tokens, answer.completion_tokens),
+            raw_output=answer.raw_output,
+            error=verdict.error,
+            request_sha256=answer.request_sha256,
+            reused=True,
+        )
+
+    def no_request_outcome(self, pk: int, reason: str) -> StageOutcome:
+        return StageOutcome(run=self.run_row, document_id=pk, stage=self.stage, passed=False, reason=reason)
+
+
+def _stored_answers(shas: set[str]) -> dict[str, StageOutcome]:
+    """The first stored usable answer (no API error, parsed) to each request identity in `shas`."""
+    answers: dict[str, StageOutcome] = {}
+    rows = StageOutcome.objects.filter(request_sha256__in=shas, error="").only(
+        "request_sha256", "raw_output", "prompt_tokens", "completion_tokens"
+    )
+    for row in rows.order_by("pk"):
+        answers.setdefault(row.request_sha256, row)
+    return answers
 
 
 def _store_procedures(
     run: MiningRun, passed: Sequence[StageOutcome], inputs: Mapping[int, dict[str, Any]]
 ) -> None:
-    """Each final-validation pass as a pool Procedure (a stored source_example_id is never overwritten)."""
+    """Each final-validation pass as a pool Procedure kept by the run. A source_example_id already stored
+    with the same content (topic, goal, steps, resources) is kept by this run too; one stored with other
+    content is never overwritten (selectors.run_unstored lists it)."""
+    if not passed:
+        return
     documents = SourceDocument.objects.in_bulk([o.document_id for o in passed])
-    procedures = [
-        Procedure(
+    procedures = {
+        documents[o.document_id].doc_id: Procedure(
             source_example_id=documents[o.document_id].doc_id,
             topic_id=documents[o.document_id].topic_id,
             goal=inputs[o.document_id]["goal"],
@@ -424,8 +523,30 @@ def _store_procedures(
             ordered=_sequential(o.payload),
         )
         for o in passed
+    }
+    Procedure.objects.bulk_create(procedures.values(), ignore_conflicts=True)
+    stored = Procedure.objects.filter(source_example_id__in=procedures).only(
+        "source_example_id", "topic_id", "goal", "steps", "resources"
+    )
+    through = MiningRun.kept_procedures.through
+    links = [
+        through(procedure_id=p.pk, miningrun_id=run.pk)
+        for p in stored
+        if _same_content(p, procedures[p.source_example_id])
     ]
-    Procedure.objects.bulk_create(procedures, ignore_conflicts=True)
+    unstored = len(procedures) - len(links)
+    if unstored:
+        logger.warning("mining run %s: %d final pass(es) already stored with other content", run.pk, unstored)
+    through.objects.bulk_create(links, ignore_conflicts=True)
+
+
+def _same_content(stored: Procedure, mined: Procedure) -> bool:
+    return (stored.topic_id, stored.goal, stored.steps, stored.resources) == (
+        mined.topic_id,
+        mined.goal,
+        mined.steps,
+        mined.resources,
+    )
 
 
 def _sequential(payload: Mapping[str, Any]) -> bool | None:

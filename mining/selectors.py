@@ -3,7 +3,10 @@
 The funnel is computed by SQL aggregates over the stored outcomes, grouped by the document's topic and the
 stage: processed (outcomes), passed, errors, tokens, cost. Yield is relative to the run's input documents of
 the topic, as in the paper's table 6 ("#documents retained after the stage divided by #input documents");
-the pass rate is relative to what the stage processed.
+the pass rate is relative to what the stage processed. `reused` counts the answers taken from an earlier
+outcome of the same request (no request sent; tokens and cost are those of the answer); `stored` counts the
+procedures the run keeps, which is the final validation's passes unless one's source_example_id was already
+stored with other content (run_unstored says which and why).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any
 
 from django.db.models import Count, Q, QuerySet, Sum
 
-from .models import STAGE_ORDER, MiningRun, Stage, StageOutcome
+from .models import STAGE_ORDER, MiningRun, Procedure, Stage, StageOutcome
 
 NO_TOPIC = "(no topic)"
 
@@ -28,6 +31,7 @@ class FunnelCell:
     processed: int = 0
     passed: int = 0
     errors: int = 0
+    reused: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
@@ -61,6 +65,7 @@ class FunnelCell:
             "passed": self.passed,
             "rejected": self.rejected,
             "errors": self.errors,
+            "reused": self.reused,
             "yield_percent": round(self.yield_percent, 4),
             "pass_rate_percent": round(self.pass_rate_percent, 4),
             "prompt_tokens": self.prompt_tokens,
@@ -74,6 +79,11 @@ class FunnelRow:
     topic: str
     inputs: int
     cells: list[FunnelCell] = field(default_factory=list)
+    stored: int = 0  # procedures the run keeps (Procedure.mining_runs)
+
+    @property
+    def stored_percent(self) -> float:
+        return 100.0 * self.stored / self.inputs if self.inputs else 0.0
 
     @property
     def cost(self) -> float:
@@ -87,6 +97,7 @@ class FunnelRow:
         return {
             "topic": self.topic,
             "documents": self.inputs,
+            "procedures_stored": self.stored,
             "cost": round(self.cost, 6),
             "stages": [cell.as_json() for cell in self.cells],
         }
@@ -116,6 +127,7 @@ _AGGREGATES = {
     "processed": Count("id"),
     "passed": Count("id", filter=Q(passed=True)),
     "errors": Count("id", filter=~Q(error="")),
+    "reused": Count("id", filter=Q(reused=True)),
     "prompt_tokens": Sum("prompt_tokens", default=0),
     "completion_tokens": Sum("completion_tokens", default=0),
     "cost": Sum("cost", default=0.0),
@@ -140,7 +152,40 @@ def run_funnel(run: MiningRun) -> Funnel:
     by_stage: list[Mapping[str, Any]] = list(outcomes.values("stage").annotate(**_AGGREGATES).order_by())
     for values in by_stage:
         _fill(total, values)
+    kept = run.kept_procedures.values_list("topic__name").annotate(n=Count("id")).order_by()
+    for name, n in kept:
+        rows.setdefault(name or NO_TOPIC, _row(name or NO_TOPIC, 0)).stored = n
+        total.stored += n
     return Funnel(run=run, rows=list(rows.values()), total=total)
+
+
+@dataclass(frozen=True)
+class Unstored:
+    """A final-validation pass the run does not keep, and why."""
+
+    source_example_id: str
+    reason: str
+
+
+def run_unstored(run: MiningRun) -> list[Unstored]:
+    """The run's final passes it keeps no procedure for: their source_example_id was already stored with
+    other content (an earlier run's rewrite, an imported record), which is never overwritten."""
+    passed = StageOutcome.objects.filter(run=run, stage=Stage.FINAL_FILTER, passed=True)
+    kept = run.kept_procedures.values("source_example_id")
+    doc_ids = list(
+        passed.exclude(document__doc_id__in=kept)
+        .order_by("document__doc_id")
+        .values_list("document__doc_id", flat=True)
+    )
+    stored = {p.source_example_id: p for p in Procedure.objects.filter(source_example_id__in=doc_ids)}
+    return [Unstored(doc_id, _unstored_reason(stored.get(doc_id))) for doc_id in doc_ids]
+
+
+def _unstored_reason(stored: Procedure | None) -> str:
+    if stored is None:
+        return "its procedure was deleted since"
+    origin = f"mining run #{stored.mining_run_id}" if stored.mining_run_id else "an import"
+    return f"already stored with other content (split {stored.split}, from {origin}); not overwritten"
 
 
 def _row(topic: str, inputs: int) -> FunnelRow:

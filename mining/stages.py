@@ -8,12 +8,14 @@ Answers are read robustly (h2e_site.llm.json_output.find_json_object: code fence
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from h2e_site.llm.base import LLMRequest
-from h2e_site.llm.config import ModelConfig
+from h2e_site.llm.config import ModelConfig, config_identity
 from h2e_site.llm.json_output import find_json_object
 
 from .models import Stage
@@ -47,6 +49,26 @@ def stage_prompt(template: str, stage: str, inputs: dict[str, Any]) -> str:
     if stage == Stage.FINAL_FILTER:
         fields["resources"] = bulleted(inputs.get("resources", []))
     return template.format(**fields)
+
+
+def request_sha256(config: ModelConfig, stage: str, request: LLMRequest) -> str:
+    """The identity of a stage request: the stage, the model's identity (backend, provider, model,
+    temperature, max_new_tokens, reasoning effort, vLLM overrides, chat or raw completion) and what is sent
+    (the filled prompt, so the prompt file's text and the stage's inputs, and the JSON schema). Two requests
+    with the same identity get the answer stored for the first: it is reused, not sent again. URLs, rate
+    limits and concurrency are not identity."""
+    payload = {
+        "version": "h2e-studio.mine_request.v1",
+        "stage": stage,
+        "model": config_identity(config, output=f"mine:{stage}"),
+        "mode": config.mode,
+        "prompt": request.prompt,
+        "max_tokens": request.max_tokens,
+        "temperature": float(request.temperature),
+        "json_schema": request.json_schema,
+    }
+    blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
 def stage_request(config: ModelConfig, stage: str, *, key: str, prompt: str) -> LLMRequest:
@@ -164,9 +186,9 @@ def _extraction(obj: dict[str, Any]) -> StageVerdict:
     payload = {"has_valid_process": valid, "goal": goal, "steps": steps}
     if not valid:
         return StageVerdict(False, "no valid process in the document", payload)
-    if not goal or not steps:
-        return StageVerdict(False, "has_valid_process is true but the goal or steps are empty", payload)
-    return StageVerdict(True, "", payload)
+    if not steps:
+        return StageVerdict(False, "has_valid_process is true but there are no steps", payload)
+    return StageVerdict(True, "", payload)  # an empty goal passes, as in the reference: the filter drops it
 
 
 def _filter(obj: dict[str, Any]) -> StageVerdict:
@@ -194,7 +216,7 @@ def _resources(obj: dict[str, Any]) -> StageVerdict:
     resources = _steps(obj["resources"])
     if resources is None:
         return _unusable("resources is not a list")
-    return StageVerdict(True, "", {"resources": list(dict.fromkeys(resources))})
+    return StageVerdict(True, "", {"resources": resources})  # as answered, repeats too (as the reference)
 
 
 def _final_filter(obj: dict[str, Any]) -> StageVerdict:

@@ -17,7 +17,7 @@ from django.views.decorators.vary import vary_on_headers
 from h2e_site.web import HtmxHttpRequest, staff_required, wants_fragment
 
 from .models import STAGE_ORDER, MiningRun, RunStatus, Stage
-from .selectors import NO_TOPIC, run_funnel, stage_rejections
+from .selectors import NO_TOPIC, run_funnel, run_unstored, stage_rejections
 
 REJECTIONS_PER_PAGE = 50
 ACTIVE = {RunStatus.QUEUED, RunStatus.RUNNING}
@@ -29,7 +29,14 @@ ACTIVE = {RunStatus.QUEUED, RunStatus.RUNNING}
 def run_funnel_page(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """The run's funnel: per topic and stage, processed / passed / yield %, tokens and cost."""
     run = get_object_or_404(MiningRun.objects.select_related("job"), pk=pk)
-    context = {"run": run, "funnel": run_funnel(run), "polling": run.status in ACTIVE}
+    funnel = run_funnel(run)
+    all_stored = funnel.total.stored == funnel.total.cells[-1].passed
+    context = {
+        "run": run,
+        "funnel": funnel,
+        "unstored": [] if all_stored else run_unstored(run),
+        "polling": run.status in ACTIVE,
+    }
     template = "mining/funnel.html#funnel-table" if wants_fragment(request) else "mining/funnel.html"
     return render(request, template, context)
 

@@ -6,6 +6,7 @@ repeats them, so the later stages (whose prompts show the goal) see them too:
     NOPROC   extraction: no valid process        FEWSTEPS  extraction: 3 steps (heuristics reject)
     REPEAT   extraction: repetitive steps        GARBLE    extraction: an unparsable answer
     BRAND    LLM filter: judgment true           FINALNO   final validation: sequential "no"
+    NOGOAL   extraction: valid steps, an empty goal (the LLM filter drops it without a request)
     (none)   passes every stage
 
 Answers come fenced or wrapped in prose now and then, as chat models do.
@@ -21,7 +22,7 @@ from mining.models import SourceDocument
 from tests.factories import make_topic
 from tests.llm_server import fenced, in_prose
 
-MARKERS = ("NOPROC", "FEWSTEPS", "REPEAT", "GARBLE", "BRAND", "FINALNO")
+MARKERS = ("NOPROC", "FEWSTEPS", "REPEAT", "GARBLE", "BRAND", "FINALNO", "NOGOAL")
 GOOD_STEPS = [
     "Preheat the oven to 220 degrees.",
     "Mix flour, water, salt and yeast in a bowl.",
@@ -70,7 +71,7 @@ def _extraction(prompt: str, markers: set[str]) -> str:
         steps = GOOD_STEPS[:3]
     if "REPEAT" in markers:
         steps = ["Stir the pot gently."] * 6
-    goal = f"Bake a loaf of bread {marks}".strip()
+    goal = "" if "NOGOAL" in markers else f"Bake a loaf of bread {marks}".strip()
     return fenced(json.dumps({"has_valid_process": True, "goal": goal, "steps": steps}))
 
 

@@ -161,8 +161,8 @@ def test_it_reads_the_funnel_in_a_fixed_number_of_queries(run: MiningRun, staff:
     with CaptureQueriesContext(connection) as queries:
         assert staff.get(url).status_code == 200
     assert (
-        len(queries) <= 6
-    )  # session, user, run + job, inputs per topic, outcomes per topic/stage, per stage
+        len(queries) <= 7
+    )  # session, user, run + job, inputs per topic, outcomes per topic/stage, per stage, procedures kept
 
 
 def test_it_refuses_writes_in_the_api(run: MiningRun, staff: Client) -> None:

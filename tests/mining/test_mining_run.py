@@ -102,7 +102,13 @@ def test_it_makes_a_pool_procedure_of_each_final_pass(llm_server: LoopbackLLM, d
         "d-good",
     )
     assert procedure.goal == "Bake a loaf of bread with a crisp crust"
-    assert procedure.resources == ["oven", "bowl", "flour"]
+    assert procedure.resources == [
+        "oven",
+        "bowl",
+        "flour",
+        "oven",
+    ]  # as answered, as the reference keeps them
+    assert list(procedure.mining_runs.all()) == [run]
     assert procedure.steps == [
         "Mix flour, water, salt and yeast in a bowl.",
         "Knead the dough for ten minutes.",
@@ -168,10 +174,26 @@ def test_it_reruns_a_stage_invalidating_the_stages_after_it(llm_server: Loopback
     assert set(Procedure.objects.values_list("source_example_id", flat=True)) == {"d-good", "d-few"}
 
 
-def test_it_samples_candidates_per_topic_with_the_seed(llm_server: LoopbackLLM, documents: None) -> None:
+def test_it_takes_the_first_candidates_per_topic_in_import_order(
+    llm_server: LoopbackLLM, documents: None
+) -> None:
+    for i in (4, 0, 3, 1, 2):  # imported in this order: the doc ids do not sort as they were imported
+        make_document(f"h-{i}", topic="Health")
+    config = run_config_from_mapping(loopback_config(llm_server.base_url, candidates_per_topic=3))
+    run = mining_run_create(config=config, enqueue=False)
+    chosen = set(run.documents.values_list("doc_id", flat=True))
+    assert {d for d in chosen if d.startswith("h-")} == {"h-4", "h-0", "h-3"}
+    assert {d for d in chosen if d.startswith("d-")} == {"d-good", "d-noproc", "d-garble"}
+
+
+def test_it_samples_candidates_per_topic_with_the_seed_when_asked(
+    llm_server: LoopbackLLM, documents: None
+) -> None:
     for i in range(5):
         make_document(f"h-{i}", topic="Health")
-    config = run_config_from_mapping(loopback_config(llm_server.base_url, candidates_per_topic=3, seed=7))
+    config = run_config_from_mapping(
+        loopback_config(llm_server.base_url, candidates_per_topic=3, sample_candidates=True, seed=7)
+    )
     first = mining_run_create(config=config, enqueue=False)
     second = mining_run_create(config=config, enqueue=False)
     chosen = sorted(first.documents.values_list("doc_id", flat=True))

@@ -31,6 +31,17 @@ def test_it_rejects_a_document_without_a_process() -> None:
     assert (verdict.passed, verdict.reason, verdict.error) == (False, "no valid process in the document", "")
 
 
+def test_it_passes_an_empty_goal_at_extraction_as_the_reference_does() -> None:
+    verdict = parse_stage_output(
+        "extraction", json.dumps({"has_valid_process": True, "goal": " ", "steps": ["Mix", "Bake"]})
+    )
+    assert (verdict.passed, verdict.payload["goal"]) == (True, "")
+    no_steps = parse_stage_output(
+        "extraction", json.dumps({"has_valid_process": True, "goal": "G", "steps": [" "]})
+    )
+    assert (no_steps.passed, no_steps.reason) == (False, "has_valid_process is true but there are no steps")
+
+
 def test_it_fails_an_unparsable_answer_with_the_reason() -> None:
     verdict = parse_stage_output("extraction", '{"has_valid_process": true, "goal": "cut off')
     assert not verdict.passed
@@ -51,7 +62,7 @@ def test_it_reads_the_rewrite_and_the_resources() -> None:
     )
     assert (rewrite.passed, rewrite.payload) == (True, {"goal": "G", "steps": ["a", "b"]})
     resources = parse_stage_output("resources", json.dumps({"resources": ["oven", "flour", "oven"]}))
-    assert resources.payload == {"resources": ["oven", "flour"]}
+    assert resources.payload == {"resources": ["oven", "flour", "oven"]}  # as answered (the reference)
 
 
 def test_it_passes_final_validation_only_when_all_four_answers_are_yes() -> None:

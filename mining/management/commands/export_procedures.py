@@ -21,7 +21,7 @@ class Command(BaseCommand):
         parser.add_argument("out", type=Path, metavar="OUT")
         parser.add_argument("--form", choices=EXPORT_FORMS, default="bench")
         parser.add_argument("--split", choices=Split.values, default=None, help="default: every split")
-        parser.add_argument("--run", type=int, default=None, help="only procedures mined by this run")
+        parser.add_argument("--run", type=int, default=None, help="only the procedures this mining run kept")
 
     def handle(self, *args: Any, **options: Any) -> None:
         n = procedures_export(

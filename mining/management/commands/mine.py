@@ -10,13 +10,14 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from h2e_site.llm.config import ConfigError
 from mining.config import load_run_config
 from mining.runs import mine_job_run, mining_run_create
-from mining.selectors import run_funnel
+from mining.selectors import run_funnel, run_unstored
 
 
 class Command(BaseCommand):
     help = (
         "Start a How2Mine run over the imported documents from a run config (configs/mining/*.yaml): "
-        "candidates_per_topic documents per topic, sampled with the seed. Queued for a Celery worker, or run "
+        "the first candidates_per_topic documents of each topic (or a seeded sample). Answers stored for the "
+        "same requests by earlier runs are reused, not sent again. Queued for a Celery worker, or run "
         "here with --inline; the funnel is printed at the end of an inline run."
     )
 
@@ -36,6 +37,14 @@ class Command(BaseCommand):
             return
         job = mine_job_run(job_id=run.job_id or 0)
         self.stdout.write(f"job #{run.job_id}: {job.status if job else 'not run'}")
-        for row in [*run_funnel(run).rows, run_funnel(run).total]:
+        funnel = run_funnel(run)
+        for row in [*funnel.rows, funnel.total]:
             cells = "  ".join(f"{c.stage} {c.passed}/{c.processed}" for c in row.cells)
-            self.stdout.write(f"{row.topic}: {row.inputs} docs  {cells}  ${row.cost:.4f}")
+            self.stdout.write(
+                f"{row.topic}: {row.inputs} docs  {cells}  procedures {row.stored}  ${row.cost:.4f}"
+            )
+        reused = sum(cell.reused for cell in funnel.total.cells)
+        if reused:
+            self.stdout.write(f"{reused} answer(s) reused from identical requests of earlier runs: not sent")
+        for unstored in run_unstored(run):
+            self.stdout.write(f"not stored: {unstored.source_example_id}: {unstored.reason}")
