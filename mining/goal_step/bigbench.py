@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .build import GOAL_INFERENCE, STEP_INFERENCE, STEP_ORDERING, Example
+from .examples import GOAL_INFERENCE, STEP_INFERENCE, STEP_ORDERING, Example
 
 METRIC = "multiple_choice_grade"
 TEMPLATES: dict[str, tuple[str, str]] = {

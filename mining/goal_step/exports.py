@@ -21,7 +21,7 @@ from django.db.models import QuerySet
 
 from ..models import GoalStepTask, TaskExample, TaskSet, TaskSplit
 from .bigbench import BigBenchFormatError, dumps_bigbench, import_bigbench
-from .build import STEP_ORDERING, TASKS, Example
+from .examples import STEP_ORDERING, TASKS, Example
 
 SOURCE_BIGBENCH = "bigbench"
 ValidationSource = Callable[[TaskSet], Collection[int] | None]
