@@ -31,7 +31,7 @@ from typing import Any, BinaryIO
 
 import ijson
 
-from .build import GOAL_INFERENCE, STEP_INFERENCE, STEP_ORDERING, Example
+from .examples import GOAL_INFERENCE, STEP_INFERENCE, STEP_ORDERING, Example
 from .options import MAX_CANDIDATES
 
 METRIC = "multiple_choice_grade"

@@ -44,6 +44,16 @@ from typing import Any
 
 import numpy as np
 
+from .examples import (
+    GOAL_INFERENCE,
+    N_CANDIDATES,
+    STEP_INFERENCE,
+    STEP_ORDERING,
+    TASKS,
+    Example,
+    Pk,
+    ProcedureText,
+)
 from .filters import (
     DEFAULT_FILTERS,
     ORDERING_FILTERS,
@@ -56,37 +66,12 @@ from .filters import (
 from .neighbours import nearest_in_other_groups
 from .options import MAX_CANDIDATES
 
-STEP_INFERENCE = "step_inference"
-GOAL_INFERENCE = "goal_inference"
-STEP_ORDERING = "step_ordering"
-TASKS = (STEP_INFERENCE, GOAL_INFERENCE, STEP_ORDERING)
-N_CANDIDATES = 4
 TOO_FEW_NEGATIVES = "too_few_negatives"
 SAME_GOAL = "same_goal"
 NOT_ORDERED = "not_ordered"
 REASON_SAMPLES = 3
 
-Pk = int | str
 Embed = Callable[[Sequence[str]], np.ndarray]
-
-
-@dataclass(frozen=True)
-class ProcedureText:
-    pk: Pk
-    goal: str
-    steps: Sequence[str]
-    topic: str | None = None
-    ordered: bool | None = None
-
-
-@dataclass
-class Example:
-    task: str
-    prompt: str
-    candidates: list[str]
-    answer: int
-    source_pk: Pk | None = None  # the procedure the prompt and the answer come from
-    meta: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

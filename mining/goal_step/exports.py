@@ -19,7 +19,7 @@ from django.db.models import QuerySet
 
 from ..models import GoalStepTask, TaskExample, TaskSet, TaskSplit
 from .bigbench import BigBenchFormatError, BigBenchReader, dumps_bigbench
-from .build import STEP_ORDERING, TASKS, Example
+from .examples import STEP_ORDERING, TASKS, Example
 from .names import task_set_name_check
 
 SOURCE_BIGBENCH = "bigbench"
