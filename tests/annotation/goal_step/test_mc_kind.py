@@ -16,8 +16,10 @@ from django.urls import reverse
 from annotation import services
 from annotation.goal_step.validation import kept_example_ids, study_answers, study_validation
 from annotation.kinds.multiple_choice import NONE, MultipleChoiceSubmission
-from annotation.models import Annotation, Study, StudyKind
+from annotation.models import Annotation, Study, StudyItem, StudyKind
 from judging.stats import wilson_interval
+from mining.goal_step.options import option_letter
+from mining.models import TaskExample
 from tests.annotation.conftest import qualified, read_everything
 from tests.annotation.goal_step.conftest import make_task_set
 from tests.annotation.test_views import qualify, read_all, url
@@ -184,3 +186,41 @@ def test_the_task_sets_validated_test_set_comes_from_its_studies(admin_client: C
     assert prompts == ["Bake bread", "Knead the dough", "Prevent Coronavirus"]  # "Make tea": one wrong
     page = admin_client.get(reverse("mining:task_set", args=["tasks"])).content.decode()
     assert "Models on the validated test examples" in page
+
+
+# --- more options than letters (#19 item 4) ---------------------------------------------------------------
+
+
+def test_options_are_lettered_a_to_z_then_as_spreadsheet_columns() -> None:
+    letters = [option_letter(i) for i in (0, 1, 25, 26, 27, 51, 52, 701, 702)]
+    assert letters == ["A", "B", "Z", "AA", "AB", "AZ", "BA", "ZZ", "AAA"]
+
+
+def test_a_study_over_an_example_with_more_than_26_candidates_is_refused() -> None:
+    make_task_set()
+    TaskExample.objects.filter(prompt="Bake bread").update(candidates=[f"Step {i}" for i in range(27)])
+    with pytest.raises(ValueError, match=r"task_set: step_inference example 1 of 'tasks' has 27 candidates"):
+        services.study_create(
+            title="V",
+            slug="v",
+            kind=StudyKind.MULTIPLE_CHOICE,
+            selection=services.Selection(task_set="tasks"),
+        )
+    assert not Study.objects.exists()  # study_create is one transaction
+
+
+def test_the_item_page_never_fails_once_the_lease_is_taken(client: Client) -> None:
+    """An example changed after the study was built (by hand, or stored before the bound): 30 candidates,
+    and an attention check naming an option that no longer exists. The page shows every option."""
+    study = make_mc_study(attention_checks=1, every=1)
+    TaskExample.objects.update(candidates=[f"Option text {i}" for i in range(30)])
+    StudyItem.objects.filter(study=study, is_attention_check=True).update(payload={"expects": 99})
+    qualify(client, study)
+    for _ in range(study.items.count()):
+        assignment = _item(client, study)
+        page = client.get(reverse("annotator:item", args=[study.slug]))
+        html = page.content.decode()
+        assert page.status_code == 200 and '>AD</span> <span class="mc-text">Option text 29<' in html
+        answer = client.post(url("submit", study, assignment), {"choice": "29"})  # type: ignore[arg-type]
+        assert answer.status_code == 302
+    assert Annotation.objects.filter(answer__choice=29).count() == study.items.count()
