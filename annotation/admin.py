@@ -65,12 +65,14 @@ class ParticipantAdmin(BoundedJSONAdmin, admin.ModelAdmin):
         "stage",
         "comprehension_attempts",
         "items_completed",
+        "is_preview",
         "created_at",
     ]
-    list_filter = ["study", "stage"]
+    list_filter = ["study", "stage", "is_preview"]
     search_fields = ["prolific_pid", "prolific_session_id"]
     readonly_fields = [
         "items_completed",
+        "is_preview",
         "created_at",
         "consented_at",
         "trained_at",

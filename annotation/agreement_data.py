@@ -185,7 +185,9 @@ def _annotator_figures(
     attention: QuerySet[Annotation],
 ) -> list[AnnotatorFigures]:
     slugs = {study.pk: study.slug for study in studies}
-    participants = Participant.objects.filter(study__in=studies).order_by("study_id", "created_at", "pk")
+    participants = (
+        Participant.objects.counted().filter(study__in=studies).order_by("study_id", "created_at", "pk")
+    )
     by_participant: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         by_participant[row["participant_id"]].append(row)

@@ -233,8 +233,15 @@ class Stage(models.TextChoices):
     SCREENED_OUT = "screened_out", "Screened out"
 
 
+class ParticipantQuerySet(models.QuerySet["Participant"]):
+    def counted(self) -> ParticipantQuerySet:
+        """Real participants: a staff member's preview is not one."""
+        return self.filter(is_preview=False)
+
+
 class Participant(models.Model):
-    """A Prolific participant in one study, known only by their PROLIFIC_PID."""
+    """A Prolific participant in one study, known only by their PROLIFIC_PID; or a staff member previewing
+    the study as a participant (`is_preview`: nothing they do is counted)."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="participants", db_index=False)
     prolific_pid = models.CharField(max_length=64)
@@ -244,11 +251,17 @@ class Participant(models.Model):
     comprehension_attempts = models.PositiveSmallIntegerField(default=0)
     items_completed = models.PositiveIntegerField(default=0, help_text="regular items submitted")
     user_agent = models.TextField(blank=True, default="")
+    is_preview = models.BooleanField(
+        default=False,
+        help_text="a staff member's preview: takes no slot of an item, stores no annotation, not counted",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     consented_at = models.DateTimeField(null=True, blank=True)
     trained_at = models.DateTimeField(null=True, blank=True)
     qualified_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ParticipantQuerySet.as_manager()
 
     class Meta:
         ordering = ["study_id", "created_at"]

@@ -39,10 +39,14 @@ def study_progress(*, study: Study) -> StudyProgress:
             assigned=Sum("assigned_count"),
         )
     )
-    people = Participant.objects.filter(study=study).aggregate(
-        n=Count("pk"),
-        done=Count("pk", filter=Q(stage=Stage.DONE)),
-        screened=Count("pk", filter=Q(stage=Stage.SCREENED_OUT)),
+    people = (
+        Participant.objects.counted()
+        .filter(study=study)
+        .aggregate(
+            n=Count("pk"),
+            done=Count("pk", filter=Q(stage=Stage.DONE)),
+            screened=Count("pk", filter=Q(stage=Stage.SCREENED_OUT)),
+        )
     )
     return StudyProgress(
         items=items["n"],
@@ -94,7 +98,7 @@ def studies_with_progress() -> QuerySet[Study, Study]:
         n_items=Coalesce(_per_study(items, Count("pk")), 0),
         n_target=Coalesce(_per_study(items, Sum("target_annotations")), 0),
         n_completed=Coalesce(_per_study(items, Sum("completed_count")), 0),
-        n_participants=Coalesce(_per_study(Participant.objects.all(), Count("pk")), 0),
+        n_participants=Coalesce(_per_study(Participant.objects.counted(), Count("pk")), 0),
     )
 
 
@@ -108,7 +112,11 @@ def study_items_progress(*, study: Study) -> QuerySet[StudyItem, StudyItem]:
         .annotate(
             n_with_failure=Count("annotations", filter=Q(annotations__has_failure=True), distinct=True),
             n_active=Count(
-                "assignments", filter=Q(assignments__status=AssignmentStatus.ACTIVE), distinct=True
+                "assignments",
+                filter=Q(
+                    assignments__status=AssignmentStatus.ACTIVE, assignments__participant__is_preview=False
+                ),
+                distinct=True,
             ),
         )
         .order_by("is_attention_check", "position")
@@ -117,7 +125,8 @@ def study_items_progress(*, study: Study) -> QuerySet[StudyItem, StudyItem]:
 
 def study_participants_progress(*, study: Study) -> QuerySet[Participant, Participant]:
     return (
-        Participant.objects.filter(study=study)
+        Participant.objects.counted()
+        .filter(study=study)
         .annotate(
             n_attention=Count("annotations", filter=Q(annotations__attention_passed__isnull=False)),
             n_attention_passed=Count("annotations", filter=Q(annotations__attention_passed=True)),

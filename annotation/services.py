@@ -205,6 +205,18 @@ def participant_enter(
     return participant
 
 
+def participant_preview_start(*, study: Study, replacing: int | None = None) -> Participant:
+    """A staff member's preview of the study as a participant, from the consent on: a Participant marked
+    `is_preview` with a PID no Prolific ID can have. It takes no slot of an item and stores no annotation, so
+    it counts nowhere (agreement, exports, exactly-k, the funnel). `replacing`: the pk of the session's
+    previous preview of the study, deleted with its assignments (never a real participant)."""
+    if replacing is not None:
+        Participant.objects.filter(pk=replacing, study=study, is_preview=True).delete()
+    return Participant.objects.create(
+        study=study, prolific_pid=f"preview-{secrets.token_hex(8)}", is_preview=True, user_agent="preview"
+    )
+
+
 def _advance(participant: Participant, *, expected: Stage, to: Stage, stamp: str) -> Participant:
     """Move to the next stage when the participant is at `expected`; a repeated request changes nothing."""
     if participant.stage == expected:
@@ -261,14 +273,16 @@ def leases_reclaim(*, study: Study, now: datetime | None = None) -> int:
     now = now or timezone.now()
     with transaction.atomic():
         expired = list(
-            Assignment.objects.select_for_update(skip_locked=True)
+            Assignment.objects.select_for_update(skip_locked=True, of=("self",))
             .filter(study=study, status=AssignmentStatus.ACTIVE, lease_expires_at__lt=now)
-            .values_list("pk", "item_id")
+            .values_list("pk", "item_id", "participant__is_preview")
         )
         if not expired:
             return 0
-        Assignment.objects.filter(pk__in=[pk for pk, _ in expired]).update(status=AssignmentStatus.EXPIRED)
-        for _, item_id in expired:
+        Assignment.objects.filter(pk__in=[pk for pk, _, _ in expired]).update(status=AssignmentStatus.EXPIRED)
+        for _, item_id, preview in expired:
+            if preview:
+                continue  # a preview took no slot
             StudyItem.objects.filter(pk=item_id, assigned_count__gt=0).update(
                 assigned_count=F("assigned_count") - 1
             )
@@ -318,7 +332,9 @@ def _wants_attention_check(participant: Participant, study: Study) -> bool:
     every = study.attention_check_every
     if not every or participant.items_completed == 0 or participant.items_completed % every:
         return False
-    done_checks = Annotation.objects.filter(participant=participant).attention_checks().count()
+    done_checks = Assignment.objects.filter(
+        participant=participant, status=AssignmentStatus.SUBMITTED, item__is_attention_check=True
+    ).count()
     return done_checks < participant.items_completed // every
 
 
@@ -326,7 +342,7 @@ def _claimable(participant: Participant, *, attention: bool) -> QuerySet[StudyIt
     items = StudyItem.objects.filter(study_id=participant.study_id, is_attention_check=attention).exclude(
         pk__in=Assignment.objects.filter(participant=participant).values("item_id")
     )
-    if attention:
+    if attention or participant.is_preview:  # a preview sees any item, full or not, and takes no slot
         return items.order_by("position")
     # Balanced: the items with the fewest claims first, so the study fills evenly.
     return items.filter(assigned_count__lt=F("target_annotations")).order_by("assigned_count", "position")
@@ -347,6 +363,8 @@ def _claim_one(participant: Participant, *, attention: bool, skip_locked: bool) 
         .select_related("generation__procedure")
         .defer(*(field.removeprefix("item__") for field in UNSHOWN))
     )
+    if participant.is_preview:
+        return candidates.first()
     for item in candidates.select_for_update(skip_locked=skip_locked, of=("self",))[:1]:
         slot = F("assigned_count") + 1
         taken = StudyItem.objects.filter(pk=item.pk)
@@ -401,7 +419,9 @@ def _lease(participant: Participant, study: Study, now: datetime) -> Assignment 
 
 
 def _locked_active(assignment: Assignment) -> Assignment:
-    locked = Assignment.objects.select_for_update().get(pk=assignment.pk)
+    locked = (
+        Assignment.objects.select_for_update(of=("self",)).select_related("participant").get(pk=assignment.pk)
+    )
     if locked.status == AssignmentStatus.EXPIRED:
         raise Refused(
             "Your time for this item ran out and it was given to someone else. Continue with the next item.",
@@ -524,18 +544,44 @@ def annotation_submit(*, assignment: Assignment, submission: AnySubmission) -> S
 
     with transaction.atomic():
         locked = _locked_active(assignment)
+        if locked.participant.is_preview:  # never an annotation: the view sends previews to preview_submit
+            raise Refused("A preview stores no annotation.", status=409)
         if locked.status == AssignmentStatus.SUBMITTED:
             return SubmitResult(Annotation.objects.get(assignment=locked), created=False)
-        item = StudyItem.objects.select_related("study", "generation__procedure", "procedure", "example").get(
-            pk=locked.item_id
-        )
-        now = timezone.now()
-        _check_gates(locked, item.study, now)
-        spec = kind_for(item.study)
-        spec.check(submission, item, locked)
+        item, now = _checked(locked, submission)
         annotation = _annotation_store(locked, item, submission, now)
-        spec.store_details(annotation, submission, item)
+        kind_for(item.study).store_details(annotation, submission, item)
     return SubmitResult(annotation, created=True)
+
+
+def preview_submit(*, assignment: Assignment, submission: AnySubmission) -> None:
+    """A preview's submission: refused as a participant's would be, then the preview moves on to its next
+    item; nothing is stored (no Annotation, no item counter moves)."""
+    with transaction.atomic():
+        locked = _locked_active(assignment)
+        if not locked.participant.is_preview:
+            raise Refused("Only a preview's submission can be left unstored.", status=409)
+        if locked.status == AssignmentStatus.SUBMITTED:
+            return
+        item, _ = _checked(locked, submission)
+        Assignment.objects.filter(pk=locked.pk).update(status=AssignmentStatus.SUBMITTED)
+        if not item.is_attention_check:
+            Participant.objects.filter(pk=locked.participant_id, is_preview=True).update(
+                items_completed=F("items_completed") + 1
+            )
+
+
+def _checked(locked: Assignment, submission: AnySubmission) -> tuple[StudyItem, datetime]:
+    """The assignment's item once the gates hold and the kind accepts the answer (Refused otherwise)."""
+    from .kinds import kind_for
+
+    item = StudyItem.objects.select_related("study", "generation__procedure", "procedure", "example").get(
+        pk=locked.item_id
+    )
+    now = timezone.now()
+    _check_gates(locked, item.study, now)
+    kind_for(item.study).check(submission, item, locked)
+    return item, now
 
 
 def _annotation_store(

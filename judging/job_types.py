@@ -85,8 +85,8 @@ def register_job_types() -> None:
     from .tasks import run_generate_job, run_import_job, run_judge_job
 
     hint = (
-        "Generate and judge: the admin's generators (“Generate L2…”, “Judge with…”), POST /api/jobs/, "
-        "or manage.py generate / judge."
+        "Generate and judge: “Generate L2” (here: from a config file), the admin's generators (“Generate "
+        "L2…”, “Judge with…”), POST /api/jobs/, or manage.py generate / judge."
     )
     common: dict[str, Any] = {
         "describe": describe_llm_jobs,
@@ -94,7 +94,14 @@ def register_job_types() -> None:
         "api_create": _api_create,
     }
     job_type_register(
-        JobType(JobKind.GENERATE, run_generate_job, retry=generate_job_retry, start_hint=hint, **common)
+        JobType(
+            JobKind.GENERATE,
+            run_generate_job,
+            retry=generate_job_retry,
+            start_hint=hint,
+            start_link=("Generate L2", "admin:judging_generate"),
+            **common,
+        )
     )
     job_type_register(JobType(JobKind.JUDGE, run_judge_job, retry=judge_job_retry, **common))
     job_type_register(

@@ -310,7 +310,8 @@ def label_set_labels(*, label_set: StepTypeLabelSet) -> tuple[list[StepTypeLabel
 def study_attention_scores(*, study: Study) -> list[AttentionScore]:
     """Every participant who submitted an item: regular items, attention checks passed of those answered."""
     participants = (
-        Participant.objects.filter(study=study)
+        Participant.objects.counted()
+        .filter(study=study)
         .annotate(
             n_items=Count("annotations", filter=Q(annotations__item__is_attention_check=False)),
             n_checks=Count("annotations", filter=Q(annotations__item__is_attention_check=True)),

@@ -7,6 +7,7 @@ from ..views import annotator as views
 app_name = "annotator"
 urlpatterns = [
     path("<slug:slug>/", views.entry, name="entry"),
+    path("<slug:slug>/preview/", views.preview, name="preview"),
     path("<slug:slug>/consent/", views.consent, name="consent"),
     path("<slug:slug>/training/", views.training, name="training"),
     path("<slug:slug>/check/", views.comprehension, name="comprehension"),

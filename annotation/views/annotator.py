@@ -27,7 +27,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 
 from h2e_site.inputs import BadInput, clean_text
-from h2e_site.web import HtmxHttpRequest, wants_fragment
+from h2e_site.web import HtmxHttpRequest, staff_required, wants_fragment
 
 from .. import codebook, posted, services
 from ..kinds import KindForm, kind_for
@@ -105,7 +105,11 @@ def _participant_for(request: HttpRequest, slug: str) -> Participant:
             "We could not find your session. Open this study again from the link on Prolific.",
             400,
         )
-    if not participant.study.is_open and participant.stage not in {Stage.DONE, Stage.SCREENED_OUT}:
+    if (
+        not participant.study.is_open
+        and not participant.is_preview  # staff may preview a study before opening it
+        and participant.stage not in {Stage.DONE, Stage.SCREENED_OUT}
+    ):
         raise _closed()
     return participant
 
@@ -148,6 +152,21 @@ def _check_entry_params(request: HttpRequest, study: Study) -> tuple[str, str, s
     if study.prolific_study_id and prolific_study != study.prolific_study_id:
         raise Problem("This link is for another study", "Please open the study from Prolific again.", 400)
     return pid, prolific_study, session
+
+
+@never_cache
+@staff_required
+@require_POST
+def preview(request: HttpRequest, slug: str) -> HttpResponse:
+    """A staff member walks the study as a participant would, from the consent on (open or closed): a new
+    preview participant each time, whose answers are checked but never stored (services.preview_submit)."""
+    study = get_object_or_404(Study, slug=slug)
+    participant = services.participant_preview_start(
+        study=study, replacing=request.session.get(_session_key(slug))
+    )
+    request.session.pop(_answers_key(slug), None)
+    _bind(request, study, participant)
+    return _resume(participant)
 
 
 @never_cache
@@ -196,7 +215,8 @@ def consent(request: HttpRequest, slug: str) -> HttpResponse:
     if request.method == "POST":
         return _resume(services.participant_consent(participant=participant))
     recorded = [sentence for sentence, _ in codebook.RECORDED_ABOUT_YOU]
-    return render(request, "annotation/consent.html", {"study": participant.study, "recorded": recorded})
+    context = {"study": participant.study, "recorded": recorded, "preview": participant.is_preview}
+    return render(request, "annotation/consent.html", context)
 
 
 @never_cache
@@ -211,7 +231,12 @@ def training(request: HttpRequest, slug: str) -> HttpResponse:
     if request.method == "POST":
         return _resume(services.participant_finish_training(participant=participant))
     blocks = codebook.training_blocks(participant.study.training_text)
-    context = {"study": participant.study, "blocks": blocks, "rereading": rereading}
+    context = {
+        "study": participant.study,
+        "blocks": blocks,
+        "rereading": rereading,
+        "preview": participant.is_preview,
+    }
     return render(request, "annotation/training.html", context)
 
 
@@ -229,7 +254,7 @@ def comprehension(request: HttpRequest, slug: str) -> HttpResponse:
     if isinstance(participant, HttpResponse):
         return participant
     study = participant.study
-    context: dict[str, Any] = {"study": study}
+    context: dict[str, Any] = {"study": study, "preview": participant.is_preview}
     if request.method == "POST":
         try:
             answers = posted.posted_answers(request.POST, study.comprehension_questions)
@@ -275,6 +300,7 @@ def done(request: HttpRequest, slug: str) -> HttpResponse:
         "screened_out": screened,
         "code": code,
         "prolific_url": codebook.PROLIFIC_COMPLETE_URL.format(code=code),
+        "preview": participant.is_preview,
     }
     return render(request, "annotation/done.html", context)
 
@@ -334,6 +360,7 @@ def _item_context(participant: Participant, assignment: Assignment) -> dict[str,
         "until_open_clock": clock(until_open),
         "text": codebook,
         "items_done": participant.items_completed,
+        "preview": participant.is_preview,
         **spec.item_context(assignment),
     }
 
@@ -396,6 +423,8 @@ def _finish(request: HttpRequest, participant: Participant) -> HttpResponse:
         )
         return _problem_page(request, problem)
     services.participant_finish(participant=participant)
+    if participant.is_preview:  # the preview's end: the completion page, not Prolific
+        return redirect("annotator:done", slug=participant.study.slug)
     code = participant.study.completion_code
     return redirect(codebook.PROLIFIC_COMPLETE_URL.format(code=code))
 
@@ -489,8 +518,9 @@ def submit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             request, participant, assignment, form,
             message=form.problem.message, status=400, field=form.error_field,
         )  # fmt: skip
+    store = services.preview_submit if participant.is_preview else services.annotation_submit
     try:
-        services.annotation_submit(assignment=assignment, submission=form.submission)
+        store(assignment=assignment, submission=form.submission)
     except services.Refused as refused:
         if refused.status == 409:  # the lease ran out and the item went to someone else
             closed = Problem("This item is closed", refused.message, refused.status)

@@ -1,5 +1,5 @@
-"""Generators ("Generate L2…", "Judge with…", and the "Import h2e files" page) and judges ("Judge all
-generators' missing generations")."""
+"""Generators ("Generate L2…", "Judge with…", the "Generate L2 from a config" and "Import h2e files" pages)
+and judges ("Judge all generators' missing generations")."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from h2e_site.web import RunActionsMixin, confirmed, request_user
 
 from ..models import Generation, Generator, Judge
 from .actions import AttachConfigForm, GenerateForm, JudgeWithForm, request_estimate, run_jobs
+from .generate import generate_view
 from .imports import import_view
 
 
@@ -36,8 +37,13 @@ class GeneratorAdmin(BoundedJSONAdmin, RunActionsMixin, admin.ModelAdmin):
     actions = ["generate_l2", "judge_with"]
 
     def get_urls(self) -> list[URLPattern]:
-        view = self.admin_site.admin_view(lambda request: import_view(request, self.admin_site))
-        return [path("import/", view, name="judging_import"), *super().get_urls()]
+        imports = self.admin_site.admin_view(lambda request: import_view(request, self.admin_site))
+        generate = self.admin_site.admin_view(lambda request: generate_view(request, self.admin_site))
+        return [
+            path("import/", imports, name="judging_import"),
+            path("generate/", generate, name="judging_generate"),
+            *super().get_urls(),
+        ]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # a generator is made from a config (its id hashes it) or imported: see the README

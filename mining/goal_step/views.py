@@ -1,5 +1,6 @@
 """Staff pages of goal-step task sets (issue #14): /tasks/ lists the sets with a "Build" form (POST
-/tasks/build/ needs jobs.add_job and starts a build_tasks job), /tasks/<name>/ shows a set: the builder's
+/tasks/build/ needs jobs.add_job and starts a build_tasks job), /tasks/<name>/ shows a set: "Answer with a
+model" (POST /tasks/<name>/answer/, jobs.add_job: an answer_tasks job, its row shown live), the builder's
 funnel per task, the candidates-only artifact check beside chance, counts by split and topic, a sample, and
 the downloads (test.jsonl, train.jsonl, <task>.bigbench.json). While its job runs the page shows the job's
 row, which polls the Jobs endpoint; when the job finishes the row fires "jobs-changed" and the page's body
@@ -22,6 +23,8 @@ from h2e_site.web import HtmxHttpRequest, can_run_jobs, request_user, staff_requ
 
 from ..models import GoalStepTask, TaskSet
 from . import exports
+from .answer import answer_job_create
+from .answer_forms import AnswerTasksForm
 from .answer_views import task_models_context
 from .forms import TaskSetBuildForm
 from .jobs import TaskSetRefused, task_set_create
@@ -75,10 +78,50 @@ def task_set_build(request: HttpRequest) -> HttpResponse:
 @require_GET
 @vary_on_headers("HX-Request")
 def task_set_page(request: HtmxHttpRequest, name: str) -> HttpResponse:
-    """The set; its body alone when htmx reloads it after the build job finished."""
+    """The set; its body alone when htmx reloads it after the build job (or a model's job) finished."""
     task_set = _task_set(name)
+    context = _page_context(request, task_set, AnswerTasksForm())
+    template = "mining/task_set.html#task-set-body" if wants_fragment(request) else "mining/task_set.html"
+    return render(request, template, context)
+
+
+@staff_required
+@require_POST
+def task_set_answer(request: HttpRequest, name: str) -> HttpResponse:
+    """Start an answer_tasks job: the chosen model answers the examples of the split it has not answered
+    yet; the page then shows the job's row, live, and the models' table once it has finished."""
+    if not can_run_jobs(request):
+        raise PermissionDenied("Starting jobs needs the 'add job' permission.")
+    task_set = _task_set(name)
+    form = AnswerTasksForm(request.POST)
+    if form.is_valid():
+        task_model = form.cleaned_data["config"]
+        try:
+            job = answer_job_create(
+                task_model=task_model,
+                task_set=task_set,
+                split=form.cleaned_data["split"],
+                candidates_only=form.cleaned_data["candidates_only"],
+                created_by=request_user(request),
+            )
+        except ValueError as refused:  # NothingToAnswer, a model that cannot run
+            form.add_error(None, str(refused))
+        else:
+            messages.success(
+                request,
+                f"Started job #{job.pk}: {task_model.model} answers {job.total} {job.parameters['split']} "
+                f"example{'s' if job.total != 1 else ''} of {task_set.name}.",
+            )
+            return redirect("mining:task_set", name=task_set.name)
+    return render(request, "mining/task_set.html", _page_context(request, task_set, form), status=400)
+
+
+def _page_context(request: HttpRequest, task_set: TaskSet, answer_form: AnswerTasksForm) -> dict[str, object]:
     validated = exports.validated_pks(task_set)
-    context = {
+    answer_jobs = Job.objects.select_related("created_by").filter(
+        kind=JobKind.ANSWER_TASKS, parameters__task_set=task_set.pk
+    )
+    return {
         "task_set": task_set,
         **task_models_context(task_set, only=validated),
         "models_on_validated": validated is not None,
@@ -89,9 +132,9 @@ def task_set_page(request: HtmxHttpRequest, name: str) -> HttpResponse:
         "sample": example_sample(task_set),
         "tasks": GoalStepTask.choices,
         "can_run": can_run_jobs(request),
+        "answer_form": answer_form,
+        "answer_job_lines": job_lines(list(answer_jobs.order_by("-pk")[:RECENT_JOBS])),
     }
-    template = "mining/task_set.html#task-set-body" if wants_fragment(request) else "mining/task_set.html"
-    return render(request, template, context)
 
 
 def _jsonl(examples: object, filename: str, **kwargs: object) -> StreamingHttpResponse:

@@ -212,7 +212,7 @@ def test_it_says_on_the_consent_page_everything_a_study_records() -> None:
     }
     assert set(EXPORT_FIELDS) - about_the_item <= covered
     participant_fields = {f.name for f in Participant._meta.get_fields() if f.concrete}
-    bookkeeping = {"id", "study", "stage", "items_completed", "created_at"}
+    bookkeeping = {"id", "study", "stage", "items_completed", "is_preview", "created_at"}
     assert participant_fields - bookkeeping <= covered
 
 
