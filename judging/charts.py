@@ -419,9 +419,15 @@ class ForestAxis:
         )
 
 
-def _tick_step(span: float) -> int:
-    """A tick every 5, 10, 20 or 25 points: the finest that gives at most six intervals."""
-    return next((step for step in (5, 10, 20, 25) if span / step <= 6), 25)
+def _axis_range(low: float, high: float) -> tuple[int, int, int]:
+    """(start, end, step): the finest step of 5, 10, 20 or 25 points whose whole ticks around [low, high]
+    make at most six intervals, within 0-100."""
+    for step in (5, 10, 20, 25):
+        start = max(0, math.floor(low / step) * step)
+        end = min(100, math.ceil(high / step) * step)
+        if (end - start) / step <= 6:
+            break
+    return start, end, step
 
 
 def forest_axis(scores: Iterable[How2Score]) -> ForestAxis:
@@ -430,12 +436,9 @@ def forest_axis(scores: Iterable[How2Score]) -> ForestAxis:
     intervals = [i for i in (s.interval_percent for s in scores) if i is not None]
     low = min((i[0] for i in intervals), default=0.0)
     high = max((i[1] for i in intervals), default=100.0)
-    step = _tick_step(max(high - low, 10.0))
-    start = max(0, math.floor(low / step) * step)
-    end = min(100, math.ceil(high / step) * step)
+    start, end, step = _axis_range(low, high)
     if end - start < 10:  # a narrow range: ten points around it, inside 0-100
-        start, end = (90, 100) if end > 90 else (start, start + 10)
-        step = 5
+        start, end, step = (90, 100, 5) if end > 90 else (start, start + 10, 5)
     values = list(range(start, end + 1, step))
     if values[-1] != end:
         values.append(end)
