@@ -1,12 +1,15 @@
 """Server-side SVG charts: geometry and colours computed here, drawn by templates (so all text is escaped).
 
 - heatmap: How2Score per generator x topic for one judge (rows best generator first, empty cells kept);
-- bar chart: a count per label (failures per topic), longest bar = largest count.
+- bar chart: a count per label (failures per topic), longest bar = largest count;
+- forest plot: each leaderboard line's How2Score and its 95 % Wilson interval on one shared axis, one small
+  SVG per table row (x in percent of the cell's width, so the plot stretches without distorting its marks).
 No JavaScript and no external assets: the SVG is inline in the page.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -179,6 +182,8 @@ class SvgLabel:
 class HeatmapSvg:
     width: int
     height: int
+    min_width: int  # the narrowest it is drawn (CSS): narrower containers scroll rather than shrink it more
+    label_w: int
     cell_w: int
     cell_h: int
     cells: list[SvgCell]
@@ -190,7 +195,10 @@ class HeatmapSvg:
     description: str
 
 
-_LABEL_W, _HEADER_H, _CELL_W, _CELL_H, _LEGEND_H = 250, 150, 58, 30, 56
+_LABEL_W, _HEADER_H, _CELL_W, _CELL_H, _LEGEND_H = 250, 150, 58, 30, 82
+_LEGEND_SWATCH = 24
+_CHAR_W = 7.0  # about the width of a character of the 12.5 px labels
+_MIN_SCALE = 0.7  # a phone may shrink the chart this far (text of 12 px to about 8.5 px), then it scrolls
 
 
 def _short(text: str, limit: int) -> str:
@@ -211,16 +219,33 @@ def _failures_query(judge_id: str, generator_id: str, topic: str) -> str:
     return urlencode({"topic": topic, "generator": generator_id, "judge": judge_id, "source": "judge"})
 
 
+def _label_width(grid: Heatmap) -> int:
+    """Room for the longest generator label (34 characters at most), and for the legend's caption."""
+    longest = max((len(_short(row.generator_model, 34)) for row in grid.rows), default=0)
+    return min(_LABEL_W, max(100, 16 + round(_CHAR_W * longest)))
+
+
+def _heatmap_width(grid: Heatmap, label_w: int) -> int:
+    """Cells, the overhang of the last slanted column label (drawn at -40 degrees from the column's middle),
+    and the legend, whichever reaches furthest."""
+    last = len(_short(grid.topics[-1], 24)) if grid.topics else 0
+    overhang = max(0, round(0.766 * 6.6 * last) - _CELL_W // 2)
+    cells = label_w + len(grid.topics) * _CELL_W + overhang + 8
+    legend = label_w + 11 * _LEGEND_SWATCH + 12
+    return max(cells, legend)
+
+
 def heatmap_svg(grid: Heatmap, *, judge_label: str) -> HeatmapSvg:
     """Positions, colours and tooltips of the heatmap drawn by templates/judging/_heatmap_svg.html."""
     kind = "strict How2Score" if grid.strict else "How2Score"
     header = _header_height(grid.topics)
+    label_w = _label_width(grid)
     cells, row_labels = [], []
     for i, row in enumerate(grid.rows):
         y = header + i * _CELL_H
         row_labels.append(
             SvgLabel(
-                _LABEL_W - 8,
+                label_w - 8,
                 y + _CELL_H // 2 + 5,
                 _short(row.generator_model, 34),
                 f"{row.generator_model} ({row.generator_id})",
@@ -228,7 +253,7 @@ def heatmap_svg(grid: Heatmap, *, judge_label: str) -> HeatmapSvg:
         )
         for j, cell in enumerate(row.cells):
             percent, n = cell.percent(grid.strict), cell.n(grid.strict)
-            x = _LABEL_W + j * _CELL_W
+            x = label_w + j * _CELL_W
             where = f"{row.generator_model} \u00d7 {cell.topic}"  # multiplication sign
             if percent is None:
                 cells.append(
@@ -250,13 +275,13 @@ def heatmap_svg(grid: Heatmap, *, judge_label: str) -> HeatmapSvg:
                 )
             )
     column_labels = [
-        SvgLabel(_LABEL_W + j * _CELL_W + _CELL_W // 2, header - 8, _short(topic, 24), topic)
+        SvgLabel(label_w + j * _CELL_W + _CELL_W // 2, header - 8, _short(topic, 24), topic)
         for j, topic in enumerate(grid.topics)
     ]
     legend_y = header + len(grid.rows) * _CELL_H + 24
     legend = [
         SvgCell(
-            _LABEL_W + k * 30,
+            label_w + k * _LEGEND_SWATCH,
             legend_y,
             score_colour(k / 10),
             text_colour(score_colour(k / 10)),
@@ -266,11 +291,13 @@ def heatmap_svg(grid: Heatmap, *, judge_label: str) -> HeatmapSvg:
         )
         for k in range(11)
     ]
-    width = _LABEL_W + max(len(grid.topics), 11) * _CELL_W + 110  # room for the last slanted label
+    width = _heatmap_width(grid, label_w)
     height = legend_y + _LEGEND_H
     return HeatmapSvg(
         width=width,
         height=height,
+        min_width=round(width * _MIN_SCALE),
+        label_w=label_w,
         cell_w=_CELL_W,
         cell_h=_CELL_H,
         cells=cells,
@@ -340,6 +367,91 @@ def bar_chart_svg(items: Sequence[tuple[str, int, str]], *, title: str, unit: st
         title=title,
         description=f"{len(items)} bars, one per topic, length proportional to the number of {unit}.",
     )
+
+
+# --- forest plot --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ForestTick:
+    x: float  # percent of the plot's width
+    label: str
+    anchor: str  # SVG text-anchor: the end ticks' labels stay inside the plot
+    minor: bool  # a label a narrow plot leaves out (all but the ends and the middle)
+
+
+@dataclass(frozen=True)
+class ForestMark:
+    """One line's point and interval, as x positions in percent of the plot's width."""
+
+    point: float
+    low: float
+    high: float
+    title: str  # the tooltip and accessible name
+
+
+@dataclass(frozen=True)
+class ForestAxis:
+    """The axis every row of one leaderboard shares: How2Score percent from `low` to `high`."""
+
+    low: float
+    high: float
+    ticks: list[ForestTick]
+
+    def x(self, percent: float) -> float:
+        """Where a How2Score (in percent) falls, in percent of the plot's width (clamped to the axis)."""
+        return round(100.0 * (min(self.high, max(self.low, percent)) - self.low) / (self.high - self.low), 2)
+
+    def mark(self, score: How2Score) -> ForestMark | None:
+        """The point and 95 % Wilson interval of a score, None when it has no scored example."""
+        interval = score.interval_percent
+        if interval is None:
+            return None
+        low, high = interval
+        return ForestMark(
+            point=self.x(score.how2score_percent),
+            low=self.x(low),
+            high=self.x(high),
+            title=(
+                f"How2Score {score.how2score_percent:.1f}% (95 % Wilson interval {low:.1f}-{high:.1f}, "
+                f"n = {score.n_examples:,})"
+            ),
+        )
+
+
+def _axis_range(low: float, high: float) -> tuple[int, int, int]:
+    """(start, end, step): the finest step of 5, 10, 20 or 25 points whose whole ticks around [low, high]
+    make at most six intervals, within 0-100."""
+    for step in (5, 10, 20, 25):
+        start = max(0, math.floor(low / step) * step)
+        end = min(100, math.ceil(high / step) * step)
+        if (end - start) / step <= 6:
+            break
+    return start, end, step
+
+
+def forest_axis(scores: Iterable[How2Score]) -> ForestAxis:
+    """The shared axis of a forest plot: from the lowest interval bound to the highest, widened to whole
+    ticks and to at least 10 points, within 0-100 (the whole 0-100 when nothing has an interval)."""
+    intervals = [i for i in (s.interval_percent for s in scores) if i is not None]
+    low = min((i[0] for i in intervals), default=0.0)
+    high = max((i[1] for i in intervals), default=100.0)
+    start, end, step = _axis_range(low, high)
+    if end - start < 10:  # a narrow range: ten points around it, inside 0-100
+        start, end, step = (90, 100, 5) if end > 90 else (start, start + 10, 5)
+    values = list(range(start, end + 1, step))
+    if values[-1] != end:
+        values.append(end)
+    ticks = [
+        ForestTick(
+            x=round(100.0 * (v - start) / (end - start), 2),
+            label=f"{v}%",
+            anchor="start" if v == start else "end" if v == end else "middle",
+            minor=0 < i < len(values) - 1 and not (len(values) % 2 and i == len(values) // 2),
+        )
+        for i, v in enumerate(values)
+    ]
+    return ForestAxis(low=float(start), high=float(end), ticks=ticks)
 
 
 HEATMAP_CSV_FIELDS = [

@@ -11,13 +11,26 @@ the gen/ref ratio (paper D.5), the format proxies (paper D.3); see GeneratorMetr
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Avg, Case, Count, F, FloatField, Q, QuerySet, Sum, Value, When
+from django.db.models import (
+    Avg,
+    Case,
+    Count,
+    Exists,
+    F,
+    FloatField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Sum,
+    Value,
+    When,
+)
 
-from .models import Generation, Judgment
+from .models import Generation, Judge, Judgment
 from .stats import wilson_interval
 
 _SCORED = Q(parse_failed=False)
@@ -265,6 +278,32 @@ def how2score_topics_for(*, generator_pk: int, judge_pk: int) -> list[tuple[str,
     return sorted(rows, key=lambda item: item[0])
 
 
+# The paper's main judge is How2Judge (its distilled 8B judge); imported runs name it in the model.
+MAIN_JUDGE_NAME = "how2judge"
+
+
+def default_judge(judges: Sequence[Judge]) -> Judge | None:
+    """The judge the pages show when none is asked for: the paper's main judge (a judge that is not a demo
+    model and whose model names How2Judge), else the judge that is not a demo model with the most judgments,
+    else the one with the most judgments; ties go to the first in `judges`' order. None without judgments.
+
+    One index look-up per judge finds which have judgments; judgments are counted only when several judges
+    are left to choose from (not when the paper's judge is there)."""
+    has_judgments = Exists(Judgment.objects.filter(judge=OuterRef("pk")))
+    judged_pks = set(Judge.objects.filter(has_judgments).values_list("pk", flat=True))
+    judged = [j for j in judges if j.pk in judged_pks]
+    real = [j for j in judged if not j.is_demo_model]
+    main = [j for j in real if MAIN_JUDGE_NAME in j.model.lower().replace("-", "").replace(" ", "")]
+    candidates = main or real or judged
+    if len(candidates) <= 1:
+        return candidates[0] if candidates else None
+    grouped = (
+        Judgment.objects.filter(judge__in=candidates).order_by().values("judge_id").annotate(n=Count("id"))
+    )
+    counts: dict[int, int] = {row["judge_id"]: row["n"] for row in grouped}
+    return max(candidates, key=lambda j: counts.get(j.pk, 0))  # max keeps the first of equals
+
+
 def leaderboard_json(rows: Iterable[LeaderboardRow]) -> list[dict[str, Any]]:
     return [row.as_json() for row in rows]
 
@@ -399,10 +438,12 @@ def leaderboard_metrics_json(rows: Iterable[LeaderboardRow]) -> list[dict[str, A
 
 
 __all__ = [
+    "MAIN_JUDGE_NAME",
     "GeneratorMetrics",
     "How2Score",
     "LeaderboardRow",
     "TopicLeaderboardRow",
+    "default_judge",
     "generator_metrics",
     "how2score_by_topic",
     "how2score_for",

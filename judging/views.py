@@ -43,6 +43,7 @@ class LeaderboardLine:
     judge_is_demo: bool
     metrics: selectors.GeneratorMetrics
     next_test: paired.PairedTest | None = None  # against the next generator down under the same judge
+    mark: charts.ForestMark | None = None  # its point and interval on the page's forest plot
 
     @property
     def coverage_percent(self) -> float | None:
@@ -74,6 +75,7 @@ def _leaderboard_lines(judge_ids: list[str], judges: list[Judge]) -> list[Leader
     # One grouped query gives each generator's metrics and its row id (every judged generator has L2).
     metrics = selectors.generator_metrics(generator_ids={r.generator_id for r in rows}) if rows else {}
     demo = {j.judge_id for j in judges if j.is_demo_model}
+    rows.sort(key=lambda row: row.judge_id in demo)  # stable: a demo model's rows after the real judges'
     ranks: Counter[str] = Counter()
     lines = []
     for row in rows:
@@ -146,12 +148,29 @@ def _sort_headers(judge_query: str, sort: str) -> dict[str, SortHeader]:
     return headers
 
 
+# ?judge=all: every judge in one table (scores by different judges don't compare, so the page shows one judge
+# unless asked: the judge given, else selectors.default_judge).
+ALL_JUDGES = "all"
+
+
+def _leaderboard_judges(request: HttpRequest, judges: list[Judge]) -> tuple[list[str], str]:
+    """The judge ids the leaderboard shows ([]: all judges), and the ?judge= the page was asked for ("" when
+    it shows the default judge, which its sort links keep doing)."""
+    asked = query_ids(request, "judge")
+    if ALL_JUDGES in asked:
+        return [], ALL_JUDGES
+    if asked:
+        return asked, ",".join(asked)
+    default = selectors.default_judge(judges)
+    return ([default.judge_id] if default else []), ""
+
+
 @staff_required
 @require_GET
 @vary_on_headers("HX-Request")
 def leaderboard(request: HtmxHttpRequest) -> HttpResponse:
-    judge_ids = query_ids(request, "judge")
     judges = list(Judge.objects.by_model())
+    judge_ids, asked = _leaderboard_judges(request, judges)
     lines = _leaderboard_lines(judge_ids, judges)
     pairs = paired.paired_tests(judge_ids or None, n_judgments=sum(line.row.score.total for line in lines))
     lines = _with_paired_tests(lines, pairs)
@@ -161,16 +180,23 @@ def leaderboard(request: HtmxHttpRequest) -> HttpResponse:
     except UnknownSort as refusal:
         return HttpResponseBadRequest(str(refusal))
     by_id = {judge.judge_id: judge for judge in judges}
+    axis = charts.forest_axis(line.row.score for line in lines)
+    shown = ",".join(judge_ids)  # what the page shows, for the menu and the CSV link
     context = {
-        "lines": lines,
+        "lines": [replace(line, mark=axis.mark(line.row.score)) for line in lines],
+        "axis": axis,
         "sort": sort,
-        "sort_headers": _sort_headers(",".join(judge_ids), sort),
-        "separability": [(by_id[judge_id], p) for judge_id, p in pairs.items() if judge_id in by_id],
+        "sort_headers": _sort_headers(asked, sort),
+        "separability": sorted(  # in the table's order: the real judges first
+            ((by_id[judge_id], p) for judge_id, p in pairs.items() if judge_id in by_id),
+            key=lambda item: (item[0].is_demo_model, item[0].model, item[0].judge_id),
+        ),
         "metrics_missing": any(not line.metrics.is_complete for line in lines),
         "judges": judges,
-        "selected_judge": judge_ids[0] if len(judge_ids) == 1 else "",
-        "judge_query": ",".join(judge_ids),
-        "has_demo_judge": any(j.is_demo_model for j in judges),
+        "shown_judge": by_id.get(judge_ids[0]) if len(judge_ids) == 1 else None,
+        "judge_query": shown or ALL_JUDGES,
+        "csv_query": shown,
+        "all_judges": ALL_JUDGES,
     }
     template = (
         "judging/leaderboard.html#leaderboard-table"
@@ -183,7 +209,8 @@ def leaderboard(request: HtmxHttpRequest) -> HttpResponse:
 @staff_required
 @require_GET
 def leaderboard_csv(request: HttpRequest) -> HttpResponse:
-    judge_ids = query_ids(request, "judge")
+    """The leaderboard's rows as CSV: every judge's without ?judge= (or with ?judge=all), as the API."""
+    judge_ids = [] if ALL_JUDGES in (ids := query_ids(request, "judge")) else ids
     rows = selectors.how2score_leaderboard(judge_ids=judge_ids)
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="how2score_leaderboard.csv"'
@@ -250,11 +277,11 @@ def compare_example(request: HttpRequest, procedure_pk: int) -> HttpResponse:
 
 
 def _heatmap_judge(request: HttpRequest, judges: list[Judge]) -> Judge | None:
-    """The judge asked for, else the first judge that is not a demo model, else the first judge."""
+    """The judge asked for, else the one the leaderboard shows first (selectors.default_judge)."""
     wanted = request.GET.get("judge", "").strip()
     if wanted:
         return next((j for j in judges if j.judge_id == wanted), None)
-    return next((j for j in judges if not j.is_demo_model), judges[0] if judges else None)
+    return selectors.default_judge(judges)
 
 
 def _heatmap_for(judge: Judge | None, strict: bool) -> charts.Heatmap | None:

@@ -108,7 +108,7 @@ def staff_login(var_dir: Path) -> tuple[str, str]:
     return fields["username"].strip(), fields["password"].strip()
 
 
-def logged_in_leaderboard(base: str, username: str, password: str) -> tuple[str, str]:
+def logged_in_leaderboard(base: str, username: str, password: str, next_url: str = "/") -> tuple[str, str]:
     """Log in through the real login form and return (final URL, page HTML)."""
     jar = http.cookiejar.CookieJar()
     opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
@@ -117,7 +117,12 @@ def logged_in_leaderboard(base: str, username: str, password: str) -> tuple[str,
         html = response.read().decode()
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html)
     assert token, "the login page has no CSRF token"
-    form = {"csrfmiddlewaretoken": token.group(1), "username": username, "password": password, "next": "/"}
+    form = {
+        "csrfmiddlewaretoken": token.group(1),
+        "username": username,
+        "password": password,
+        "next": next_url,
+    }
     request = urllib.request.Request(
         login_url, data=urllib.parse.urlencode(form).encode(), headers={"Referer": login_url}
     )
@@ -139,8 +144,10 @@ def test_it_serves_the_paper_examples_with_a_staff_login_and_stops_on_ctrl_c(dem
     for script in scripts:  # vendored htmx and our own JS, served without collectstatic
         with urllib.request.urlopen(f"{base}{script}", timeout=10) as response:
             assert response.status == 200
+    assert "Judged by <strong>how2judge (as printed in the paper)</strong>" in page  # the paper's judge first
+    _, every_judge = logged_in_leaderboard(base, username, password, next_url="/?judge=all")
     for model in PAPER_GENERATOR_MODELS:
-        assert model in page, f"{model} missing from the leaderboard"
+        assert model in every_judge, f"{model} missing from the leaderboard of every judge"
     assert (demo.var_dir / "h2e.sqlite3").exists()
     assert (demo.var_dir / "celery-broker.sqlite3").exists()
 

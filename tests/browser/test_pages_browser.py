@@ -80,17 +80,23 @@ def repotting_generation() -> Any:
 def test_it_logs_in_and_swaps_the_leaderboard_by_judge(staff_page: Any, live_server: Any) -> None:
     world = make_scored_world()
     judge_x, judge_y = world["judges"]
-    staff_page.goto(f"{live_server.url}/")
+    staff_page.goto(f"{live_server.url}/")  # one judge by default: the real one, not the demo model
     rows = staff_page.locator(".leaderboard-table tbody tr")
-    assert rows.count() == 4
-    assert staff_page.get_by_text("demo model - judgments not meaningful").first.is_visible()
+    assert rows.count() == 2
+    assert judge_y.judge_id not in staff_page.inner_text("#leaderboard")
     screenshot(staff_page, "leaderboard")
 
-    staff_page.select_option("#judge-filter", judge_x.judge_id)
-    staff_page.wait_for_url(f"**/?judge={judge_x.judge_id}")
-    staff_page.wait_for_function("document.querySelectorAll('.leaderboard-table tbody tr').length === 2")
-    assert judge_y.judge_id not in staff_page.inner_text("#leaderboard")
+    staff_page.select_option("#judge-filter", "all")
+    staff_page.wait_for_url("**/?judge=all")
+    staff_page.wait_for_function("document.querySelectorAll('.leaderboard-table tbody tr').length === 4")
+    assert staff_page.locator(".judge-cell .badge", has_text="demo model").first.is_visible()
     assert staff_page.locator("#judge-filter").count() == 1  # only the table was swapped
+    screenshot(staff_page, "leaderboard-all-judges")
+
+    staff_page.select_option("#judge-filter", judge_y.judge_id)
+    staff_page.wait_for_url(f"**/?judge={judge_y.judge_id}")
+    staff_page.wait_for_function("document.querySelectorAll('.leaderboard-table tbody tr').length === 2")
+    assert judge_x.judge_id not in staff_page.inner_text("#leaderboard")
     screenshot(staff_page, "leaderboard-filtered")
 
 
@@ -273,10 +279,13 @@ def test_it_shows_per_generator_metrics_on_the_leaderboard(staff_page: Any, live
     )
     Generation.objects.update(n_tokens=None)
     staff_page.goto(f"{live_server.url}/")
+    assert not staff_page.locator(".hint-box", has_text="compute_metrics").is_visible()  # behind the toggle
+    staff_page.check("#more-columns")
     assert staff_page.locator(".hint-box", has_text="compute_metrics").is_visible()
     metrics_backfill()
     staff_page.reload()
-    assert staff_page.locator(".hint-box").count() == 0
+    staff_page.check("#more-columns")
+    assert staff_page.locator(".hint-box", has_text="compute_metrics").count() == 0
     rows = staff_page.locator(".leaderboard-table tbody tr")
     text = rows.all_inner_texts()
     assert any("of ref" in t and "steps ≠ ref" in t for t in text)

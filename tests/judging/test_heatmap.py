@@ -150,8 +150,9 @@ def test_it_refuses_posts_to_the_heatmap(admin_client: Client) -> None:
 def test_it_draws_the_heatmap_in_few_queries(
     admin_client: Client, world: dict, django_assert_num_queries: Any
 ) -> None:
-    # session, user, judges, the by-topic aggregate, generator names, judge names
-    with django_assert_num_queries(6):
+    # session, user, judges, which have judgments (the default judge), the by-topic aggregate, generator
+    # names, judge names
+    with django_assert_num_queries(7):
         admin_client.get(reverse("judging:topic_heatmap"))
 
 

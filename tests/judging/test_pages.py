@@ -82,13 +82,13 @@ def test_it_logs_out_by_post_only(admin_client: Client) -> None:
 
 
 def test_it_shows_the_leaderboard(admin_client: Client, world: dict) -> None:
-    response = admin_client.get(reverse("judging:leaderboard"))
+    response = admin_client.get(reverse("judging:leaderboard"), {"judge": "all"})
     html = response.content.decode()
     assert "<html" in html and "htmx.min.js" in html and 'hx-headers=\'{"X-CSRFToken"' in html
     for row in selectors.how2score_leaderboard():
         assert row.generator_id in html and row.judge_id in html
     assert "50.0%" in html  # model-a by judge-x: one failure among two scored examples
-    assert "demo model - judgments not meaningful" in html
+    assert 'title="A plumbing/demo model: its judgments are not meaningful">demo model</span>' in html
     assert reverse("judging:generator_detail", args=[world["generators"][0].pk]) in html
 
 
@@ -124,9 +124,13 @@ def test_it_filters_the_leaderboard_without_javascript(admin_client: Client, wor
 def test_it_lists_the_leaderboard_in_few_queries(
     admin_client: Client, world: dict, django_assert_max_num_queries: Any
 ) -> None:
-    # 8-11: the paired tests' version (1), verdicts and their ids (3) when not cached yet
-    with django_assert_max_num_queries(11):
+    # 9-12: which judges have judgments (1: the default judge), the paired tests' version (1), verdicts and
+    # their ids (3) when not cached yet; a judge asked for spares the first
+    with django_assert_max_num_queries(12):
         assert admin_client.get(reverse("judging:leaderboard")).status_code == 200
+    with django_assert_max_num_queries(11):
+        response = admin_client.get(reverse("judging:leaderboard"), {"judge": world["judges"][0].judge_id})
+        assert response.status_code == 200
 
 
 def test_it_downloads_the_leaderboard_as_csv(admin_client: Client, world: dict) -> None:
@@ -249,7 +253,7 @@ def test_it_polls_a_job_row_as_a_fragment_and_stops_when_finished(admin_client: 
 
 
 def test_it_ranks_generators_within_each_judge(admin_client: Client, world: dict) -> None:
-    response = admin_client.get(reverse("judging:leaderboard"))
+    response = admin_client.get(reverse("judging:leaderboard"), {"judge": "all"})
     ranks = [line.rank for line in response.context["lines"]]
     judges = [line.row.judge_id for line in response.context["lines"]]
     for judge_id in set(judges):
