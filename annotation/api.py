@@ -163,6 +163,9 @@ class FailureTopicCountSerializer(serializers.Serializer):
     judge = serializers.IntegerField()
     human = serializers.IntegerField()
     total = serializers.IntegerField()
+    at_least = serializers.BooleanField(
+        help_text="a text search matching more than 5,000 judges' failures: the judge count is a lower bound"
+    )
 
 
 class FailurePageSerializer(serializers.Serializer):
@@ -219,7 +222,13 @@ class FailureListView(generics.GenericAPIView):
         }
         if request.query_params.get("counts", "").lower() in {"1", "true", "yes"}:
             data["counts_by_topic"] = [
-                {"topic": c.topic, "judge": c.judge, "human": c.human, "total": c.total}
+                {
+                    "topic": c.topic,
+                    "judge": c.judge,
+                    "human": c.human,
+                    "total": c.total,
+                    "at_least": c.at_least,
+                }
                 for c in failures.failure_counts_by_topic(filters=filters)
             ]
         return Response(data)

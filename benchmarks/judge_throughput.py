@@ -204,7 +204,7 @@ def judge_run(judge: Any, generation_ids: list[int]) -> dict[str, Any]:
     from h2e_site.llm import backend_from_config
     from judging.configs import config_for_judge
     from judging.judge_jobs import judge_job_create, judge_job_run
-    from judging.models import Judgment
+    from judging.models import JudgeError, Judgment
 
     job = judge_job_create(judge=judge, generation_ids=generation_ids)
     backend = TimedBackend(backend_from_config(config_for_judge(judge).backend_config()))
@@ -213,8 +213,11 @@ def judge_run(judge: Any, generation_ids: list[int]) -> dict[str, Any]:
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     backend.close()
     assert job is not None and job.status == JobStatus.SUCCEEDED, job and (job.status, job.error)
-    stored = Judgment.objects.filter(judge=judge, error="", parse_failed=False).count()
-    assert stored == len(generation_ids), f"{stored} judgments stored, expected {len(generation_ids)}"
+    stored = Judgment.objects.filter(judge=judge, parse_failed=False).count()
+    errors = JudgeError.objects.filter(judge=judge).count()  # failed requests: their own table, no judgment
+    assert stored == len(generation_ids) and not errors, (
+        f"{stored} judgments stored and {errors} request errors, expected {len(generation_ids)} and 0"
+    )
     n = len(generation_ids)
     return {
         "n": n,

@@ -86,9 +86,9 @@ def failure_list(request: HtmxHttpRequest) -> HttpResponse:
         "cursor": cursor,
         "counts": counts,
         "total": sum(c.total for c in counts),
-        "chart": charts.bar_chart_svg(chart_items, title="Critical failures per topic", unit="failures")
-        if counts
-        else None,
+        "counts_at_least": filters.search_is_broad,
+        "count_cap": failures.SEARCH_COUNT_CAP,
+        "chart": _topic_chart(chart_items, at_least=filters.search_is_broad) if counts else None,
         "filter_query": query_string(query.params()),
         "next_query": query_string({**query.params(), "cursor": page.next_cursor})
         if page.next_cursor
@@ -99,6 +99,13 @@ def failure_list(request: HtmxHttpRequest) -> HttpResponse:
         "annotation/failures.html#failure-results" if wants_fragment(request) else "annotation/failures.html"
     )
     return render(request, template, context)
+
+
+def _topic_chart(items: list[tuple[str, int, str]], *, at_least: bool) -> charts.BarChartSvg:
+    if at_least:  # a broad text search: lower bounds (annotation/failures.py SEARCH_COUNT_CAP)
+        title = "Critical failures per topic, at least"
+        return charts.bar_chart_svg(items, title=title, unit="failures or more")
+    return charts.bar_chart_svg(items, title="Critical failures per topic", unit="failures")
 
 
 @staff_required
