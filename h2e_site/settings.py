@@ -140,10 +140,16 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAdminUser"],
-    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_FILTER_BACKENDS": ["h2e_site.api.StrictFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # A JSON body must be an object (h2e_site/api.py); the schema documents every error answer (api_views.py).
+    "DEFAULT_PARSER_CLASSES": [
+        "h2e_site.api.ObjectJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "DEFAULT_SCHEMA_CLASS": "h2e_site.api_views.ApiSchema",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "How2Everything Studio API",
@@ -163,6 +169,14 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "ProcedureSplitEnum": "mining.models.Split",
         "TaskSplitEnum": "mining.models.TaskSplit",
+        "MiningStageEnum": "mining.models.Stage",
+    },
+    # Path parameters say which values the URL conf routes (a client never builds a path that 404s as HTML):
+    # ids from 0 to a bigint, slugs and other names as their converters match them.
+    "PATH_CONVERTER_OVERRIDES": {
+        "int": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
+        "slug": {"type": "string", "pattern": "^[-a-zA-Z0-9_]+$"},
+        "str": {"type": "string", "pattern": "^[^/]+$"},
     },
 }
 
