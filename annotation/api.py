@@ -12,14 +12,14 @@ from __future__ import annotations
 from typing import Any
 
 from django.urls import path, reverse
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import generics, serializers, status
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from h2e_site.web import query_ids
+from h2e_site.api import QueryBooleanField, comma_list, query_params
+from h2e_site.api_views import ComputedView
 from judging.models import Judge
 
 from . import failures
@@ -94,24 +94,19 @@ class AgreementSerializer(serializers.Serializer):
         return pooled.rate
 
 
-class AgreementView(generics.GenericAPIView):
+class AgreementQuerySerializer(serializers.Serializer):
+    study = comma_list("study slug; several are pooled; none: every study pooled (judges: one study)")
+
+
+class AgreementView(ComputedView):
     """Human agreement (Krippendorff's alpha with a bootstrap CI, leave-one-out agreement) and each judge's
     agreement with the human majority, per class, with Cohen's kappa and a confusion matrix."""
 
     serializer_class = AgreementSerializer
 
-    @extend_schema(
-        parameters=[
-            OpenApiParameter(
-                "study",
-                OpenApiTypes.STR,
-                many=True,
-                description="study slug; several are pooled; none: every study pooled (judges: one study)",
-            )
-        ]
-    )
+    @extend_schema(parameters=[AgreementQuerySerializer])
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        slugs = query_ids(request, "study")
+        slugs = query_params(request, AgreementQuerySerializer).get("study", [])
         critical = Study.objects.filter(kind=StudyKind.CRITICAL_FAILURES)
         studies = list(critical.filter(slug__in=slugs)) if slugs else list(critical)
         missing = sorted(set(slugs) - {study.slug for study in studies})
@@ -175,44 +170,42 @@ class FailurePageSerializer(serializers.Serializer):
     counts_by_topic = FailureTopicCountSerializer(many=True, required=False, help_text="with ?counts=true")
 
 
-_FAILURE_FILTERS = [
-    OpenApiParameter("topic", OpenApiTypes.STR, description="topic name"),
-    OpenApiParameter("generator", OpenApiTypes.STR, description="generator_id"),
-    OpenApiParameter("judge", OpenApiTypes.STR, description="judge_id (judges' failures only)"),
-    OpenApiParameter("study", OpenApiTypes.STR, description="study slug (human failures only)"),
-    OpenApiParameter("source", OpenApiTypes.STR, enum=["judge", "human"], description="absent: both"),
-    OpenApiParameter(
-        "q",
-        OpenApiTypes.STR,
-        description="text search (PostgreSQL: full text, websearch syntax; else substring)",
-    ),
-    OpenApiParameter("cursor", OpenApiTypes.STR, description="next_cursor of the previous page"),
-    OpenApiParameter("counts", OpenApiTypes.BOOL, description="also return counts_by_topic"),
-]
+def _name(help_text: str) -> serializers.CharField:
+    return serializers.CharField(required=False, max_length=200, help_text=help_text)
 
 
-class FailureListView(generics.GenericAPIView):
+class FailureQuerySerializer(serializers.Serializer):
+    topic = _name("topic name")
+    generator = _name("generator_id")
+    judge = _name("judge_id (judges' failures only)")
+    study = _name("study slug (human failures only)")
+    source = serializers.ChoiceField(choices=["judge", "human"], required=False, help_text="absent: both")
+    q = _name("text search (PostgreSQL: full text, websearch syntax; else substring)")
+    cursor = serializers.RegexField(
+        r"\A\d{1,18}\.[jh]\.\d{1,18}\.\d{1,9}\Z", required=False, help_text="next_cursor of the previous page"
+    )
+    counts = QueryBooleanField(required=False, default=False, help_text="also return counts_by_topic")
+
+
+class FailureListView(ComputedView):
     """Critical failures from judges and human annotators, newest generation first, then judge before
     human, then judgment/annotation, then order; keyset-paginated (50 a page) by an opaque cursor."""
 
     serializer_class = FailurePageSerializer
-    filter_backends: list[Any] = []
-    pagination_class = None
 
-    @extend_schema(
-        parameters=_FAILURE_FILTERS, responses={200: FailurePageSerializer, 400: OpenApiTypes.OBJECT}
-    )
+    @extend_schema(parameters=[FailureQuerySerializer], responses=FailurePageSerializer)
     def get(self, request: Request) -> Response:
-        query = failures.FailureQuery.from_params(request.query_params)
-        token = request.query_params.get("cursor", "")
+        params = query_params(request, FailureQuerySerializer)
+        query = failures.FailureQuery.from_params(params)
+        token = params.get("cursor", "")
         try:
             cursor = failures.Cursor.decode(token) if token else None
         except ValueError as exc:
             return Response({"cursor": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
         choices = failures.filter_choices_for(query)
         problems = query.problems(choices)
-        if problems:
-            return Response({k: [v] for k, v in problems.items()}, status=status.HTTP_400_BAD_REQUEST)
+        if problems:  # a filter naming no topic, generator, judge or study: nothing to list
+            return Response({k: [v] for k, v in problems.items()}, status=status.HTTP_404_NOT_FOUND)
         filters = failures.failure_filters_resolve(query, choices)
         page = failures.failure_page(filters=filters, cursor=cursor)
         data: dict[str, Any] = {
@@ -220,7 +213,7 @@ class FailureListView(generics.GenericAPIView):
             "next_cursor": page.next_cursor,
             "next": _next_url(request, page.next_cursor),
         }
-        if request.query_params.get("counts", "").lower() in {"1", "true", "yes"}:
+        if params["counts"]:
             data["counts_by_topic"] = [
                 {
                     "topic": c.topic,
@@ -242,16 +235,94 @@ def _next_url(request: Request, cursor: str | None) -> str | None:
     return request.build_absolute_uri(f"{request.path}?{params.urlencode()}")
 
 
-class JudgeReportCardView(generics.GenericAPIView):
+class ShareSerializer(serializers.Serializer):
+    """k of n, with its 95 % Wilson interval (null when n is 0)."""
+
+    k = serializers.IntegerField()
+    n = serializers.IntegerField()
+    rate = serializers.FloatField(allow_null=True)
+    ci_low = serializers.FloatField(allow_null=True)
+    ci_high = serializers.FloatField(allow_null=True)
+
+
+class InstrumentSerializer(serializers.Serializer):
+    n_judgments = serializers.IntegerField()
+    parse_failures = ShareSerializer()
+    n_request_errors = serializers.IntegerField()
+
+
+class BaselineSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    agreement = ShareSerializer()
+    note = serializers.CharField(allow_blank=True)
+
+
+class StudyCardSerializer(serializers.Serializer):
+    study = serializers.CharField()
+    title = serializers.CharField(allow_blank=True)
+    n_items = serializers.IntegerField()
+    n_human_ties = serializers.IntegerField()
+    agreement = ShareSerializer()
+    agreement_on_has_failure = ShareSerializer()
+    agreement_on_no_failure = ShareSerializer()
+    cohen_kappa = serializers.FloatField(allow_null=True)
+    gwet_ac1 = serializers.FloatField(allow_null=True)
+    human_loo_low = serializers.FloatField(allow_null=True)
+    human_loo_high = serializers.FloatField(allow_null=True)
+    human_loo_pooled = ShareSerializer()
+    baselines = BaselineSerializer(many=True)
+
+
+class LengthBiasSerializer(serializers.Serializer):
+    n = serializers.IntegerField()
+    odds_ratio_per_ratio_point = serializers.FloatField(allow_null=True)
+    ci_low = serializers.FloatField(allow_null=True)
+    ci_high = serializers.FloatField(allow_null=True)
+    p_value = serializers.FloatField(allow_null=True)
+    odds_ratio_per_reference_step = serializers.FloatField(allow_null=True)
+    problem = serializers.CharField(allow_blank=True, help_text="why it could not be estimated")
+
+
+class OtherJudgeSerializer(serializers.Serializer):
+    judge_id = serializers.CharField()
+    model = serializers.CharField()
+    n = serializers.IntegerField()
+    agreement = serializers.FloatField(allow_null=True)
+    cohen_kappa = serializers.FloatField(allow_null=True)
+
+
+class CostSerializer(serializers.Serializer):
+    n_jobs = serializers.IntegerField()
+    n_answered = serializers.IntegerField()
+    prompt_tokens_per_judgment = serializers.FloatField(allow_null=True)
+    completion_tokens_per_judgment = serializers.FloatField(allow_null=True)
+    latency_per_judgment_s = serializers.FloatField(allow_null=True)
+    usd_per_judgment = serializers.FloatField(allow_null=True)
+
+
+class ReportCardSerializer(serializers.Serializer):
+    """Shape of report_card.ReportCard.as_json() (the README defines every figure)."""
+
+    judge_id = serializers.CharField()
+    model = serializers.CharField()
+    is_demo_model = serializers.BooleanField()
+    instrument = InstrumentSerializer()
+    studies = StudyCardSerializer(many=True)
+    length_bias = LengthBiasSerializer()
+    other_judges = OtherJudgeSerializer(many=True)
+    cost = CostSerializer()
+    flips = ShareSerializer()
+
+
+class JudgeReportCardView(ComputedView):
     """A judge's report card: instrument failures, agreement with the human majority per study (with its
     Wilson intervals, Cohen's kappa, Gwet's AC1, the human leave-one-out band and trivial baselines on the
     same items), length bias (§D.5 regression), agreement with the other judges, cost, latency and flips.
     The README defines every figure."""
 
-    filter_backends: list[Any] = []
-    pagination_class = None
+    serializer_class = ReportCardSerializer
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT}, operation_id="judge_report_card")
+    @extend_schema(responses=ReportCardSerializer, operation_id="judge_report_card")
     def get(self, request: Request, judge_id: str) -> Response:
         judge = Judge.objects.filter(judge_id=judge_id).first()
         if judge is None:

@@ -140,16 +140,17 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAdminUser"],
-    # JSON bodies are measured before they are parsed (h2e_site/bounds.py): too deep or too long is a 400.
+    "DEFAULT_FILTER_BACKENDS": ["h2e_site.api.StrictFilterBackend"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+    # A JSON body is measured before it is parsed (too deep or too long is a 400: h2e_site/bounds.py) and must
+    # be an object (h2e_site/api.py); the schema documents every error answer (api_views.py).
     "DEFAULT_PARSER_CLASSES": [
-        "h2e_site.bounds.BoundedJSONParser",
+        "h2e_site.api.ObjectJSONParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
-    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
-    "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "h2e_site.api_views.ApiSchema",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "How2Everything Studio API",
@@ -169,6 +170,14 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "ProcedureSplitEnum": "mining.models.Split",
         "TaskSplitEnum": "mining.models.TaskSplit",
+        "MiningStageEnum": "mining.models.Stage",
+    },
+    # Path parameters say which values the URL conf routes (a client never builds a path that 404s as HTML):
+    # ids from 0 to a bigint, slugs and other names as their converters match them.
+    "PATH_CONVERTER_OVERRIDES": {
+        "int": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
+        "slug": {"type": "string", "pattern": "^[-a-zA-Z0-9_]+$"},
+        "str": {"type": "string", "pattern": "^[^/]+$"},
     },
 }
 

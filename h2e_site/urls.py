@@ -4,12 +4,13 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponsePermanentRedirect
 from django.templatetags.static import static
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
 from annotation import api as annotation_api
 from annotation.step_types import classify_api
+from h2e_site.api_views import api_not_found
 from h2e_site.jobs import api as jobs_api
 from judging import api as judging_api
 from mining.goal_step import answer_api
@@ -46,6 +47,8 @@ urlpatterns = [
     path("api/", include("annotation.api")),
     path("api/mining/", include("mining.api")),
     path("api/", include((api_urlpatterns, "api"))),
+    # Any other /api/.../ path: a JSON 404 (a path without its final slash still gets APPEND_SLASH)
+    re_path(r"^api/[\s\S]*/$", api_not_found),
     path("a/", include("annotation.urls.annotator")),
     path("studies/", include("annotation.urls.studies")),
     path("agreement/", include("annotation.urls.agreement")),

@@ -13,16 +13,17 @@ from typing import Any
 import django_filters
 from django.db.models import Q, QuerySet
 from django.urls import path
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import generics, status, viewsets
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, permissions, serializers, status, viewsets
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from h2e_site.api import IdFilter, StrictBooleanFilter, comma_list, query_params
+from h2e_site.api_views import ComputedView
 from h2e_site.jobs.serializers import JobSerializer
-from h2e_site.web import query_ids, request_user
+from h2e_site.web import CanRunJobs, request_user
 from mining.models import Procedure, Split
 
 from . import paired, rankings, selectors
@@ -40,14 +41,19 @@ from .serializers import (
 )
 from .uploads import UploadError, uploads_save
 
-_LEADERBOARD_FILTERS = [
-    OpenApiParameter(
-        "judge", OpenApiTypes.STR, many=True, description="judge_id; repeat it or give a comma list"
-    ),
-    OpenApiParameter(
-        "generator", OpenApiTypes.STR, many=True, description="generator_id; repeat it or give a comma list"
-    ),
-]
+
+class JudgeQuerySerializer(serializers.Serializer):
+    judge = comma_list("judge_id; repeat it or give a comma list")
+
+
+class ScoreQuerySerializer(JudgeQuerySerializer):
+    generator = comma_list("generator_id; repeat it or give a comma list")
+
+
+class RankCorrelationQuerySerializer(JudgeQuerySerializer):
+    score = serializers.ChoiceField(
+        choices=["h2e", "strict"], default="h2e", help_text="rank by How2Score (h2e, default) or strict"
+    )
 
 
 class WholeTable(PageNumberPagination):
@@ -57,74 +63,62 @@ class WholeTable(PageNumberPagination):
     page_size = 100_000
 
 
-class LeaderboardView(generics.GenericAPIView):
+class LeaderboardView(ComputedView):
     """How2Score per generator x judge (h2e-compatible and strict), best first; the whole table."""
 
     serializer_class = LeaderboardPairedRowSerializer
-    filter_backends: list[Any] = []
     pagination_class = WholeTable
 
-    @extend_schema(parameters=_LEADERBOARD_FILTERS, responses=LeaderboardPairedRowSerializer(many=True))
+    @extend_schema(parameters=[ScoreQuerySerializer], responses=LeaderboardPairedRowSerializer(many=True))
     def get(self, request: Request) -> Response:
-        rows = selectors.how2score_leaderboard(
-            judge_ids=query_ids(request, "judge"), generator_ids=query_ids(request, "generator")
-        )
+        query = query_params(request, ScoreQuerySerializer)
+        judges, generators = query.get("judge", []), query.get("generator", [])
+        rows = selectors.how2score_leaderboard(judge_ids=judges, generator_ids=generators)
         # The rows' count is the judges' judgments unless a generator filter left some out.
-        n_judgments = None if query_ids(request, "generator") else sum(row.score.total for row in rows)
-        pairs = paired.paired_tests(query_ids(request, "judge") or None, n_judgments=n_judgments)
+        n_judgments = None if generators else sum(row.score.total for row in rows)
+        pairs = paired.paired_tests(judges or None, n_judgments=n_judgments)
         page = self.paginate_queryset(paired.leaderboard_paired_json(rows, pairs))  # type: ignore[arg-type]
         return self.get_paginated_response(page)
 
 
-class PairedTestsView(generics.GenericAPIView):
+class PairedTestsView(ComputedView):
     """Per judge: the exact McNemar test of every pair of its generators (Holm-adjusted); separability."""
 
     serializer_class = JudgePairsSerializer
-    filter_backends: list[Any] = []
-    pagination_class = None
 
-    @extend_schema(parameters=[_LEADERBOARD_FILTERS[0]], responses=JudgePairsSerializer(many=True))
+    @extend_schema(parameters=[JudgeQuerySerializer], responses=JudgePairsSerializer(many=True))
     def get(self, request: Request) -> Response:
-        pairs = paired.paired_tests(query_ids(request, "judge") or None)
+        pairs = paired.paired_tests(query_params(request, JudgeQuerySerializer).get("judge") or None)
         return Response([judge_pairs.as_json() for judge_pairs in pairs.values()])
 
 
-class TopicLeaderboardView(generics.GenericAPIView):
+class TopicLeaderboardView(ComputedView):
     """How2Score per generator x judge x topic (topic "" for judgments without one); the whole table."""
 
     serializer_class = TopicLeaderboardRowSerializer
-    filter_backends: list[Any] = []
     pagination_class = WholeTable
 
-    @extend_schema(parameters=_LEADERBOARD_FILTERS, responses=TopicLeaderboardRowSerializer(many=True))
+    @extend_schema(parameters=[ScoreQuerySerializer], responses=TopicLeaderboardRowSerializer(many=True))
     def get(self, request: Request) -> Response:
+        query = query_params(request, ScoreQuerySerializer)
         rows = selectors.how2score_by_topic(
-            judge_ids=query_ids(request, "judge"), generator_ids=query_ids(request, "generator")
+            judge_ids=query.get("judge", []), generator_ids=query.get("generator", [])
         )
         page = self.paginate_queryset([row.as_json() for row in rows])  # type: ignore[arg-type]
         return self.get_paginated_response(page)
 
 
-_STRICT = OpenApiParameter(
-    "score",
-    OpenApiTypes.STR,
-    enum=["h2e", "strict"],
-    description="rank by How2Score (h2e, default) or strict",
-)
-
-
-class RankCorrelationView(generics.GenericAPIView):
+class RankCorrelationView(ComputedView):
     """Cross-judge robustness (paper figure 5): Kendall tau-b and Spearman rho between every two judges'
     rankings of the generators both judged, with the number of shared generators."""
 
     serializer_class = RankCorrelationsSerializer
-    filter_backends: list[Any] = []
-    pagination_class = None
 
-    @extend_schema(parameters=[_STRICT, _LEADERBOARD_FILTERS[0]], responses=RankCorrelationsSerializer)
+    @extend_schema(parameters=[RankCorrelationQuerySerializer], responses=RankCorrelationsSerializer)
     def get(self, request: Request) -> Response:
+        query = query_params(request, RankCorrelationQuerySerializer)
         result = rankings.judge_rank_correlations(
-            strict=request.query_params.get("score") == "strict", judge_ids=query_ids(request, "judge")
+            strict=query["score"] == "strict", judge_ids=query.get("judge", [])
         )
         return Response(result.as_json())
 
@@ -148,7 +142,7 @@ class ProcedureFilter(django_filters.FilterSet):
 
 class GenerationFilter(django_filters.FilterSet):
     generator = CharInFilter(field_name="generator__generator_id", help_text="generator_id (comma list)")
-    procedure = django_filters.NumberFilter(field_name="procedure_id", help_text="procedure id")
+    procedure = IdFilter(field_name="procedure_id", help_text="procedure id")
     source_example_id = django_filters.CharFilter(field_name="procedure__source_example_id")
     topic = django_filters.CharFilter(field_name="procedure__topic__name", help_text="topic name")
 
@@ -160,10 +154,10 @@ class GenerationFilter(django_filters.FilterSet):
 class JudgmentFilter(django_filters.FilterSet):
     judge = CharInFilter(field_name="judge__judge_id", help_text="judge_id (comma list)")
     generator = CharInFilter(field_name="generator__generator_id", help_text="generator_id (comma list)")
-    generation = django_filters.NumberFilter(field_name="generation_id", help_text="generation id")
+    generation = IdFilter(field_name="generation_id", help_text="generation id")
     topic = django_filters.CharFilter(field_name="topic__name", help_text="topic name")
-    parse_failed = django_filters.BooleanFilter()
-    has_failure = django_filters.BooleanFilter()
+    parse_failed = StrictBooleanFilter()
+    has_failure = StrictBooleanFilter()
 
     class Meta:
         model = Judgment
@@ -202,6 +196,7 @@ class ImportView(generics.GenericAPIView):
     parser_classes = [MultiPartParser]
     serializer_class = ImportRequestSerializer
     filter_backends: list[Any] = []
+    permission_classes = [permissions.IsAdminUser, CanRunJobs]  # an import is a job: it needs jobs.add_job
 
     @extend_schema(request=ImportRequestSerializer, responses={201: JobSerializer})
     def post(self, request: Request) -> Response:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from mining.models import Procedure, Split
@@ -191,8 +192,9 @@ class JudgePairsSerializer(serializers.Serializer):
     pairs = PairedTestSerializer(many=True)
 
 
-class LeaderboardRowSerializer(serializers.Serializer):
-    """Shape of selectors.LeaderboardRow.as_json() (documents the schema; rows are plain dicts)."""
+class ScoreRowSerializer(serializers.Serializer):
+    """Shape of selectors.LeaderboardRow.as_json(): How2Score of a generator x judge (documents the schema;
+    rows are plain dicts)."""
 
     generator_model = serializers.CharField()
     generator_id = serializers.CharField()
@@ -212,6 +214,11 @@ class LeaderboardRowSerializer(serializers.Serializer):
     n_with_failures = serializers.IntegerField()
     n_parse_failed = serializers.IntegerField()
     avg_failures_per_example = serializers.FloatField()
+
+
+class LeaderboardRowSerializer(ScoreRowSerializer):
+    """A leaderboard row: the score, the judge's coverage and the generator's metrics."""
+
     coverage_percent = serializers.FloatField(
         allow_null=True,
         help_text="judgments / the generator's generations with an L2, in %: under 100 a partial run",
@@ -246,14 +253,21 @@ class LeaderboardPairedRowSerializer(LeaderboardRowSerializer):
     separable_from_next = serializers.BooleanField(allow_null=True, help_text="p_holm_next < 0.05")
 
 
-class TopicLeaderboardRowSerializer(LeaderboardRowSerializer):
-    topic = serializers.CharField()
+class TopicLeaderboardRowSerializer(ScoreRowSerializer):
+    """Shape of selectors.TopicLeaderboardRow.as_json(): the score of a generator x judge on one topic."""
+
+    topic = serializers.CharField(help_text='the topic ("" for judgments without one)')
+
+
+@extend_schema_field({"type": "string", "format": "binary"})
+class UploadField(serializers.FileField):
+    """A file sent in a multipart body (the schema says binary, not a URL string)."""
 
 
 class ImportRequestSerializer(serializers.Serializer):
     """Multipart body of POST /api/imports/."""
 
-    files = serializers.ListField(child=serializers.FileField(), allow_empty=False)
+    files = serializers.ListField(child=UploadField(), allow_empty=False, min_length=1)
     kind = serializers.ChoiceField(choices=[("bench", "bench files"), ("h2e", "h2e out_root archive")])
     split = serializers.ChoiceField(choices=Split.choices, default=Split.BENCH)
     skip_invalid = serializers.BooleanField(default=False)

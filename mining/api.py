@@ -23,16 +23,17 @@ from django.db.models import Count, QuerySet
 from django.shortcuts import get_object_or_404
 from django.urls import path
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import generics, permissions, serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from h2e_site.api import query_params
 from h2e_site.llm.config import ConfigError
-from h2e_site.web import RUN_PERMISSION
+from h2e_site.web import CanRunJobs
 
-from .models import STAGE_ORDER, MiningRun, StageOutcome
+from .models import MiningRun, Stage, StageOutcome
 from .runs import RunBusy, mining_run_rerun_stage, mining_run_start
 from .selectors import run_funnel, stage_rejections
 
@@ -71,29 +72,78 @@ class RunDetail(generics.RetrieveAPIView):
         return MiningRun.objects.annotate(documents_count=Count("documents"))
 
 
+class FunnelCellSerializer(serializers.Serializer):
+    """Shape of selectors.FunnelCell.as_json(): one stage of one topic."""
+
+    stage = serializers.ChoiceField(choices=Stage.choices)
+    processed = serializers.IntegerField()
+    passed = serializers.IntegerField()
+    rejected = serializers.IntegerField()
+    errors = serializers.IntegerField()
+    yield_percent = serializers.FloatField(help_text="passed / the topic's input documents, in %")
+    pass_rate_percent = serializers.FloatField(help_text="passed / processed by this stage, in %")
+    prompt_tokens = serializers.IntegerField()
+    completion_tokens = serializers.IntegerField()
+    cost = serializers.FloatField()
+
+
+class FunnelRowSerializer(serializers.Serializer):
+    """Shape of selectors.FunnelRow.as_json(): a topic (or "All topics") through every stage."""
+
+    topic = serializers.CharField()
+    documents = serializers.IntegerField(help_text="the topic's input documents")
+    cost = serializers.FloatField()
+    stages = FunnelCellSerializer(many=True)
+
+
+class FunnelSerializer(serializers.Serializer):
+    """Shape of selectors.Funnel.as_json()."""
+
+    run = serializers.IntegerField()
+    stages = serializers.ListField(child=serializers.ChoiceField(choices=Stage.choices))
+    topics = FunnelRowSerializer(many=True)
+    total = FunnelRowSerializer()
+
+
+class RunStartedSerializer(serializers.Serializer):
+    """The answer of start and rerun: the run and the job that now runs it."""
+
+    run = serializers.IntegerField()
+    job = serializers.IntegerField()
+    status = serializers.CharField(help_text="the job's status (queued)")
+
+
+class RunStartSerializer(serializers.Serializer):
+    """POST .../start/ takes no body (the run's own config is run)."""
+
+
 class RunFunnel(generics.GenericAPIView):
     """The run's yield funnel: per topic and stage, processed / passed / yield % (of the topic's input
     documents) / pass rate % (of what the stage processed), tokens and cost; and the totals."""
 
     queryset = MiningRun.objects.all()
+    serializer_class = FunnelSerializer
+    filter_backends: list[Any] = []
+    pagination_class = None
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=FunnelSerializer)
     def get(self, request: Request, pk: int) -> Response:
         run = get_object_or_404(MiningRun, pk=pk)
         return Response(run_funnel(run).as_json())
+
+
+class RejectionsQuerySerializer(serializers.Serializer):
+    stage = serializers.ChoiceField(choices=Stage.choices)
+    topic = serializers.CharField(required=False, max_length=200, help_text="only this topic's documents")
 
 
 class RunRejections(generics.ListAPIView):
     """The documents a stage rejected in the run, with the reason (and the parsed answer)."""
 
     serializer_class = RejectionSerializer
+    filter_backends: list[Any] = []
 
-    @extend_schema(
-        parameters=[
-            OpenApiParameter("stage", OpenApiTypes.STR, required=True, enum=list(STAGE_ORDER)),
-            OpenApiParameter("topic", OpenApiTypes.STR, description="only this topic's documents"),
-        ]
-    )
+    @extend_schema(parameters=[RejectionsQuerySerializer])
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return super().get(request, *args, **kwargs)
 
@@ -101,21 +151,12 @@ class RunRejections(generics.ListAPIView):
         if getattr(self, "swagger_fake_view", False):  # schema generation
             return StageOutcome.objects.none()
         run = get_object_or_404(MiningRun, pk=self.kwargs["pk"])
-        stage = self.request.query_params.get("stage", "")
-        if stage not in STAGE_ORDER:
-            raise ValidationError({"stage": f"one of {', '.join(STAGE_ORDER)}"})
-        return stage_rejections(run, stage, topic=self.request.query_params.get("topic") or None)
-
-
-class CanRunJobs(permissions.BasePermission):
-    """Starting a run needs jobs.add_job on top of the staff check."""
-
-    def has_permission(self, request: Request, view: Any) -> bool:
-        return bool(request.user and request.user.has_perm(RUN_PERMISSION))
+        query = query_params(self.request, RejectionsQuerySerializer)
+        return stage_rejections(run, query["stage"], topic=query.get("topic") or None)
 
 
 class RerunSerializer(serializers.Serializer):
-    stage = serializers.ChoiceField(choices=list(STAGE_ORDER))
+    stage = serializers.ChoiceField(choices=Stage.choices)
     config = serializers.JSONField(required=False, help_text="a new run config (e.g. another prompt_path)")
 
 
@@ -123,9 +164,11 @@ class RunStart(generics.GenericAPIView):
     """Start or resume the run: a new MINE job that sends only what has no outcome yet."""
 
     queryset = MiningRun.objects.all()
+    serializer_class = RunStartSerializer
+    filter_backends: list[Any] = []
     permission_classes = [permissions.IsAdminUser, CanRunJobs]
 
-    @extend_schema(request=None, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=None, responses={202: RunStartedSerializer, 409: OpenApiTypes.OBJECT})
     def post(self, request: Request, pk: int) -> Response:
         run = get_object_or_404(MiningRun, pk=pk)
         try:
@@ -140,9 +183,10 @@ class RunRerun(generics.GenericAPIView):
 
     queryset = MiningRun.objects.all()
     serializer_class = RerunSerializer
+    filter_backends: list[Any] = []
     permission_classes = [permissions.IsAdminUser, CanRunJobs]
 
-    @extend_schema(request=RerunSerializer, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=RerunSerializer, responses={202: RunStartedSerializer, 409: OpenApiTypes.OBJECT})
     def post(self, request: Request, pk: int) -> Response:
         run = get_object_or_404(MiningRun, pk=pk)
         serializer = RerunSerializer(data=request.data)

@@ -8,39 +8,106 @@ Mounted by annotation/api.py as /api/agreement/step-types/.
 
 from __future__ import annotations
 
-from typing import Any
-
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import generics, status
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
+
+from h2e_site.api import query_params
+from h2e_site.api_views import ComputedView
 
 from ..models import StepTypeLabelSet, Study, StudyKind
 from .agreement import label_set_agreement, study_step_types_agreement
 
 
-class StepTypesAgreementView(generics.GenericAPIView):
+class StepTypesAgreementQuerySerializer(serializers.Serializer):
+    study = serializers.SlugField(required=False, help_text="a step-types study's slug")
+    label_set = serializers.CharField(
+        required=False, max_length=200, help_text="an imported label set's name"
+    )
+
+
+class CellSerializer(serializers.Serializer):
+    """One cell of Table 6."""
+
+    kappa = serializers.FloatField(allow_null=True, help_text="average pairwise Cohen's kappa")
+    alpha = serializers.FloatField(allow_null=True, help_text="Krippendorff's alpha")
+    pairs = serializers.IntegerField(help_text="annotator pairs averaged")
+    items = serializers.IntegerField(help_text="items at least two annotators labelled")
+
+
+class TypeCountsSerializer(serializers.Serializer):
+    candidates = serializers.IntegerField()
+    positives = serializers.IntegerField()
+    negatives = serializers.IntegerField()
+    ties = serializers.IntegerField()
+    expert_yes = serializers.IntegerField()
+    expert_no = serializers.IntegerField()
+    unsure = serializers.IntegerField()
+
+
+class StepTypesContradictionSerializer(serializers.Serializer):
+    sequential_and_interchangeable = serializers.IntegerField()
+    comparable = serializers.IntegerField()
+    sequential = serializers.IntegerField()
+    rate = serializers.FloatField(allow_null=True)
+
+
+class AttentionSerializer(serializers.Serializer):
+    prolific_pid = serializers.CharField()
+    items = serializers.IntegerField()
+    passed = serializers.IntegerField()
+    total = serializers.IntegerField()
+    rate = serializers.FloatField(allow_null=True, help_text="null: no attention check")
+
+
+class MajoritySerializer(serializers.Serializer):
+    procedure = serializers.IntegerField()
+    source_example_id = serializers.CharField(allow_blank=True)
+    candidate = serializers.CharField()
+    type = serializers.CharField()
+    yes = serializers.IntegerField()
+    no = serializers.IntegerField()
+    holds = serializers.BooleanField(allow_null=True, help_text="null: a tie")
+    expert = serializers.CharField(allow_null=True)
+
+
+class StepTypesAgreementSerializer(serializers.Serializer):
+    """Shape of StepTypesAgreement.as_json() with the study or label set it is about."""
+
+    study = serializers.CharField(allow_null=True)
+    label_set = serializers.CharField(allow_null=True)
+    n_procedures = serializers.IntegerField()
+    n_annotators = serializers.IntegerField()
+    n_labels = serializers.IntegerField()
+    columns = serializers.ListField(child=serializers.CharField())
+    table = serializers.DictField(
+        child=serializers.DictField(child=CellSerializer(allow_null=True)),
+        help_text="row (a step type or a task-level answer) -> column (overall, a topic) -> cell",
+    )
+    counts = serializers.DictField(child=TypeCountsSerializer(), help_text="step type -> counts")
+    contradiction = StepTypesContradictionSerializer()
+    attention = AttentionSerializer(many=True)
+    majorities = MajoritySerializer(many=True)
+
+
+class StepTypesAgreementView(ComputedView):
     """Step-type agreement in the layout of the SIO paper's Table 6 (average pairwise Cohen's kappa and
     Krippendorff's alpha per type and task-level expert answer, overall and per topic), the majority of every
     candidate (ties and the Unsure expert flag included) with counts per type, the SEQUENTIAL and
     INTERCHANGEABLE contradiction rate, and each participant's attention checks (studies only)."""
 
-    filter_backends: list[Any] = []
-    pagination_class = None
+    serializer_class = StepTypesAgreementSerializer
 
     @extend_schema(
-        parameters=[
-            OpenApiParameter("study", OpenApiTypes.STR, description="a step-types study's slug"),
-            OpenApiParameter("label_set", OpenApiTypes.STR, description="an imported label set's name"),
-        ],
-        responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT},
+        parameters=[StepTypesAgreementQuerySerializer],
+        responses=StepTypesAgreementSerializer,
         operation_id="step_types_agreement",
     )
     def get(self, request: Request) -> Response:
-        slug = request.query_params.get("study", "").strip()
-        name = request.query_params.get("label_set", "").strip()
+        query = query_params(request, StepTypesAgreementQuerySerializer)
+        slug, name = query.get("study", ""), query.get("label_set", "")
         if bool(slug) == bool(name):
             return Response(
                 {"detail": "give exactly one of study=<slug> and label_set=<name>"},

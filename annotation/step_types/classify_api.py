@@ -8,41 +8,43 @@ Classification jobs start through POST /api/jobs/ {"kind": "classify_steps", "cl
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.urls import path
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import generics, status
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
+
+from h2e_site.api import query_params
+from h2e_site.api_views import ComputedView
 
 from ..models import Study, StudyKind
 from .classify_serializers import StepTypeModelsSerializer
 from .evaluation import GOLD_STUDY, step_type_models_table
 
 
-class StepTypeModelsView(generics.GenericAPIView):
+class StepTypeModelsQuerySerializer(serializers.Serializer):
+    gold = serializers.CharField(
+        required=False,
+        max_length=200,
+        default=GOLD_STUDY,
+        help_text='whose labels are the reference: "study" (default: its participants\' majority) '
+        "or \"set:<name>\" (an imported label set's majority on the study's procedures)",
+    )
+
+
+class StepTypeModelsView(ComputedView):
     """Each step-type classifier against the gold labels of a step-types study: precision, recall and F1
     per type and their macro "All" (the SIO paper's Table 3), overall and per topic, answers that could
     not be read counted apart, and the sequential/interchangeable contradiction rate beside the humans'.
     The README defines every figure."""
 
     serializer_class = StepTypeModelsSerializer
-    filter_backends: list[Any] = []
-    pagination_class = None
 
     @extend_schema(
-        parameters=[
-            OpenApiParameter(
-                "gold",
-                OpenApiTypes.STR,
-                description='whose labels are the reference: "study" (default: its participants\' majority) '
-                "or \"set:<name>\" (an imported label set's majority on the study's procedures)",
-            )
-        ],
-        responses={200: StepTypeModelsSerializer, 400: OpenApiTypes.OBJECT, 404: OpenApiTypes.OBJECT},
+        parameters=[StepTypeModelsQuerySerializer],
+        responses={200: StepTypeModelsSerializer, 404: OpenApiTypes.OBJECT},
         operation_id="study_step_type_models",
     )
     def get(self, request: Request, slug: str) -> Response:
@@ -50,9 +52,10 @@ class StepTypeModelsView(generics.GenericAPIView):
         if study is None:
             raise NotFound(f"no step-types study {slug!r}")
         try:
-            table = step_type_models_table(study=study, source=request.query_params.get("gold", GOLD_STUDY))
-        except LookupError as exc:
-            return Response({"gold": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
+            gold = query_params(request, StepTypeModelsQuerySerializer)["gold"]
+            table = step_type_models_table(study=study, source=gold)
+        except LookupError as exc:  # a gold source naming nothing: like a study that is not there
+            return Response({"gold": [str(exc)]}, status=status.HTTP_404_NOT_FOUND)
         return Response(self.get_serializer(table).data)
 
 

@@ -62,11 +62,12 @@ class JobViewSet(
     )
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         creatable = _creatable()
-        kind = request.data.get("kind")
-        if kind not in creatable:
+        kind = request.data.get("kind")  # the body is an object (h2e_site.api.ObjectJSONParser)
+        if not isinstance(kind, str) or kind not in creatable:
             expected = ", ".join(sorted(creatable))
+            shown = repr(kind) if len(repr(kind)) <= 40 else repr(kind)[:37] + "..."
             raise serializers.ValidationError(
-                {"kind": [f"{kind!r} is not a kind of job started here: {expected}"]}
+                {"kind": [f"{shown} is not a kind of job started here: {expected}"]}
             )
         job_type = creatable[kind]
         form = import_string(job_type.create_serializer)(data=request.data)

@@ -14,7 +14,13 @@ from .services import job_elapsed_seconds, job_seconds_remaining
 class JobSerializer(serializers.ModelSerializer):
     """A job with its progress. `parameters` leaves out the item list (`items`: total says how many)."""
 
-    created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
+    created_by = serializers.CharField(
+        source="created_by.username",
+        default=None,
+        read_only=True,
+        allow_null=True,
+        help_text="who started it (null: a command or the worker)",
+    )
     progress_percent = serializers.FloatField(read_only=True)
     is_finished = serializers.BooleanField(read_only=True)
     parameters = serializers.SerializerMethodField()

@@ -11,59 +11,52 @@ Answer jobs start through POST /api/jobs/ {"kind": "answer_tasks", "model_id", "
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.urls import path
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import generics, status
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
+
+from h2e_site.api import QueryBooleanField, query_params
+from h2e_site.api_views import ComputedView
 
 from ..models import TaskSet, TaskSplit
 from .answer_serializers import TaskModelsSerializer
 from .exports import validated_pks
 from .results import task_models_results
 
-TRUE = {"1", "true", "yes", "on"}
+
+class TaskModelsQuerySerializer(serializers.Serializer):
+    split = serializers.ChoiceField(
+        choices=list(TaskSplit.values), default=TaskSplit.TEST, help_text="default test"
+    )
+    validated = QueryBooleanField(
+        required=False, default=False, help_text="only the test examples the crowd validation kept"
+    )
 
 
-class TaskModelsView(generics.GenericAPIView):
+class TaskModelsView(ComputedView):
     """Each model's accuracy on the task set's examples, per task and per topic, with 95 % Wilson intervals;
     unparsable answers count as wrong and are counted apart; the same model's candidates-only run is its own
     artifact check (chance: 25 % for the 4-way tasks, 50 % for Step Ordering)."""
 
     serializer_class = TaskModelsSerializer
-    filter_backends: list[Any] = []
-    pagination_class = None
 
     @extend_schema(
-        parameters=[
-            OpenApiParameter(
-                "split", OpenApiTypes.STR, enum=list(TaskSplit.values), description="default test"
-            ),
-            OpenApiParameter(
-                "validated", OpenApiTypes.BOOL, description="only the test examples the crowd validation kept"
-            ),
-        ],
-        responses={
-            200: TaskModelsSerializer,
-            400: OpenApiTypes.OBJECT,
-            404: OpenApiTypes.OBJECT,
-            409: OpenApiTypes.OBJECT,
-        },
+        parameters=[TaskModelsQuerySerializer],
+        responses={200: TaskModelsSerializer, 409: OpenApiTypes.OBJECT},
         operation_id="task_set_models",
     )
     def get(self, request: Request, name: str) -> Response:
         task_set = TaskSet.objects.filter(name=name).first()
         if task_set is None:
             raise NotFound(f"no task set {name!r}")
-        split = request.query_params.get("split", TaskSplit.TEST)
-        if split not in TaskSplit.values:
-            return Response({"split": [f"one of {', '.join(TaskSplit.values)}"]}, status.HTTP_400_BAD_REQUEST)
+        query = query_params(request, TaskModelsQuerySerializer)
+        split = query["split"]
         only = None
-        if request.query_params.get("validated", "").lower() in TRUE:
+        if query["validated"]:
             only = validated_pks(task_set)
             if only is None:
                 detail = f"task set {name!r} has no validation results yet"

@@ -169,14 +169,19 @@ def test_it_stores_no_active_time_for_a_value_that_is_not_a_time(client: Client,
 
 
 @pytest.mark.parametrize(
-    ("params", "field"),
-    [("source=xyz", "source"), ("judge=nope", "judge"), ("topic=Nowhere", "topic"), ("study=none", "study")],
+    ("params", "field", "status"),
+    [
+        ("source=xyz", "source", 400),  # not a source at all
+        ("judge=nope", "judge", 404),  # a judge, topic or study that is not there: nothing to list
+        ("topic=Nowhere", "topic", 404),
+        ("study=none", "study", 404),
+    ],
 )
-def test_it_answers_an_unknown_filter_value_with_400_naming_it(
-    admin_client: Client, params: str, field: str
+def test_it_answers_an_unknown_filter_value_with_4xx_naming_it(
+    admin_client: Client, params: str, field: str, status: int
 ) -> None:
     response = admin_client.get(f"/api/failures/?{params}")
-    assert response.status_code == 400 and field in response.json()
+    assert response.status_code == status and field in response.json()
     page = admin_client.get(f"{reverse('failures:failure_list')}?{params}").content.decode()
     assert f"Filter {field}:" in page
 

@@ -669,7 +669,7 @@ def test_the_api_is_staff_only_and_read_only(client: Client, staff: Client, stud
     outsider.force_login(make_user())
     assert outsider.get(url).status_code == 403
     assert staff.post(url).status_code == 405
-    assert staff.get(url, {"gold": "set:nope"}).status_code == 400
+    assert staff.get(url, {"gold": "set:nope"}).status_code == 404  # a gold source that is not there
     assert staff.get(reverse("api:study-step-type-models", args=["nope"])).status_code == 404
     schema = staff.get(reverse("api-schema"), {"format": "json"}).json()
     assert "/api/studies/{slug}/step-types/models/" in schema["paths"]

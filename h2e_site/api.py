@@ -1,0 +1,151 @@
+"""What every endpoint of the REST API shares, so that one place knows each rule:
+
+- ObjectJSONParser: a JSON body must be an object ([1, 2] or "build_tasks" get a 400 naming the body).
+- query_params: the query parameters of a view, declared once as a serializer, parsed strictly (a value that
+  is not of the declared type or choice gets a 400 naming the parameter), and documented from the same
+  serializer (`extend_schema(parameters=[TheQuerySerializer])`).
+- StrictBooleanFilter / IdFilter / IdInFilter: django-filter's filters, just as strict (no silent ignoring of
+  `?has_failure=0.17`), with ids typed as integers in the schema.
+(The published schema's shared parts are in h2e_site.api_views.py: this module is loaded with DRF's
+settings, which that one's imports would load again.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import django_filters
+from django import forms
+from django.http import QueryDict
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+from rest_framework.exceptions import ParseError, ValidationError
+from rest_framework.request import Request
+
+from h2e_site.bounds import BoundedJSONParser
+
+# The largest value a PostgreSQL bigint (a primary key) holds.
+MAX_ID = 2**63 - 1
+
+
+class ObjectJSONParser(BoundedJSONParser):
+    """JSON bodies measured and parsed (bounds.BoundedJSONParser: too deep or too long is a 400), then
+    refused with a 400 unless they are an object: every endpoint reads its body as named fields."""
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        data = super().parse(stream, media_type, parser_context)
+        if not isinstance(data, dict):
+            shown = repr(data)
+            shown = shown if len(shown) <= 40 else shown[:37] + "..."
+            raise ParseError(f"The body must be a JSON object ({{...}}), not {type(data).__name__} {shown}.")
+        return data
+
+
+# --- query parameters -------------------------------------------------------------------------------------
+
+
+class CommaListField(serializers.ListField):
+    """A query parameter given repeated (?judge=a&judge=b) or as a comma list (?judge=a,b)."""
+
+    def get_value(self, dictionary: Any) -> Any:
+        if self.field_name not in dictionary:
+            return serializers.empty
+        raw = dictionary.getlist(self.field_name) if isinstance(dictionary, QueryDict) else []
+        return [piece for text in raw for piece in text.split(",")]  # an empty piece is refused (child)
+
+
+def comma_list(help_text: str, **kwargs: Any) -> CommaListField:
+    return CommaListField(
+        child=serializers.CharField(max_length=200, trim_whitespace=False),
+        required=False,
+        help_text=help_text,
+        **kwargs,
+    )
+
+
+EMPTY = "empty: give a value or leave the parameter out"
+
+
+def query_params(request: Request, serializer_class: type[serializers.Serializer]) -> dict[str, Any]:
+    """The view's query parameters, parsed by its query serializer; a value that does not parse, or is
+    empty, is a 400 naming the parameter (ValidationError). Parameters the serializer does not declare are
+    left alone (pagination's `page`, `format`)."""
+    empty = {name: [EMPTY] for name in serializer_class().fields if "" in request.query_params.getlist(name)}
+    if empty:
+        raise ValidationError(empty)
+    parsed = serializer_class(data=request.query_params)
+    if not parsed.is_valid():
+        raise ValidationError(parsed.errors)
+    return dict(parsed.validated_data)
+
+
+class QueryBooleanField(serializers.BooleanField):
+    """true/false as a query parameter: true, false, 1, 0, yes, no (any case); anything else is refused."""
+
+    default_error_messages = {"invalid": '"{input}" is not true or false (true, false, 1, 0, yes, no).'}
+
+    def to_internal_value(self, data: Any) -> bool:
+        text = str(data).strip().lower()
+        if text in {"true", "1", "yes", "on"}:
+            return True
+        if text in {"false", "0", "no", "off"}:
+            return False
+        self.fail("invalid", input=str(data)[:40])
+        raise AssertionError  # fail() raises
+
+
+# --- django-filter -----------------------------------------------------------------------------------------
+
+
+class _StrictBooleanField(forms.Field):
+    def to_python(self, value: Any) -> bool | None:
+        if value in (None, ""):
+            return None
+        text = str(value).strip().lower()
+        if text in {"true", "1", "yes", "on"}:
+            return True
+        if text in {"false", "0", "no", "off"}:
+            return False
+        raise forms.ValidationError(f"{str(value)[:40]!r} is not true or false (true, false, 1, 0, yes, no).")
+
+
+class StrictBooleanFilter(django_filters.BooleanFilter):
+    """django-filter's BooleanFilter ignores a value it cannot read (?has_failure=0.17 filters nothing):
+    this one refuses it with a 400 naming the parameter."""
+
+    field_class = _StrictBooleanField
+
+
+class _IdField(forms.IntegerField):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("min_value", 1)
+        kwargs.setdefault("max_value", MAX_ID)
+        super().__init__(*args, **kwargs)
+
+
+@extend_schema_field({"type": "integer", "minimum": 1, "maximum": MAX_ID})
+class IdFilter(django_filters.NumberFilter):
+    """A row's id: a whole number from 1 (not a decimal, not beyond a bigint)."""
+
+    field_class = _IdField
+
+
+class StrictFilterBackend(DjangoFilterBackend):
+    """django-filter as DRF's filter backend (settings: DEFAULT_FILTER_BACKENDS), except that a filter given
+    empty (?split=, ?generator=a,,b) is refused with a 400 naming it: django-filter would ignore it, as a
+    web form's blank field."""
+
+    def get_filterset(self, request: Any, queryset: Any, view: Any) -> Any:
+        filterset = super().get_filterset(request, queryset, view)
+        if filterset is not None:
+            empty = {
+                name: [EMPTY]
+                for name, declared in filterset.filters.items()
+                for value in request.query_params.getlist(name)
+                if value == ""
+                or (isinstance(declared, django_filters.filters.BaseCSVFilter) and "" in value.split(","))
+            }
+            if empty:
+                raise ValidationError(empty)
+        return filterset
