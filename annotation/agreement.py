@@ -8,6 +8,8 @@ annotation/agreement_data.py's job.
 Definitions (the docs repeat them next to each figure):
 - alpha_binary: Krippendorff's alpha, nominal, on has_failure, via the `krippendorff` package; units with a
   single label carry no pairable information and are left out by the formula itself (missing labels are fine).
+- Every alpha, kappa and AC1 here is undefined (None) by h2e_site.stats' one rule: fewer than 2 items (for
+  alpha: pairable units), or a chance agreement of 1 (a single value throughout).
 - alpha_first_failure: nominal alpha on where the first failure is: "none" when no critical failure, else the
   earliest L2 step any failure links to ("L2.k"), or "unlocated" when the failures link no L2 step.
 - alpha_step_sets: alpha over the set of steps the failures link ({"L1.2", "L2.5", ...}; empty when no
@@ -24,9 +26,13 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from h2e_site.stats import Coefficient, agreement_undefined, nominal_chance_agreement
+
 # Re-exported: the agreement pages' figures are read from here.
+from judging.stats import ac1 as ac1_of
 from judging.stats import cohen_kappa as cohen_kappa
 from judging.stats import gwet_ac1 as gwet_ac1
+from judging.stats import kappa as kappa_of
 
 if TYPE_CHECKING:
     import numpy as np
@@ -99,26 +105,52 @@ def value_counts(labels: Sequence[Label], value: Callable[[Label], Hashable]) ->
     return counts, values
 
 
-def nominal_alpha(counts: np.ndarray) -> float | None:
-    """Krippendorff's nominal alpha of a units x values count matrix; None when undefined (fewer than two
-    pairable units' worth of labels, or a single value used throughout: no expected disagreement)."""
-    import krippendorff
-    import numpy as np
+def pairable_units(counts: np.ndarray) -> np.ndarray:
+    """The rows (units) of a units x values count matrix with two labels or more: the only ones alpha uses."""
+    return counts[counts.sum(axis=1) >= 2]
 
-    pairable = counts[counts.sum(axis=1) >= 2]
-    if pairable.shape[0] == 0 or np.count_nonzero(pairable.sum(axis=0)) < 2:
-        return None
-    return float(krippendorff.alpha(value_counts=pairable, level_of_measurement="nominal"))
+
+def alpha_undefined(pairable: np.ndarray) -> str:
+    """Why alpha over these pairable units is undefined ("" when defined): h2e_site.stats' one rule, with the
+    pairable units as its items and Krippendorff's nominal expected agreement as its chance agreement."""
+    return agreement_undefined(pairable.shape[0], nominal_chance_agreement(pairable.sum(axis=0).tolist()))
+
+
+def nominal_alpha_coefficient(counts: np.ndarray) -> Coefficient:
+    """Krippendorff's nominal alpha of a units x values count matrix (the `krippendorff` package), or why it
+    is undefined: fewer than two pairable units, or a single value used throughout (no expected
+    disagreement)."""
+    import krippendorff
+
+    pairable = pairable_units(counts)
+    why = alpha_undefined(pairable)
+    if why:
+        return Coefficient(None, pairable.shape[0], why)
+    value = krippendorff.alpha(value_counts=pairable, level_of_measurement="nominal")
+    return Coefficient(float(value), pairable.shape[0])
+
+
+def nominal_alpha(counts: np.ndarray) -> float | None:
+    """nominal_alpha_coefficient's value: None when undefined."""
+    return nominal_alpha_coefficient(counts).value
+
+
+def binary_alpha(labels: Sequence[Label]) -> Coefficient:
+    counts, _ = value_counts(labels, lambda label: label.has_failure)
+    return nominal_alpha_coefficient(counts)
+
+
+def first_failure_alpha(labels: Sequence[Label]) -> Coefficient:
+    counts, _ = value_counts(labels, lambda label: label.first_failure)
+    return nominal_alpha_coefficient(counts)
 
 
 def alpha_binary(labels: Sequence[Label]) -> float | None:
-    counts, _ = value_counts(labels, lambda label: label.has_failure)
-    return nominal_alpha(counts)
+    return binary_alpha(labels).value
 
 
 def alpha_first_failure(labels: Sequence[Label]) -> float | None:
-    counts, _ = value_counts(labels, lambda label: label.first_failure)
-    return nominal_alpha(counts)
+    return first_failure_alpha(labels).value
 
 
 def masi_distance(a: frozenset[str], b: frozenset[str]) -> float:
@@ -131,22 +163,30 @@ def masi_distance(a: frozenset[str], b: frozenset[str]) -> float:
     return 1.0 - jaccard * monotonicity
 
 
-def alpha_step_sets(labels: Sequence[Label]) -> float | None:
-    """Alpha over the linked step sets with the MASI distance (the package's alpha with a custom metric)."""
+def step_sets_alpha(labels: Sequence[Label]) -> Coefficient:
+    """Alpha over the linked step sets with the MASI distance (the package's alpha with a custom metric).
+    Undefined by the same rule as the nominal alphas: the MASI distance of two different sets is never 0, so
+    the expected disagreement is 0 exactly when a single set is used throughout."""
     import krippendorff
     import numpy as np
 
     counts, sets = value_counts(labels, lambda label: label.step_set)
-    pairable = counts[counts.sum(axis=1) >= 2]
-    if pairable.shape[0] == 0 or np.count_nonzero(pairable.sum(axis=0)) < 2:
-        return None
+    pairable = pairable_units(counts)
+    why = alpha_undefined(pairable)
+    if why:
+        return Coefficient(None, pairable.shape[0], why)
     distances = np.array([[masi_distance(a, b) for b in sets] for a in sets])
 
     def masi(v1: Any, v2: Any, i1: Any, i2: Any, n_v: Any, dtype: Any = np.float64) -> Any:
         return distances[i1, i2].astype(dtype)
 
     domain = np.arange(len(sets))
-    return float(krippendorff.alpha(value_counts=pairable, value_domain=domain, level_of_measurement=masi))
+    value = krippendorff.alpha(value_counts=pairable, value_domain=domain, level_of_measurement=masi)
+    return Coefficient(float(value), pairable.shape[0])
+
+
+def alpha_step_sets(labels: Sequence[Label]) -> float | None:
+    return step_sets_alpha(labels).value
 
 
 @dataclass(frozen=True)
@@ -282,12 +322,22 @@ class JudgeAgreement:
     n_not_judged: int = 0  # human-labelled units this judge has no usable verdict on
 
     @property
+    def kappa(self) -> Coefficient:
+        """Cohen's kappa of the confusion, with why it is undefined when it is."""
+        return kappa_of(self.confusion)
+
+    @property
+    def ac1(self) -> Coefficient:
+        """Gwet's AC1 of the confusion, with why it is undefined when it is."""
+        return ac1_of(self.confusion)
+
+    @property
     def cohen_kappa(self) -> float | None:
-        return cohen_kappa(self.confusion)
+        return self.kappa.value
 
     @property
     def gwet_ac1(self) -> float | None:
-        return gwet_ac1(self.confusion)
+        return self.ac1.value
 
     @property
     def cells(self) -> tuple[int, int, int, int]:

@@ -23,16 +23,16 @@ from .agreement import (
     Interval,
     JudgeAgreement,
     Label,
-    alpha_binary,
-    alpha_first_failure,
-    alpha_step_sets,
+    binary_alpha,
     bootstrap_alpha_ci,
     by_unit,
+    first_failure_alpha,
     judge_agreement,
     label_from_failures,
     leave_one_out,
     majority,
     pooled,
+    step_sets_alpha,
 )
 from .models import AnnotatedFailure, Annotation, Participant, Study
 
@@ -74,6 +74,8 @@ class StudyAgreement:
     alpha_step_sets: float | None
     annotators: list[AnnotatorFigures]
     judges: list[JudgeFigures] = field(default_factory=list)
+    # why each alpha that is None is undefined (h2e_site.stats' rule), by field name
+    undefined: dict[str, str] = field(default_factory=dict)
 
     @property
     def n_items(self) -> int:
@@ -120,15 +122,21 @@ def _agreement(studies: list[Study], *, title: str, seed: int, with_judges: bool
     labels, rows = _human_labels(annotations.not_attention_checks(), pooled_units)
     loo = leave_one_out(labels)
     annotators = _annotator_figures(studies, rows, loo, annotations.attention_checks())
+    alphas = {
+        "alpha_binary": binary_alpha(labels),
+        "alpha_first_failure": first_failure_alpha(labels),
+        "alpha_step_sets": step_sets_alpha(labels),
+    }
     result = StudyAgreement(
         title=title,
         slugs=[study.slug for study in studies],
         labels=labels,
-        alpha_binary=alpha_binary(labels),
+        alpha_binary=alphas["alpha_binary"].value,
         ci=bootstrap_alpha_ci(labels, seed=seed),
-        alpha_first_failure=alpha_first_failure(labels),
-        alpha_step_sets=alpha_step_sets(labels),
+        alpha_first_failure=alphas["alpha_first_failure"].value,
+        alpha_step_sets=alphas["alpha_step_sets"].value,
         annotators=annotators,
+        undefined={name: alpha.undefined for name, alpha in alphas.items() if alpha.undefined},
     )
     if with_judges:
         result.judges = _judge_figures(labels)

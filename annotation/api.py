@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.urls import path
+from django.urls import path, reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers, status
@@ -25,6 +25,7 @@ from judging.models import Judge
 from . import failures
 from .agreement import Agreement
 from .agreement_data import JudgeFigures, StudyAgreement, studies_agreement, study_agreement
+from .kinds import kind_for
 from .models import Study, StudyKind
 from .report_card import report_card
 from .step_types.agreement_api import StepTypesAgreementView
@@ -114,10 +115,9 @@ class AgreementView(generics.GenericAPIView):
         critical = Study.objects.filter(kind=StudyKind.CRITICAL_FAILURES)
         studies = list(critical.filter(slug__in=slugs)) if slugs else list(critical)
         missing = sorted(set(slugs) - {study.slug for study in studies})
-        other_kind = set(Study.objects.filter(slug__in=missing).values_list("slug", flat=True))
+        other_kind = Study.objects.filter(slug__in=missing).order_by("slug")
         if other_kind:
-            names = ", ".join(sorted(other_kind))
-            raise ValidationError({"study": f"{names}: a step-types study; see /api/agreement/step-types/"})
+            raise ValidationError({"study": [_other_kind(study) for study in other_kind]})
         if missing:
             raise NotFound(f"no study {', '.join(missing)}")
         if len(studies) == 1:
@@ -125,6 +125,15 @@ class AgreementView(generics.GenericAPIView):
         else:
             result = studies_agreement(studies=studies)
         return Response(self.get_serializer(result).data)
+
+
+def _other_kind(study: Study) -> str:
+    """Why a study of another kind is refused here, and where its agreement is."""
+    spec = kind_for(study)
+    where = reverse("agreement:study", args=[study.slug])
+    if spec.agreement_api:
+        where = f"{reverse(spec.agreement_api)}?study={study.slug} or {where}"
+    return f"{study.slug}: a {spec.noun} study (this endpoint covers critical-failures studies); see {where}"
 
 
 class FailureSerializer(serializers.Serializer):

@@ -9,6 +9,8 @@ from typing import Any
 
 MIN_DWELL_SECONDS = 90  # C.1: "Submissions remain closed until at least 90 seconds have elapsed."
 ESTIMATED_ITEM_MINUTES = 2.0  # C.1: "Aim to spend 1-2 minutes per instance."
+MAX_ITEM_MINUTES = 240.0  # an item of 4 hours is a typo; its lease, 2 + X + 2*sqrt(X), stays under a day
+MAX_LEASE_MINUTES = 1440  # a day
 PROLIFIC_COMPLETE_URL = "https://app.prolific.com/submissions/complete?cc={code}"
 
 

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django import forms
+from django.urls import reverse
+from django.utils.html import format_html
 
+from h2e_site.bounds import SEED, model_range
 from judging.models import Generator, Judge
 from mining.models import GoalStepTask, Split, TaskSet, Topic
 
 from . import codebook
+from .comprehension import comprehension_questions_parse, comprehension_questions_text
 from .kinds import kind_for
 from .models import Study, StudyKind
+from .services import ATTENTION_CHECKS, SAMPLE_SIZE
 
 KIND_TEXTS = (
     "instructions",
@@ -54,28 +58,35 @@ class StudyForm(forms.Form):
         required=False,
         help_text="two or more: only generations these judges disagree on",
     )
-    sample_size = forms.IntegerField(
-        min_value=1, required=False, help_text="seeded random sample; empty: all"
+    sample_size = SAMPLE_SIZE.form_field(required=False, help_text="seeded random sample; empty: all")
+    seed = SEED.form_field(initial=0, help_text="the same seed and selection draw the same items")
+    annotators_per_item = model_range(Study, "annotators_per_item").form_field(
+        initial=3, label="Annotators per item (k)"
     )
-    seed = forms.IntegerField(initial=0)
-    annotators_per_item = forms.IntegerField(
-        min_value=1, max_value=50, initial=3, label="Annotators per item (k)"
+    items_per_participant = model_range(Study, "items_per_participant").form_field(
+        initial=10, help_text="0: as many as remain"
     )
-    items_per_participant = forms.IntegerField(min_value=0, initial=10, help_text="0: as many as remain")
-    min_dwell_seconds = forms.IntegerField(min_value=0, initial=codebook.MIN_DWELL_SECONDS)
-    estimated_item_minutes = forms.FloatField(min_value=0.1, initial=codebook.ESTIMATED_ITEM_MINUTES)
-    lease_minutes = forms.IntegerField(
-        min_value=1, required=False, help_text="empty: Prolific's maximum time 2 + X + 2√X for the estimate X"
+    min_dwell_seconds = model_range(Study, "min_dwell_seconds").form_field(
+        initial=codebook.MIN_DWELL_SECONDS, help_text="an item can be submitted after this many seconds"
     )
-    attention_checks = forms.IntegerField(min_value=0, initial=2, help_text="instructed-response items")
-    attention_check_every = forms.IntegerField(min_value=0, initial=5, help_text="one after every N items")
+    estimated_item_minutes = model_range(Study, "estimated_item_minutes").form_field(
+        whole=False, initial=codebook.ESTIMATED_ITEM_MINUTES
+    )
+    lease_minutes = model_range(Study, "lease_minutes").form_field(
+        required=False, help_text="empty: Prolific's maximum time 2 + X + 2√X for the estimate X"
+    )
+    attention_checks = ATTENTION_CHECKS.form_field(initial=2, help_text="instructed-response items")
+    attention_check_every = model_range(Study, "attention_check_every").form_field(
+        initial=5, help_text="one after every N items (0: none)"
+    )
     instructions = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), initial=codebook.GUIDELINES)
     consent_text = forms.CharField(widget=forms.Textarea(attrs={"rows": 6}), initial=codebook.CONSENT)
     training_text = forms.CharField(widget=forms.Textarea(attrs={"rows": 12}), initial=codebook.TRAINING)
     comprehension_questions = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 8}),
-        initial=json.dumps(codebook.default_comprehension_questions(), indent=2),
-        help_text='JSON: [{"question": ..., "choices": [...], "answer": index}]',
+        widget=forms.Textarea(attrs={"rows": 14, "spellcheck": "true"}),
+        initial=comprehension_questions_text(codebook.default_comprehension_questions()),
+        help_text="One question per block, blocks apart by a blank line: the question, then one choice "
+        "per line starting with “- ”, the right choice with “* ”. The training text should answer them.",
     )
     completion_code = forms.CharField(max_length=64, required=False, help_text="empty: generated")
     screenout_code = forms.CharField(max_length=64, required=False, help_text="empty: generated")
@@ -92,11 +103,19 @@ class StudyForm(forms.Form):
             field = self.fields["task_set"]
             assert isinstance(field, forms.ChoiceField)
             field.choices = [(name, name) for name in task_sets]
+            if not task_sets:
+                field.help_text = format_html(
+                    'No task set yet: <a href="{}">build one on the Tasks page</a> (or import a BIG-bench '
+                    "task with <code>manage.py import_bigbench</code>), then come back.",
+                    reverse("mining:task_sets") + "#build",
+                )
         defaults = kind_for(kind).study_defaults()
         for name in KIND_TEXTS:
             if name in defaults:
                 value = defaults[name]
-                self.fields[name].initial = json.dumps(value, indent=2) if isinstance(value, list) else value
+                self.fields[name].initial = (
+                    comprehension_questions_text(value) if name == "comprehension_questions" else value
+                )
 
     def clean_slug(self) -> str:
         slug: str = self.cleaned_data["slug"]
@@ -110,24 +129,8 @@ class StudyForm(forms.Form):
             raise forms.ValidationError("Choose at least two judges, or none.")
         return judges
 
+    def clean_prolific_study_id(self) -> str:
+        return str(self.cleaned_data["prolific_study_id"]).strip().lower()
+
     def clean_comprehension_questions(self) -> list[dict[str, Any]]:
-        try:
-            questions = json.loads(self.cleaned_data["comprehension_questions"])
-        except json.JSONDecodeError as exc:
-            raise forms.ValidationError(f"Not valid JSON: {exc}") from exc
-        if not isinstance(questions, list) or not all(_is_question(q) for q in questions):
-            raise forms.ValidationError(
-                "Each question needs a question, choices and the index of the answer."
-            )
-        return questions
-
-
-def _is_question(question: Any) -> bool:
-    return (
-        isinstance(question, dict)
-        and isinstance(question.get("question"), str)
-        and isinstance(question.get("choices"), list)
-        and len(question["choices"]) >= 2
-        and isinstance(question.get("answer"), int)
-        and 0 <= question["answer"] < len(question["choices"])
-    )
+        return comprehension_questions_parse(self.cleaned_data["comprehension_questions"])

@@ -11,13 +11,18 @@ What the database itself guarantees:
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import F, Prefetch, Q
+from django.urls import NoReverseMatch, resolve, reverse
 
+from h2e_site.bounds import Range
 from judging.models import FailureBase, Generation
 from mining.models import Procedure, TaskExample
 
 from . import codebook
+from .comprehension import comprehension_questions_validate
 
 
 class StudyKind(models.TextChoices):
@@ -28,11 +33,32 @@ class StudyKind(models.TextChoices):
     MULTIPLE_CHOICE = "multiple_choice", "Multiple choice (goal-step inference and step ordering examples)"
 
 
+PROLIFIC_STUDY_ID = RegexValidator(
+    r"\A[0-9a-f]{24}\Z",
+    "Prolific's study id is 24 hexadecimal characters (0-9, a-f), as in the study's URL on Prolific.",
+    code="prolific_id",
+)
+STUDY_PAGES = ("annotation:study_detail", "annotator:entry")  # the pages a study's slug must lead to
+
+
+def study_slug_free(slug: str) -> None:
+    """A slug whose pages are the study's: `new` is refused, since /studies/new/ is the builder."""
+    for name in STUDY_PAGES:
+        try:
+            path = reverse(name, args=[slug])
+        except NoReverseMatch:
+            return  # not a slug: the slug validator says so
+        if resolve(path).view_name != name:
+            raise ValidationError(
+                f"“{slug}” is taken by the page {path}: choose another slug.", code="reserved"
+            )
+
+
 class Study(models.Model):
     """A Prolific study: which items are annotated, by how many people, under which gates. Its kind says
     what an item is and what a participant answers; everything else here is shared by every kind."""
 
-    slug = models.SlugField(max_length=64, unique=True)
+    slug = models.SlugField(max_length=64, unique=True, validators=[study_slug_free])
     title = models.CharField(max_length=200)
     kind = models.CharField(
         max_length=32,
@@ -41,19 +67,32 @@ class Study(models.Model):
         db_default="critical_failures",
     )
     prolific_study_id = models.CharField(
-        max_length=64, blank=True, default="", help_text="when set, STUDY_ID in the entry URL must match it"
+        max_length=64,
+        blank=True,
+        default="",
+        validators=[PROLIFIC_STUDY_ID],
+        help_text="when set, STUDY_ID in the entry URL must match it (24 hexadecimal characters)",
     )
     selection = models.JSONField(
         default=dict, blank=True, help_text="how the generations were chosen (topics, generators, seed, ...)"
     )
-    annotators_per_item = models.PositiveSmallIntegerField(default=3)
+    annotators_per_item = models.PositiveSmallIntegerField(default=3, validators=Range(1, 50).validators())
     items_per_participant = models.PositiveIntegerField(
-        default=10, help_text="regular items each participant annotates (0: as many as remain)"
+        default=10,
+        validators=Range(0, 100_000).validators(),
+        help_text="regular items each participant annotates (0: as many as remain)",
     )
-    min_dwell_seconds = models.PositiveIntegerField(default=codebook.MIN_DWELL_SECONDS)
-    estimated_item_minutes = models.FloatField(default=codebook.ESTIMATED_ITEM_MINUTES)
+    min_dwell_seconds = models.PositiveIntegerField(
+        default=codebook.MIN_DWELL_SECONDS, validators=Range(0, 3600).validators()
+    )
+    estimated_item_minutes = models.FloatField(
+        default=codebook.ESTIMATED_ITEM_MINUTES,
+        validators=Range(0.1, codebook.MAX_ITEM_MINUTES).validators(),
+        help_text=f"minutes an item takes (at most {codebook.MAX_ITEM_MINUTES})",
+    )
     lease_minutes = models.PositiveIntegerField(
         default=codebook.prolific_max_minutes(codebook.ESTIMATED_ITEM_MINUTES),
+        validators=Range(1, codebook.MAX_LEASE_MINUTES).validators(),
         help_text="how long an issued item stays reserved (Prolific's maximum time: 2 + X + 2*sqrt(X))",
     )
     instructions = models.TextField(default=codebook.GUIDELINES, help_text="one guideline per line")
@@ -64,11 +103,14 @@ class Study(models.Model):
     )
     comprehension_questions = models.JSONField(
         default=codebook.default_comprehension_questions,
+        validators=[comprehension_questions_validate],
         help_text='list of {"question": str, "choices": [str, ...], "answer": index of the right choice}',
     )
-    comprehension_attempts = models.PositiveSmallIntegerField(default=2)
+    comprehension_attempts = models.PositiveSmallIntegerField(default=2, validators=Range(1, 10).validators())
     attention_check_every = models.PositiveSmallIntegerField(
-        default=5, help_text="an attention-check item after every N regular items (0: none)"
+        default=5,
+        validators=Range(0, 1000).validators(),
+        help_text="an attention-check item after every N regular items (0: none)",
     )
     completion_code = models.CharField(max_length=64)
     screenout_code = models.CharField(max_length=64)
@@ -88,6 +130,17 @@ class Study(models.Model):
 
     def __str__(self) -> str:
         return f"{self.title} ({self.slug})"
+
+    def clean(self) -> None:
+        """A study's kind is fixed once it has items: they are of that kind (generations, procedures or
+        task examples), and so are its annotations."""
+        if self.pk is None or not self.items.exists():
+            return
+        stored = Study.objects.filter(pk=self.pk).values_list("kind", flat=True).first()
+        if stored is not None and stored != self.kind:
+            raise ValidationError(
+                {"kind": f"The study has items of the kind “{stored}”: its kind cannot change."}
+            )
 
     @property
     def guidelines(self) -> list[str]:

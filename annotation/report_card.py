@@ -8,9 +8,11 @@ top layer.
 Per study, on the items with a human majority (ties left out, as on the agreement pages) and a judge verdict
 (parse failures left out):
 - agreement overall and per class of the human majority (has a failure / has none), each k of n with a 95 %
-  Wilson interval; Cohen's kappa and Gwet's AC1 of the judge x majority table (judging/stats.py);
-- the human ceiling on the same items: each annotator's leave-one-out agreement with the others' majority
-  (annotation/agreement.py), as the band from the lowest to the highest annotator and pooled over them;
+  Wilson interval; Cohen's kappa and Gwet's AC1 of the judge x majority table (judging/stats.py; undefined
+  by h2e_site.stats' one rule, with the reason);
+- the human ceiling on the same items (the items the humans tie on are left out of it as they are of the
+  judge's agreement, and counted on the card): each annotator's leave-one-out agreement with the others'
+  majority (annotation/agreement.py), as the band from the lowest to the highest annotator and pooled;
 - trivial baselines on the same items: always "has failure", never "has failure", and a length-only rule:
   "has failure" when the generation is shorter than its reference by more than a share s of tokens, s fitted
   on these very items to agree best with the majority (so an optimistic baseline; items without token
@@ -29,7 +31,8 @@ from judging.models import Generation, Judge, Judgment
 
 from .agreement import JudgeAgreement, Label, by_unit, judge_agreement, leave_one_out, majority, pooled
 from .agreement_data import study_labels
-from .models import Study
+from .models import Study, StudyKind
+from .selectors import study_unlabelled_reason
 
 
 @dataclass(frozen=True)
@@ -72,13 +75,26 @@ class StudyCard:
             "agreement": self.overall.as_json(),
             "agreement_on_has_failure": self.on_has_failure.as_json(),
             "agreement_on_no_failure": self.on_no_failure.as_json(),
-            "cohen_kappa": self.agreement.cohen_kappa,
-            "gwet_ac1": self.agreement.gwet_ac1,
+            "cohen_kappa": self.agreement.kappa.value,
+            "cohen_kappa_undefined": self.agreement.kappa.undefined,
+            "gwet_ac1": self.agreement.ac1.value,
+            "gwet_ac1_undefined": self.agreement.ac1.undefined,
             "human_loo_low": low,
             "human_loo_high": high,
             "human_loo_pooled": self.loo_pooled.as_json(),
             "baselines": [b.as_json() for b in self.baselines],
         }
+
+
+@dataclass(frozen=True)
+class SkippedStudy:
+    """A study whose generations the judge judged but which has no figure yet, and the reason."""
+
+    study: Study
+    reason: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {"study": self.study.slug, "title": self.study.title, "reason": self.reason}
 
 
 @dataclass
@@ -90,6 +106,8 @@ class ReportCard:
     cost: judge_figures.Cost
     flips: Share
     studies: list[StudyCard] = field(default_factory=list)
+    skipped: list[SkippedStudy] = field(default_factory=list)
+    no_study_reason: str = ""  # why no study is compared at all ("" when one is, or skipped)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -98,6 +116,8 @@ class ReportCard:
             "is_demo_model": self.judge.is_demo_model,
             "instrument": self.instrument.as_json(),
             "studies": [s.as_json() for s in self.studies],
+            "studies_without_figures": [s.as_json() for s in self.skipped],
+            "no_study_reason": self.no_study_reason,
             "length_bias": self.length_bias.as_json(),
             "other_judges": [p.as_json() for p in self.other_judges],
             "cost": self.cost.as_json(),
@@ -111,6 +131,8 @@ def report_card(judge: Judge) -> ReportCard:
         lambda: _judgment_figures(judge),
         version=versions.judgments_version(judge_ids=[judge.judge_id]),
     )
+    judged = _studies_judged(judge)
+    rows = [study_card(judge, study) for study in judged]
     return ReportCard(
         judge=judge,
         instrument=instrument,
@@ -118,7 +140,33 @@ def report_card(judge: Judge) -> ReportCard:
         other_judges=other_judges,
         cost=judge_figures.cost(judge),
         flips=flips,
-        studies=[card for study in _studies_judged(judge) if (card := study_card(judge, study))],
+        studies=[row for row in rows if isinstance(row, StudyCard)],
+        skipped=[row for row in rows if isinstance(row, SkippedStudy)],
+        no_study_reason="" if judged else no_study_reason(judge),
+    )
+
+
+def no_study_reason(judge: Judge) -> str:
+    """Why the judge is compared with no study (the card asks only when no study has a judged item)."""
+    studies = Study.objects.filter(kind=StudyKind.CRITICAL_FAILURES)
+    n_studies = studies.count()
+    if not n_studies:
+        return (
+            "No critical-failures annotation study exists yet: create one on the Studies page and have it "
+            "labelled to compare this judge with humans."
+        )
+    parse_failed = Judgment.objects.filter(
+        judge=judge, parse_failed=True, generation__study_items__study__in=studies
+    ).exists()
+    plural = "study" if n_studies == 1 else f"{n_studies} studies"
+    if parse_failed:
+        return (
+            f"Every verdict of this judge on the generations of the annotation {plural} failed to parse: "
+            "a parse failure is no verdict. Re-judge its parse failures to compare it with the humans."
+        )
+    return (
+        f"This judge has judged no generation of the annotation {plural} yet: judge a study's generations "
+        "to compare it with the humans."
     )
 
 
@@ -141,9 +189,12 @@ def _studies_judged(judge: Judge) -> list[Study]:
     )
 
 
-def study_card(judge: Judge, study: Study) -> StudyCard | None:
-    """The judge against the humans of one study, on the items both labelled (None: no such item)."""
+def study_card(judge: Judge, study: Study) -> StudyCard | SkippedStudy:
+    """The judge against the humans of one study, on the items both labelled, or why there is no such item.
+    The human ceiling is computed on the items the judge's agreement counts: those with a human majority."""
     labels = study_labels(study)
+    if not labels:
+        return SkippedStudy(study, study_unlabelled_reason(study=study))
     verdicts: dict[Hashable, bool] = dict(
         Judgment.objects.filter(
             judge=judge, parse_failed=False, generation_id__in={label.unit for label in labels}
@@ -151,8 +202,13 @@ def study_card(judge: Judge, study: Study) -> StudyCard | None:
     )
     shared = [label for label in labels if label.unit in verdicts]
     if not shared:
-        return None
-    loo = leave_one_out(shared)
+        return SkippedStudy(study, _no_overlap_reason(judge, study, labels))
+    decided = {
+        unit
+        for unit, group in by_unit(shared).items()
+        if majority(label.has_failure for label in group) is not None
+    }
+    loo = leave_one_out([label for label in shared if label.unit in decided])
     rates = [a.rate for a in loo.values() if a.rate is not None]
     loo_all = pooled(loo.values())
     return StudyCard(
@@ -161,6 +217,21 @@ def study_card(judge: Judge, study: Study) -> StudyCard | None:
         loo_band=(min(rates), max(rates)) if rates else None,
         loo_pooled=Share(loo_all.agreed, loo_all.n),
         baselines=baselines(shared),
+    )
+
+
+def _no_overlap_reason(judge: Judge, study: Study, labels: list[Label]) -> str:
+    n_labelled = len({label.unit for label in labels})
+    n_judged = (
+        Judgment.objects.filter(judge=judge, parse_failed=False, generation__study_items__study=study)
+        .values("generation_id")
+        .distinct()
+        .count()
+    )
+    items = "item" if n_labelled == 1 else "items"
+    return (
+        f"The annotators have labelled {n_labelled} {items} of this study, none of them among the "
+        f"{n_judged} this judge has a verdict on (parse failures are no verdict)."
     )
 
 
@@ -212,4 +283,14 @@ def fit_length_threshold(items: list[tuple[float, bool]]) -> tuple[float, int]:
     return best_threshold, best
 
 
-__all__ = ["Baseline", "ReportCard", "StudyCard", "baselines", "fit_length_threshold", "report_card"]
+__all__ = [
+    "Baseline",
+    "ReportCard",
+    "SkippedStudy",
+    "StudyCard",
+    "baselines",
+    "fit_length_threshold",
+    "no_study_reason",
+    "report_card",
+    "study_card",
+]

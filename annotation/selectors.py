@@ -55,6 +55,32 @@ def study_progress(*, study: Study) -> StudyProgress:
     )
 
 
+def study_unlabelled_reason(*, study: Study) -> str:
+    """Why no agreement figure of a study can be computed yet, when none can ("" when some regular item has
+    an annotation): the study has no items, no participant has submitted an item, or the only submissions
+    are attention checks (which never enter agreement). One query per condition, each reached by a test."""
+    if not StudyItem.objects.filter(study=study).not_attention_checks().exists():
+        return "This study has no items: its selection chose none."
+    submitted = Annotation.objects.filter(study=study).aggregate(
+        all=Count("pk"), checks=Count("pk", filter=Q(item__is_attention_check=True))
+    )
+    if submitted["all"] > submitted["checks"]:
+        return ""
+    if submitted["checks"]:
+        n = submitted["checks"]
+        return (
+            f"No human label yet: the annotators have submitted only attention checks ({n}), which never "
+            "enter agreement."
+        )
+    entered = Participant.objects.filter(study=study).count()
+    who = (
+        f"{entered} participant{'s' if entered != 1 else ''} entered, none has submitted an item yet"
+        if entered
+        else "nobody has entered it yet"
+    )
+    return f"No human label yet: no annotator has submitted an item of this study ({who})."
+
+
 def _per_study(queryset: QuerySet[Any, Any], aggregate: Any) -> Subquery:
     return Subquery(
         queryset.filter(study=OuterRef("pk")).order_by().values("study").annotate(n=aggregate).values("n")

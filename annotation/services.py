@@ -16,14 +16,16 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Count, F, Q, QuerySet
 from django.utils import timezone
 
+from h2e_site.bounds import SEED, OutOfRange, Range
 from judging.models import Generation, Judgment
 
 from .db import JSONAppend
-from .kinds.base import AnySubmission
+from .kinds.base import AnySubmission, ReadingTexts
 from .models import (
     Annotation,
     Assignment,
@@ -55,6 +57,9 @@ class Refused(Exception):
 
 # --- Studies ---
 
+ATTENTION_CHECKS = Range(0, 100)  # instructed-response items of a study
+SAMPLE_SIZE = Range(1, 1_000_000)  # a selection's seeded sample
+
 
 @dataclass(frozen=True)
 class Selection:
@@ -82,6 +87,12 @@ class Selection:
             "sample_size": self.sample_size,
             "seed": self.seed,
         }
+
+    def check(self) -> None:
+        """OutOfRange naming the number (seed, sample_size) that is out of its range."""
+        SEED.check("seed", self.seed)
+        if self.sample_size is not None:
+            SAMPLE_SIZE.check("sample_size", self.sample_size)
 
 
 def generations_selected(*, selection: Selection) -> list[int]:
@@ -132,7 +143,9 @@ def study_create(
     """A study of `kind` over the selection; `attention_checks` extra items ask for a stated answer.
 
     `settings` are Study fields (annotators_per_item, min_dwell_seconds, lease_minutes, ...); the kind's own
-    texts (training, guidelines, comprehension questions) fill the ones not given."""
+    texts (training, guidelines, comprehension questions) fill the ones not given. Every field is checked by
+    the model's validators (ranges, slug, Prolific id, the comprehension questions' schema), and a selection
+    with no item is refused: ValidationError naming the field, nothing stored."""
     from .kinds import kind_for
 
     spec = kind_for(kind)
@@ -140,7 +153,12 @@ def study_create(
     settings.setdefault("completion_code", _code())
     settings.setdefault("screenout_code", _code())
     user = created_by if isinstance(created_by, AbstractBaseUser) else None
-    study = Study.objects.create(
+    try:
+        selection.check()
+        ATTENTION_CHECKS.check("attention_checks", attention_checks)
+    except OutOfRange as bad:
+        raise ValidationError({bad.field: bad.message}) from None
+    study = Study(
         title=title,
         slug=slug,
         kind=kind,
@@ -148,7 +166,10 @@ def study_create(
         created_by_id=user.pk if user else None,
         **settings,
     )
-    spec.items_create(study, selection, attention_checks)
+    study.full_clean()
+    study.save(force_insert=True)
+    if spec.items_create(study, selection, attention_checks) == 0:
+        raise ValidationError({NON_FIELD_ERRORS: f"No item to annotate: {spec.nothing_selected}"})
     return study
 
 
@@ -440,19 +461,17 @@ def assignment_reveal_step(*, assignment: Assignment, number: int) -> Assignment
     fresh = _reloaded(assignment)
     if recorded or fresh.status != AssignmentStatus.ACTIVE or number <= fresh.n_revealed:
         return fresh  # recorded now or before (a double click, a retry)
+    texts = _reading_texts(assignment)
     if fresh.goal_acknowledged_at is None:
-        what = _reading_label(assignment).strip() or "the steps"
-        raise Refused(f"Confirm that you have read the goal before reading {what}.")
-    raise Refused(
-        f"Read the {_reading_label(assignment)}steps in order: the next one is step {fresh.n_revealed + 1}."
-    )
+        raise Refused(texts.before_goal)
+    raise Refused(texts.out_of_order.format(next=fresh.n_revealed + 1))
 
 
-def _reading_label(assignment: Assignment) -> str:
-    """ "L2 " for a critical-failures item, "" for a step-types one (their messages' wording)."""
+def _reading_texts(assignment: Assignment) -> ReadingTexts:
+    """The reading gate's refusals in the words of the assignment's study kind."""
     from .kinds import kind_for
 
-    return kind_for(assignment.study.kind).reading_label
+    return kind_for(assignment.study.kind).reading
 
 
 # --- Submissions ---
@@ -486,12 +505,10 @@ def _check_gates(assignment: Assignment, study: Study, now: datetime) -> None:
             f"{int(study.min_dwell_seconds - waited) + 1} s to go."
         )
     if assignment.goal_acknowledged_at is None:
-        raise Refused("Confirm that you have read the goal before submitting.")
+        raise Refused(kind_for(study).reading.unacknowledged)
     if not assignment.all_steps_revealed:
-        raise Refused(
-            f"Read every {kind_for(study).reading_label}step before submitting "
-            f"({assignment.n_revealed} of {assignment.n_l2_steps} read)."
-        )
+        unread = kind_for(study).reading.unread
+        raise Refused(unread.format(read=assignment.n_revealed, total=assignment.n_l2_steps))
 
 
 @dataclass(frozen=True)

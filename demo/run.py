@@ -8,9 +8,10 @@ embedded SQLite database and broker under var/, unless H2E_VAR_DIR says otherwis
 (default http://127.0.0.1:8080/v1), so the demo can generate and judge with configs/*/smollm2-local.yaml;
 a server already answering there is used as it is.
 
-The console keeps to what a person needs: the URL, the staff login, the annotator link, where the logs are,
-and errors. Each child writes to its own log under <var>/log/ (web.log, worker.log, llm.log); a child that
-exits is reported with its exit status and the last lines of its log.
+The console keeps to what a person needs: the URL, the staff login, the annotator links (each with a fresh
+random PROLIFIC_PID, so that they work as printed), where the logs are, and errors. Each child writes to its
+own log under <var>/log/ (web.log, worker.log, llm.log); a child that exits is reported with its exit status
+and the last lines of its log.
 """
 
 from __future__ import annotations
@@ -89,9 +90,17 @@ def demo_login() -> str:
 
 def demo_annotator_paths() -> list[str]:
     """The annotator entries of the demo studies (critical failures, then step types), as demo_setup wrote
-    them (<var>/demo-study.txt, one a line)."""
+    them (<var>/demo-study.txt, one /a/<slug>/ a line)."""
     path = var_dir() / "demo-study.txt"
-    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    return path.read_text(encoding="utf-8").split() if path.exists() else []
+
+
+def annotator_links(url: str) -> list[str]:
+    """The demo studies' entries as links that work: each with a fresh random PROLIFIC_PID (a new
+    participant each time the demo starts)."""
+    from annotation.prolific import entry_link
+
+    return [f"{url.rstrip('/')}{entry_link(path, study_id='demo')}" for path in demo_annotator_paths()]
 
 
 @dataclass
@@ -170,7 +179,7 @@ def stop(children: list[Child]) -> None:
 
 
 def ready_lines(url: str, children: list[Child]) -> list[str]:
-    annotators = demo_annotator_paths()
+    annotators = annotator_links(url)
     labels = ["Annotator link:  ", "Step-types link: "]
     logs = ", ".join(str(child.log.relative_to(ROOT)) if child.log.is_relative_to(ROOT) else str(child.log)
                      for child in children)  # fmt: skip
@@ -178,7 +187,12 @@ def ready_lines(url: str, children: list[Child]) -> list[str]:
         "",
         f"  Open:            {url}",
         f"  Staff login:     {demo_login()}",
-        *[f"  {label}{url.rstrip('/')}{path}" for label, path in zip(labels, annotators, strict=False)],
+        *[f"  {label}{link}" for label, link in zip(labels, annotators, strict=False)],
+        *(
+            ["  (each annotator link holds a fresh random PROLIFIC_PID: a new participant each run)"]
+            if annotators
+            else []
+        ),
         f"  Embedded model (a plumbing/demo model: its judgments are not meaningful): {llm_url()}",
         f"  Logs:            {logs}",
         "  Ctrl-C stops.",

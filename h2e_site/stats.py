@@ -1,12 +1,35 @@
-"""The closed-form interval every layer shows beside a share: the Wilson score interval of a proportion. In
-the core so that mining (the goal-step artifact check and model accuracy), judging (How2Score) and
-annotation (agreement) use one formula; judging/stats.py re-exports it with its other statistics."""
+"""The closed forms every layer shows beside a figure, in the core so that mining (the goal-step artifact
+check and model accuracy), judging (How2Score, kappa) and annotation (agreement) use one formula each;
+judging/stats.py re-exports them with its other statistics.
+
+- The Wilson score interval of a proportion.
+- THE rule for when a chance-corrected agreement coefficient (Cohen's kappa, Gwet's AC1, Krippendorff's
+  alpha) is undefined. Each is (observed agreement - chance agreement) / (1 - chance agreement) over the
+  items it rests on (the items both raters labelled; for alpha, the items with two labels or more). It is
+  **undefined** when it rests on fewer than MIN_AGREEMENT_ITEMS items (on one item kappa is 0 when the two
+  labels differ and 0 / 0 when they agree: one item says nothing about chance), or when its chance
+  agreement is 1 (every label the same value: 0 / 0). An undefined coefficient is None in Python, null in
+  the API and an empty cell in a CSV, and "—" on a page with the reason as its tooltip (agreement_undefined
+  says which condition holds).
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
+from dataclasses import dataclass
 
-__all__ = ["wilson_interval"]
+__all__ = [
+    "MIN_AGREEMENT_ITEMS",
+    "Coefficient",
+    "agreement_undefined",
+    "chance_corrected",
+    "nominal_chance_agreement",
+    "wilson_interval",
+]
+
+MIN_AGREEMENT_ITEMS = 2
+_ONE = 1 - 1e-12  # a chance agreement this close to 1 is 1 (floating-point sums of shares)
 
 
 def wilson_interval(successes: int, n: int, *, z: float = 1.959964) -> tuple[float, float] | None:
@@ -18,3 +41,42 @@ def wilson_interval(successes: int, n: int, *, z: float = 1.959964) -> tuple[flo
     centre = (p + z * z / (2 * n)) / denominator
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclass(frozen=True)
+class Coefficient:
+    """A chance-corrected agreement coefficient over n items: its value, or None and why (`undefined`)."""
+
+    value: float | None
+    n: int
+    undefined: str = ""
+
+
+def agreement_undefined(n: int, chance: float | None) -> str:
+    """Why a chance-corrected coefficient over n items with this chance agreement is undefined ("" when it is
+    defined). The one rule of every kappa, AC1 and alpha the project shows (module docstring)."""
+    if n < MIN_AGREEMENT_ITEMS:
+        items = "no item" if n == 0 else f"only {n} item"
+        return f"undefined: {items} to compare (at least {MIN_AGREEMENT_ITEMS} needed)"
+    if chance is None or chance >= _ONE:
+        return f"undefined: all {n} items have one and the same label, so chance agreement is 1"
+    return ""
+
+
+def chance_corrected(observed: float, chance: float, n: int) -> Coefficient:
+    """(observed - chance) / (1 - chance) over n items, or undefined by agreement_undefined."""
+    why = agreement_undefined(n, chance)
+    if why:
+        return Coefficient(None, n, why)
+    return Coefficient((observed - chance) / (1 - chance), n)
+
+
+def nominal_chance_agreement(value_counts: Iterable[float]) -> float | None:
+    """Krippendorff's expected agreement of nominal values from how often each value is among the pairable
+    labels: sum_c n_c (n_c - 1) / (n (n - 1)) (1 - D_e); None with fewer than two labels. It is 1 exactly
+    when every label has the same value."""
+    counts = [c for c in value_counts if c]
+    n = sum(counts)
+    if n < 2:
+        return None
+    return sum(c * (c - 1) for c in counts) / (n * (n - 1))

@@ -8,7 +8,8 @@ agreement half is annotation/report_card.py):
   count, the resource count and the topic (fixed effects, the first topic by name as baseline); reported as
   the odds ratio per +1 point of rho with its Wald 95 % interval exp(beta +- 1.96 se);
 - agreement with each other judge, item by item (generations both judged, parse failures left out): raw
-  agreement and Cohen's kappa;
+  agreement and Cohen's kappa (undefined by h2e_site.stats' one rule: fewer than 2 items, or one label
+  throughout);
 - cost and latency per judgment, from the usage its judge jobs recorded (h2e_site.jobs.loop.Usage) and the
   optional prices in configs/prices.yaml;
 - flips: where the judge was re-run on generations it had judged, the share of verdicts that changed.
@@ -28,7 +29,8 @@ from django.db.models import Count, F, Func, IntegerField, Q
 from h2e_site.jobs.models import Job, JobKind
 
 from .models import Judge, JudgeError, Judgment
-from .stats import Confusion, cohen_kappa, observed_agreement, wilson_interval
+from .stats import Coefficient, Confusion, observed_agreement, wilson_interval
+from .stats import kappa as kappa_of
 
 PRICES_FILE = Path("configs/prices.yaml")
 MIN_REGRESSION_EXAMPLES = 20
@@ -49,9 +51,16 @@ class Share:
     def interval(self) -> tuple[float, float] | None:
         return wilson_interval(self.k, self.n)
 
+    @property
+    def ci_low(self) -> float | None:
+        return self.interval[0] if self.interval else None
+
+    @property
+    def ci_high(self) -> float | None:
+        return self.interval[1] if self.interval else None
+
     def as_json(self) -> dict[str, Any]:
-        low, high = self.interval or (None, None)
-        return {"k": self.k, "n": self.n, "rate": self.rate, "ci_low": low, "ci_high": high}
+        return {"k": self.k, "n": self.n, "rate": self.rate, "ci_low": self.ci_low, "ci_high": self.ci_high}
 
 
 @dataclass(frozen=True)
@@ -220,8 +229,9 @@ class JudgePair:
         return observed_agreement(self.confusion)
 
     @property
-    def kappa(self) -> float | None:
-        return cohen_kappa(self.confusion)
+    def kappa(self) -> Coefficient:
+        """Cohen's kappa, with why it is undefined when it is."""
+        return kappa_of(self.confusion)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -229,7 +239,8 @@ class JudgePair:
             "model": self.other.model,
             "n": self.n,
             "agreement": self.agreement,
-            "cohen_kappa": self.kappa,
+            "cohen_kappa": self.kappa.value,
+            "cohen_kappa_undefined": self.kappa.undefined,
         }
 
 

@@ -21,10 +21,14 @@ from .models import Generation, Judgment
 from .stats import wilson_interval
 
 _SCORED = Q(parse_failed=False)
+# Rows are counted on judge_id, never NULL and a key of the judgment_leaderboard index (which includes the
+# verdict fields): PostgreSQL then answers from the index alone. COUNT(id) read the table (~470 MB at
+# 280,000 judgments: 0.3 s against 0.1 s). Django refuses Count("*") with a filter.
+_ROW = "judge_id"
 _COUNTS = {
-    "total": Count("id"),
-    "n_parse_failed": Count("id", filter=Q(parse_failed=True)),
-    "n_with_failures": Count("id", filter=_SCORED & Q(has_failure=True)),
+    "total": Count(_ROW),
+    "n_parse_failed": Count(_ROW, filter=Q(parse_failed=True)),
+    "n_with_failures": Count(_ROW, filter=_SCORED & Q(has_failure=True)),
     "sum_failures": Sum("n_failures", filter=_SCORED, default=0),
 }
 

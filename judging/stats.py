@@ -1,15 +1,26 @@
 """Small, closed-form statistics the pages show beside their figures (with a test each against a hand or
 library computation): the Wilson score interval of a proportion (h2e_site.stats, re-exported here), and
-chance-corrected agreement of two raters on a yes/no label: Cohen's kappa and Gwet's AC1.
+chance-corrected agreement of two raters on a yes/no label: Cohen's kappa and Gwet's AC1, undefined (None)
+by h2e_site.stats' one rule: fewer than 2 items, or a chance agreement of 1.
 
 A 2 x 2 confusion is a mapping confusion[first rater's label][second rater's label] -> count, the labels
 True / False (True = has a critical failure)."""
 
 from __future__ import annotations
 
-from h2e_site.stats import wilson_interval
+from h2e_site.stats import Coefficient, chance_corrected, wilson_interval
 
-__all__ = ["Confusion", "cohen_kappa", "gwet_ac1", "holm_adjusted", "observed_agreement", "wilson_interval"]
+__all__ = [
+    "Coefficient",
+    "Confusion",
+    "ac1",
+    "cohen_kappa",
+    "gwet_ac1",
+    "holm_adjusted",
+    "kappa",
+    "observed_agreement",
+    "wilson_interval",
+]
 
 Confusion = dict[bool, dict[bool, int]]
 
@@ -23,35 +34,43 @@ def observed_agreement(confusion: Confusion) -> float | None:
     return (confusion[True][True] + confusion[False][False]) / n if n else None
 
 
-def cohen_kappa(confusion: Confusion) -> float | None:
-    """Cohen's kappa of a 2 x 2 confusion; None when undefined (no units, or chance agreement 1).
-    kappa = (p_o - p_e) / (1 - p_e), p_e = sum over labels of the two raters' marginal shares multiplied."""
+def kappa(confusion: Confusion) -> Coefficient:
+    """Cohen's kappa of a 2 x 2 confusion: (p_o - p_e) / (1 - p_e), p_e = sum over labels of the two raters'
+    marginal shares multiplied; undefined with fewer than 2 units or p_e = 1 (h2e_site.stats' rule)."""
     n = _total(confusion)
     if n == 0:
-        return None
+        return chance_corrected(0.0, 0.0, 0)
     observed = (confusion[True][True] + confusion[False][False]) / n
     expected = sum(
         (confusion[c][True] + confusion[c][False]) / n * (confusion[True][c] + confusion[False][c]) / n
         for c in (True, False)
     )
-    if expected == 1:
-        return None
-    return (observed - expected) / (1 - expected)
+    return chance_corrected(observed, expected, n)
 
 
-def gwet_ac1(confusion: Confusion) -> float | None:
-    """Gwet's AC1 (Gwet 2008) of a 2 x 2 confusion; None without units. Chance agreement is
-    p_e = 2 pi (1 - pi), pi the mean of the two raters' shares of True: unlike kappa's, it stays small when
-    one label dominates, so AC1 does not collapse on skewed data (the "kappa paradox")."""
+def cohen_kappa(confusion: Confusion) -> float | None:
+    """kappa(confusion)'s value: None when undefined."""
+    return kappa(confusion).value
+
+
+def ac1(confusion: Confusion) -> Coefficient:
+    """Gwet's AC1 (Gwet 2008) of a 2 x 2 confusion. Chance agreement is p_e = 2 pi (1 - pi), pi the mean of
+    the two raters' shares of True: unlike kappa's, it stays small when one label dominates, so AC1 does not
+    collapse on skewed data (the "kappa paradox"); p_e is at most 1/2, so AC1 is undefined only with fewer
+    than 2 units (h2e_site.stats' rule)."""
     n = _total(confusion)
     if n == 0:
-        return None
+        return chance_corrected(0.0, 0.0, 0)
     observed = (confusion[True][True] + confusion[False][False]) / n
     first = (confusion[True][True] + confusion[True][False]) / n
     second = (confusion[True][True] + confusion[False][True]) / n
     pi = (first + second) / 2
-    expected = 2 * pi * (1 - pi)
-    return (observed - expected) / (1 - expected)
+    return chance_corrected(observed, 2 * pi * (1 - pi), n)
+
+
+def gwet_ac1(confusion: Confusion) -> float | None:
+    """ac1(confusion)'s value: None when undefined."""
+    return ac1(confusion).value
 
 
 def holm_adjusted(p_values: list[float]) -> list[float]:

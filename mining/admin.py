@@ -11,6 +11,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from h2e_site.bounds import BoundedJSONAdmin
 from h2e_site.jobs.services import job_cancel
 from h2e_site.web import RUN_PERMISSION, numbered_block, pre_block
 
@@ -21,14 +22,14 @@ from .runs import RunBusy, mining_run_rerun_stage, mining_run_retry_errors, mini
 
 
 @admin.register(Topic)
-class TopicAdmin(admin.ModelAdmin):
+class TopicAdmin(BoundedJSONAdmin, admin.ModelAdmin):
     list_display = ["name", "is_weborganizer"]
     list_filter = ["is_weborganizer"]
     search_fields = ["name"]
 
 
 @admin.register(Procedure)
-class ProcedureAdmin(admin.ModelAdmin):
+class ProcedureAdmin(BoundedJSONAdmin, admin.ModelAdmin):
     list_display = ["source_example_id", "goal_short", "topic", "split", "created_at"]
     list_filter = ["split", "topic"]
     list_select_related = ["topic"]
@@ -70,7 +71,7 @@ class ProcedureAdmin(admin.ModelAdmin):
 
 
 @admin.register(SourceDocument)
-class SourceDocumentAdmin(admin.ModelAdmin):
+class SourceDocumentAdmin(BoundedJSONAdmin, admin.ModelAdmin):
     list_display = ["doc_id", "topic", "url", "created_at"]
     list_filter = ["topic"]
     list_select_related = ["topic"]
@@ -85,7 +86,7 @@ class SourceDocumentAdmin(admin.ModelAdmin):
 
 
 @admin.register(StageOutcome)
-class StageOutcomeAdmin(admin.ModelAdmin):
+class StageOutcomeAdmin(BoundedJSONAdmin, admin.ModelAdmin):
     list_display = [
         "document",
         "run",
@@ -140,7 +141,7 @@ class MiningRunForm(forms.ModelForm):
 
 
 @admin.register(MiningRun)
-class MiningRunAdmin(admin.ModelAdmin):
+class MiningRunAdmin(BoundedJSONAdmin, admin.ModelAdmin):
     form = MiningRunForm
     list_display = ["name", "pk", "status", "n_documents", "job", "funnel_link", "created_at"]
     list_filter = ["status"]

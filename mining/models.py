@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.db import models
 
+from h2e_site.bounds import SEED
+
 
 class Topic(models.Model):
     """A WebOrganizer topic. Imported files may name others; those are created with is_weborganizer=False."""
@@ -210,7 +212,7 @@ class TaskSet(models.Model):
 
     name = models.SlugField(max_length=64, unique=True)
     source = models.CharField(max_length=16, default="built", help_text="built here, or imported (bigbench)")
-    seed = models.IntegerField(default=0)
+    seed = models.IntegerField(default=0, validators=SEED.validators())
     selection = models.JSONField(default=dict, blank=True, help_text="which procedures (splits, topics)")
     settings = models.JSONField(default=dict, blank=True, help_text="the builder's settings as used")
     funnel = models.JSONField(

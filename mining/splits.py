@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.db import transaction
 
-from .embedding import Embedder, MiniLMEmbedder, procedure_text
+from .embedding import Embedder, procedure_text
+from .encoders import MiniLMEmbedder
 from .models import Procedure, Split
 
 DEDUP_THRESHOLD = 0.65

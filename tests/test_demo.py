@@ -181,6 +181,12 @@ def assert_quiet_console(demo: Demo) -> None:
         "Ctrl-C stops.",
     ):
         assert needed in output, f"{needed!r} missing from:\n{output}"
+    assert output.count("Staff login") == 1, output  # printed once, when the servers are up
+    assert "each annotator link holds a fresh random PROLIFIC_PID" in output
+    for link in re.findall(r"(http://\S+/a/\S+)", output):  # the links work as printed
+        with urllib.request.urlopen(link, timeout=10) as response:
+            page = response.read().decode()
+        assert "/consent/" in response.geturl() and "Prolific ID is missing" not in page, link
     for chatter in ("celery@", "[tasks]", "Booting worker", "llama", "Uvicorn", "INFO"):
         assert chatter not in output[started:], f"{chatter!r} on the console:\n{output[started:]}"
     logs = demo.var_dir / "log"
@@ -220,15 +226,28 @@ def test_it_reports_a_demo_process_that_exits_with_its_log(tmp_path: Path) -> No
 def test_it_keeps_the_demo_password_across_setups(tmp_path: Path) -> None:
     env = {key: value for key, value in os.environ.items() if key not in {"DATABASE_URL", "REDIS_URL"}}
     env.update(DEBUG="1", H2E_VAR_DIR=str(tmp_path))
+    pids = []
     for _ in range(2):
         result = subprocess.run(
             [sys.executable, "manage.py", "demo_setup"], cwd=ROOT, env=env, capture_output=True, text=True
         )
         assert result.returncode == 0, result.stdout + result.stderr
+        pids += re.findall(r"PROLIFIC_PID=([0-9a-f]{24})&STUDY_ID=demo&", result.stdout)
     username, password = staff_login(tmp_path)
+    assert result.stdout.count("Staff login:") == 1
     assert f"Staff login: {username} / {password}" in result.stdout
     assert "Annotator view of the demo study: /a/paper-examples/?PROLIFIC_PID=" in result.stdout
     assert "Annotator view of the step-types study: /a/paper-step-types/?PROLIFIC_PID=" in result.stdout
+    assert len(pids) == 4 and len(set(pids)) == 4, pids  # a fresh random PID in every link of every run
+    # counted as the study page counts them: the regular items, then the attention checks
+    assert "Demo study paper-examples: 11 items and 1 attention check, k = 3" in result.stdout
+    assert "Step-types study paper-step-types: 18 items and 1 attention check, k = 3" in result.stdout
+    assert "Filled token counts of 0 procedure(s) (L1) and the metrics of 0 generation(s)" in result.stdout
+    brief = subprocess.run(
+        [sys.executable, "manage.py", "demo_setup", "--skip-migrate", "--no-summary"],
+        cwd=ROOT, env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    assert brief.returncode == 0 and "Staff login" not in brief.stdout and "PROLIFIC_PID" not in brief.stdout
     check = subprocess.run(
         [
             sys.executable,
@@ -242,7 +261,8 @@ def test_it_keeps_the_demo_password_across_setups(tmp_path: Path) -> None:
             "print(u is not None and u.is_staff, Generation.objects.count(), Judgment.objects.count(),"
             " Study.objects.filter(slug='paper-examples', is_open=True).count(),"
             " Study.objects.filter(slug='paper-step-types', kind='step_types', is_open=True).count(),"
-            " Study.objects.get(slug='paper-step-types').items.filter(is_attention_check=False).count())",
+            " Study.objects.get(slug='paper-step-types').items.filter(is_attention_check=False).count(),"
+            " Generation.objects.filter(n_tokens__isnull=True).count())",
         ],
         cwd=ROOT,
         env=env,
@@ -250,8 +270,9 @@ def test_it_keeps_the_demo_password_across_setups(tmp_path: Path) -> None:
         text=True,
     )
     assert check.returncode == 0, check.stderr
-    # one demo study of each kind, kept across setups; the step-types one over the demo procedures
-    assert check.stdout.split() == ["True", "11", "11", "1", "1", "18"]
+    # one demo study of each kind, kept across setups; the step-types one over the demo procedures; every
+    # generation with its token metrics (the leaderboard's columns)
+    assert check.stdout.split() == ["True", "11", "11", "1", "1", "18", "0"]
 
 
 def tree_files(root: Path) -> list[str]:

@@ -7,7 +7,8 @@ answered by k workers of a multiple-choice study (attention checks left out); pe
 - **human accuracy**: correct answers over all answers (Wilson interval); "None of the above" / "Neutral"
   is an answer, and a wrong one;
 - **Krippendorff's alpha**, nominal, over the workers' choices (each candidate its own category, "none"
-  another), the `krippendorff` package through annotation.step_types.measures.nominal_alpha.
+  another), the `krippendorff` package through annotation.step_types.measures.nominal_alpha_coefficient
+  (undefined by h2e_site.stats' one rule: fewer than 2 examples with two answers, or one choice throughout).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 from judging.judge_figures import Share
 
 from ..models import Annotation, Study, StudyKind
-from ..step_types.measures import nominal_alpha
+from ..step_types.measures import nominal_alpha_coefficient
 
 NONE_CODE = -1.0
 
@@ -33,6 +34,7 @@ class TaskValidation:
     accuracy: Share  # correct answers, of all answers
     alpha: float | None
     n_examples_answered: int  # with at least one answer
+    alpha_undefined: str = ""  # why alpha is None (h2e_site.stats' rule)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -42,6 +44,7 @@ class TaskValidation:
             "yield": self.kept.as_json(),
             "human_accuracy": self.accuracy.as_json(),
             "krippendorff_alpha": self.alpha,
+            "krippendorff_alpha_undefined": self.alpha_undefined,
             "n_examples_answered": self.n_examples_answered,
         }
 
@@ -86,14 +89,16 @@ def _task_validation(task: str, answers: list[Answer], k: int) -> TaskValidation
     ratings: dict[str, dict[int, float]] = defaultdict(dict)
     for answer in answers:
         ratings[answer.worker][answer.example_id] = _code(answer.choice)
+    alpha = nominal_alpha_coefficient(ratings)
     return TaskValidation(
         task=task,
         k=k,
         by_correct={n: by_correct.get(n, 0) for n in range(k + 1)},
         kept=Share(kept, len(complete)),
         accuracy=Share(sum(a.correct for a in answers), len(answers)),
-        alpha=nominal_alpha(ratings),
+        alpha=alpha.value,
         n_examples_answered=len(by_example),
+        alpha_undefined=alpha.undefined,
     )
 
 

@@ -51,13 +51,33 @@ class AnnotationFields:
     attention_passed: bool | None = None
 
 
+@dataclass(frozen=True)
+class ReadingTexts:
+    """What the reading gate says, in the kind's own words; the engine fills in the numbers. `before_goal`
+    refuses a step revealed before the goal was acknowledged, `out_of_order` a step that is not the next one
+    ({next}: the next step's number), `unacknowledged` a submission before the goal was acknowledged, `unread`
+    one before every step was read ({read}, {total})."""
+
+    before_goal: str
+    out_of_order: str
+    unacknowledged: str
+    unread: str
+
+
 class StudyKindSpec(ABC):
     """One kind of study. The engine calls these; a kind never re-implements leasing, gates or codes."""
 
     kind: str
     label: str
     item_template: str  # the participant's item page; it has a {% partialdef reading %} the engine swaps
-    reading_label: str  # whose steps the participant reads, for the messages: "L2 " (with its space) or ""
+    nothing_selected: str  # why a selection can have no item, for the builder's refusal
+    reading: ReadingTexts  # the reading gate's refusals, in the kind's words
+    agreement_api: str = ""  # URL name of the kind's own agreement endpoint, if it has one
+
+    @property
+    def noun(self) -> str:
+        """'a step-types study': the kind's name in a sentence."""
+        return self.label.lower().replace(" ", "-")
 
     # --- studies -----------------------------------------------------------------------------------------
 
@@ -68,7 +88,7 @@ class StudyKindSpec(ABC):
     @abstractmethod
     def items_create(self, study: Study, selection: Selection, attention_checks: int) -> int:
         """Create the study's items (and `attention_checks` instructed-response items); returns how many
-        regular items. Refuses an empty selection with ValueError."""
+        regular items. study_create refuses a selection of none (saying `nothing_selected`)."""
 
     # --- reading and the item page -----------------------------------------------------------------------
 
@@ -142,4 +162,11 @@ def attention_items_create(
     StudyItem.objects.bulk_create(items)
 
 
-__all__ = ["AnnotationFields", "AnySubmission", "KindForm", "StudyKindSpec", "attention_items_create"]
+__all__ = [
+    "AnnotationFields",
+    "AnySubmission",
+    "KindForm",
+    "ReadingTexts",
+    "StudyKindSpec",
+    "attention_items_create",
+]

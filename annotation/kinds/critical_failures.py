@@ -13,7 +13,7 @@ from judging.steps import steps_out_of_range
 
 from .. import codebook, posted, selectors
 from ..models import AnnotatedFailure, Annotation, Assignment, Study, StudyItem
-from .base import AnnotationFields, KindForm, StudyKindSpec, attention_items_create
+from .base import AnnotationFields, KindForm, ReadingTexts, StudyKindSpec, attention_items_create
 
 if TYPE_CHECKING:
     from ..services import Selection, Submission
@@ -27,7 +27,16 @@ class CriticalFailures(StudyKindSpec):
     kind = "critical_failures"
     label = "Critical failures"
     item_template = "annotation/item.html"
-    reading_label = "L2 "
+    nothing_selected = (
+        "no generation (L2 without an error) of the chosen topics and generators"
+        " (and, with judges chosen, that they disagree on). Generate L2 first, or widen the selection."
+    )
+    reading = ReadingTexts(
+        before_goal="Confirm that you have read the goal before reading the L2 steps.",
+        out_of_order="Read the L2 steps in order: the next one is step {next}.",
+        unacknowledged="Confirm that you have read the goal before submitting.",
+        unread="Read every L2 step before submitting ({read} of {total} read).",
+    )
 
     def study_defaults(self) -> dict[str, Any]:
         return {}  # the Study model's defaults are this kind's codebook

@@ -8,7 +8,6 @@ worker answered correctly. An attention check names the candidate to choose."""
 from __future__ import annotations
 
 import random
-import string
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -16,11 +15,19 @@ from typing import TYPE_CHECKING, Any
 from django.http import QueryDict
 
 from h2e_site.inputs import BadInput, ascii_int, clean_text
+from mining.goal_step.options import MAX_CANDIDATES, option_letter
 from mining.models import TaskExample, TaskSet, TaskSplit
 
 from ..goal_step import guidelines
 from ..models import Annotation, Assignment, Study, StudyItem
-from .base import AnnotationFields, AttentionFields, KindForm, StudyKindSpec, attention_items_create
+from .base import (
+    AnnotationFields,
+    AttentionFields,
+    KindForm,
+    ReadingTexts,
+    StudyKindSpec,
+    attention_items_create,
+)
 
 if TYPE_CHECKING:
     from ..services import Selection
@@ -54,18 +61,48 @@ def examples_selected(selection: Selection) -> list[int]:
     ids = sorted(examples.values_list("pk", flat=True))
     if selection.sample_size is not None and selection.sample_size < len(ids):
         ids = sorted(random.Random(selection.seed).sample(ids, selection.sample_size))
+    _check_options(task_set, ids)
     return ids
+
+
+def _check_options(task_set: TaskSet, example_ids: list[int]) -> None:
+    """ValueError naming the first selected example whose candidates are not 2 to MAX_CANDIDATES texts (the
+    options are lettered A to Z)."""
+    rows = TaskExample.objects.filter(pk__in=example_ids).order_by("task", "position")
+    for task, position, candidates in rows.values_list("task", "position", "candidates").iterator():
+        if not (
+            isinstance(candidates, list)
+            and 2 <= len(candidates) <= MAX_CANDIDATES
+            and all(isinstance(text, str) for text in candidates)
+        ):
+            n = len(candidates) if isinstance(candidates, list) else "no list of"
+            raise ValueError(
+                f"task_set: {task} example {position} of {task_set.name!r} has {n} candidates; a "
+                f"multiple-choice item shows 2 to {MAX_CANDIDATES} texts (options A to Z)"
+            )
 
 
 def is_correct(example: TaskExample, choice: int | str | None) -> bool:
     return isinstance(choice, int) and choice == example.answer
 
 
+NO_STEPS = "This question has no steps to reveal: read it and choose one of the options."
+
+
 class MultipleChoice(StudyKindSpec):
     kind = "multiple_choice"
     label = "Multiple choice"
     item_template = "annotation/item_multiple_choice.html"
-    reading_label = ""
+    nothing_selected = (
+        "the task set has no test example of the chosen tasks and topics. Choose other tasks or topics, "
+        "or another task set."
+    )
+    reading = ReadingTexts(  # no steps to reveal: the question and its options are shown whole
+        before_goal=NO_STEPS,
+        out_of_order=NO_STEPS,
+        unacknowledged="Confirm that you have read the question before choosing an answer.",
+        unread="Read the question before choosing an answer.",
+    )
 
     def study_defaults(self) -> dict[str, Any]:
         return {
@@ -91,19 +128,22 @@ class MultipleChoice(StudyKindSpec):
         return []  # the prompt and its candidates are short: acknowledged, not revealed one by one
 
     def item_context(self, assignment: Assignment) -> dict[str, Any]:
+        """Never fails, whatever the example holds (the participant holds the item's lease by now): the
+        options are lettered A to Z, then AA, AB, ... should an example have more than MAX_CANDIDATES."""
         example = _example(assignment.item)
+        options = [(i, option_letter(i), str(text)) for i, text in enumerate(_candidates(example))]
         instruction = ""
         if assignment.item.is_attention_check:
-            expected = assignment.item.payload["expects"]
-            instruction = ATTENTION_INSTRUCTION.format(
-                letter=string.ascii_uppercase[expected], text=example.candidates[expected]
-            )
+            expected = assignment.item.payload.get("expects")
+            if isinstance(expected, int) and 0 <= expected < len(options):
+                _, letter, text = options[expected]
+                instruction = ATTENTION_INSTRUCTION.format(letter=letter, text=text)
         return {
             "example": example,
             "question": guidelines.QUESTIONS[example.task],
             "prompt_label": guidelines.PROMPT_LABELS[example.task],
             "none_label": guidelines.NONE_LABELS[example.task],
-            "options": [(i, string.ascii_uppercase[i], text) for i, text in enumerate(example.candidates)],
+            "options": options,
             "attention_instruction": instruction,
             "goal_acknowledgement": "I've read the question and will choose the most likely answer.",
         }
@@ -119,7 +159,7 @@ class MultipleChoice(StudyKindSpec):
         comments = clean_text(post.get("comments", ""))
         values = {"choice": chosen[0] if len(chosen) == 1 else "", "comments": comments}
         try:
-            choice = _parse_choice(chosen, len(example.candidates))
+            choice = _parse_choice(chosen, len(_candidates(example)))
         except BadInput as problem:
             return KindForm(values, None, problem, "choice")
         submission = MultipleChoiceSubmission(
@@ -193,6 +233,11 @@ def _example(item: StudyItem) -> TaskExample:
     return item.example
 
 
+def _candidates(example: TaskExample) -> list[Any]:
+    """The example's candidates as a list (an admin edit may have stored something else: no options)."""
+    return example.candidates if isinstance(example.candidates, list) else []
+
+
 def _parse_choice(chosen: list[str], n_candidates: int) -> int | str | None:
     """One chosen option: a candidate's index (ASCII digits in range) or NONE; None when nothing was
     chosen; BadInput for several or an option that does not exist."""
@@ -209,7 +254,7 @@ def _parse_choice(chosen: list[str], n_candidates: int) -> int | str | None:
 def _attention_fields(example_ids: list[int], count: int) -> AttentionFields:
     """The option an attention check names, drawn among the example's candidates."""
     rows = TaskExample.objects.filter(pk__in=example_ids).values_list("pk", "candidates") if count else []
-    sizes = {pk: len(candidates) for pk, candidates in rows}
+    sizes = {pk: len(candidates) for pk, candidates in rows}  # 2 or more: examples_selected checked them
 
     def fields(rng: random.Random, pk: int, i: int) -> dict[str, Any]:
         return {"payload": {"expects": rng.randrange(sizes[pk])}}
@@ -217,4 +262,10 @@ def _attention_fields(example_ids: list[int], count: int) -> AttentionFields:
     return fields
 
 
-__all__ = ["NONE", "MultipleChoice", "MultipleChoiceSubmission", "examples_selected", "is_correct"]
+__all__ = [
+    "NONE",
+    "MultipleChoice",
+    "MultipleChoiceSubmission",
+    "examples_selected",
+    "is_correct",
+]

@@ -5,7 +5,8 @@ expert/domain knowledge is needed, and whether the task as a whole needs it.
 
 Stored: one StepTypeLabel per candidate of the procedure (holds False where not marked) and the task-level
 answer in Annotation.answer["expert_knowledge"]. An attention check is a procedure whose instruction names
-the one candidate to mark (payload["expects"]): passed when exactly that one is marked."""
+the one candidate to mark (payload["expects"]): passed when exactly that one is marked, and said to need no
+expert knowledge."""
 
 from __future__ import annotations
 
@@ -22,7 +23,14 @@ from mining.models import Procedure
 from ..models import Annotation, Assignment, StepCandidate, StepTypeLabel, Study, StudyItem
 from ..step_types import guidelines
 from ..step_types.candidates import Candidate, StepType, candidates
-from .base import AnnotationFields, AttentionFields, KindForm, StudyKindSpec, attention_items_create
+from .base import (
+    AnnotationFields,
+    AttentionFields,
+    KindForm,
+    ReadingTexts,
+    StudyKindSpec,
+    attention_items_create,
+)
 
 if TYPE_CHECKING:
     from ..services import Selection
@@ -143,8 +151,18 @@ def _filtered(procedures: Any, selection: Selection) -> Any:
 class StepTypes(StudyKindSpec):
     kind = "step_types"
     label = "Step types"
+    agreement_api = "step-types-agreement-api"
     item_template = "annotation/item_step_types.html"
-    reading_label = ""
+    nothing_selected = (
+        f"no procedure of the chosen topics and splits has {MIN_STEPS} steps or more (fewer have no "
+        "step type to mark). Choose other topics or splits."
+    )
+    reading = ReadingTexts(
+        before_goal="Confirm that you have read the goal before reading the steps.",
+        out_of_order="Read the steps in order: the next one is step {next}.",
+        unacknowledged="Confirm that you have read the goal before submitting.",
+        unread="Read every step before submitting ({read} of {total} read).",
+    )
 
     def study_defaults(self) -> dict[str, Any]:
         return {
@@ -251,8 +269,8 @@ class StepTypes(StudyKindSpec):
 
     def annotation_fields(self, submission: StepTypesSubmission, item: StudyItem) -> AnnotationFields:
         passed = None
-        if item.is_attention_check:
-            passed = set(submission.marks) == {item.payload["expects"]}
+        if item.is_attention_check:  # exactly the named candidate, said to need no expert knowledge
+            passed = submission.marks == {item.payload["expects"]: False}
         return AnnotationFields(
             answer={"expert_knowledge": submission.expert_knowledge}, attention_passed=passed
         )
@@ -285,8 +303,12 @@ class StepTypes(StudyKindSpec):
 def _check_posted(
     post: QueryDict, marked: list[str], keys: set[str], experts: dict[str, str], task: str
 ) -> None:
-    """BadInput (a 400 naming the field and value) for a candidate that does not exist, a mark sent twice,
-    an answer that is not yes or no, or an expert answer for a candidate that is not marked."""
+    """BadInput (a 400 naming the field and value) for a candidate that does not exist, a mark or an answer
+    sent twice, an answer that is not yes or no, or an expert answer for a candidate that is not marked."""
+    for name in ("expert_knowledge", *(f"expert-{key}" for key in sorted(keys))):
+        answers = post.getlist(name)
+        if len(answers) > 1:
+            raise BadInput(name, ",".join(answers)[:80], "one answer (it was sent more than once)")
     for key in marked:
         if key not in keys:
             raise BadInput("mark", key, "a candidate of this procedure")

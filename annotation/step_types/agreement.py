@@ -152,7 +152,14 @@ class StepTypesAgreement:
         def cell(value: Agreement | None) -> dict[str, Any] | None:
             if value is None:
                 return None
-            return {"kappa": value.kappa, "alpha": value.alpha, "pairs": value.pairs, "items": value.items}
+            return {
+                "kappa": value.kappa,
+                "alpha": value.alpha,
+                "pairs": value.pairs,
+                "items": value.items,
+                "kappa_undefined": value.kappa_undefined,
+                "alpha_undefined": value.alpha_undefined,
+            }
 
         return {
             "n_procedures": self.n_procedures,
@@ -174,12 +181,7 @@ class StepTypesAgreement:
                 }
                 for c in self.counts
             },
-            "contradiction": {
-                "sequential_and_interchangeable": self.contradiction.both,
-                "comparable": self.contradiction.comparable,
-                "sequential": self.contradiction.sequential,
-                "rate": self.contradiction.rate,
-            },
+            "contradiction": self.contradiction.as_json(),
             "attention": [
                 {
                     "prolific_pid": a.prolific_pid,

@@ -68,11 +68,25 @@ class ColumnSerializer(serializers.Serializer):
     scores = EvaluationSerializer(source="evaluation")
 
 
+class ShareSerializer(serializers.Serializer):
+    """k of n with its rate and 95 % Wilson interval (judging.judge_figures.Share)."""
+
+    k = serializers.IntegerField()
+    n = serializers.IntegerField()
+    rate = serializers.FloatField(allow_null=True, help_text="k / n; null when n is 0")
+    ci_low = serializers.FloatField(allow_null=True)
+    ci_high = serializers.FloatField(allow_null=True)
+
+
 class ContradictionSerializer(serializers.Serializer):
-    rate = serializers.FloatField(allow_null=True, help_text="both / comparable")
+    rate = serializers.FloatField(allow_null=True, help_text="both / comparable (the same as of_comparable)")
     both = serializers.IntegerField(help_text="sequential pairs whose interchangeable counterpart holds too")
     comparable = serializers.IntegerField(help_text="sequential pairs whose counterpart has a decision")
     sequential = serializers.IntegerField(help_text="sequential pairs that hold")
+    of_comparable = ShareSerializer(
+        help_text="both / comparable: the first pair (no counterpart) and undecided counterparts left out"
+    )
+    of_sequential = ShareSerializer(help_text="both / sequential: every sequential pair, the paper's base")
 
 
 class ModelFiguresSerializer(serializers.Serializer):

@@ -52,7 +52,9 @@ _BATCH = 2000
 _MAX_INDEX = 32767  # StepCandidate's PositiveSmallIntegerField
 _MAX_PK = 2**63 - 1
 _SLUG = re.compile(r"[-a-zA-Z0-9_]{1,64}")
-_CLASSIFIER = re.compile(r"[-a-zA-Z0-9_.]{1,64}")
+# a classifier's name is a segment of its predictions' URL: unreserved characters only, and never "." or ".."
+# (a browser resolves those dot-segments away, so the link could never be followed): no leading dot
+_CLASSIFIER = re.compile(r"[a-zA-Z0-9][-a-zA-Z0-9_.]{0,63}")
 _KEY_EXAMPLES = "'sequential:0-1', 'interchangeable@0:1-2' or 'optional@0:1'"
 _SKIP: Literal["skip"] = "skip"  # an attention-check row: not imported, counted
 
@@ -256,7 +258,8 @@ def step_type_predictions_import(
     on the first valid row). ValueError when a classifier of that id was run by this app."""
     if not _CLASSIFIER.fullmatch(classifier):
         raise ValueError(
-            f"classifier name {classifier!r}: letters, digits, '.', '-' and '_' only (at most 64)"
+            f"classifier name {_shown(classifier)} is not URL-safe: letters, digits, '.', '-' and '_', "
+            "beginning with a letter or digit (at most 64)"
         )
     target = _ClassifierTarget(classifier)
     if target.classifier is not None and not target.classifier.imported:

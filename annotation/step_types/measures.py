@@ -16,9 +16,9 @@ Definitions (each function's docstring repeats its own):
 - Average pairwise Cohen's kappa, per type: for every pair of annotators, kappa on the items of that type
   both labelled; the unweighted mean over the pairs whose kappa is defined.
 - Krippendorff's alpha, nominal, per type: annotators x items, NaN where an annotator has no label.
-- Contradiction rate: among the SEQUENTIAL pairs (s_j, s_j+1) that hold and have an INTERCHANGEABLE
-  counterpart (the same two steps at anchor s_j-1, so j >= 1) with a decision, the share whose counterpart
-  holds.
+- Contradiction rate, on two bases: among the SEQUENTIAL pairs (s_j, s_j+1) that hold and have an
+  INTERCHANGEABLE counterpart (the same two steps at anchor s_j-1, so j >= 1) with a decision, the share whose
+  counterpart holds; and the same count over every SEQUENTIAL pair that holds (the paper's base).
 - F1 per type, positive class "the type holds", over the gold items of the type (a missing or unparsable
   prediction is a negative one); "All" is the unweighted mean of the three types' P, R and F1 (macro over
   types), which reproduces every row of the paper's Table 3.
@@ -32,9 +32,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
 from itertools import combinations
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from judging.stats import Confusion, cohen_kappa, wilson_interval
+from h2e_site.stats import Coefficient, agreement_undefined, nominal_chance_agreement
+from judging.judge_figures import Share
+from judging.stats import Confusion, kappa, wilson_interval
 
 from .candidates import Candidate, StepType, candidates
 
@@ -254,6 +256,19 @@ class PairwiseKappa:
     pairs: int
     undefined: int
 
+    @property
+    def why_undefined(self) -> str:
+        """Why the mean is None ("" when it is not)."""
+        if self.kappa is not None:
+            return ""
+        if not self.undefined:
+            return "undefined: no two annotators labelled the same item"
+        pairs = f"{self.undefined} annotator pair" + ("s" if self.undefined != 1 else "")
+        return (
+            f"undefined: κ is undefined for each of the {pairs} (fewer than 2 shared items, or one and "
+            "the same label on all of them)"
+        )
+
 
 def _confusion(first: Mapping[K, bool], second: Mapping[K, bool]) -> Confusion:
     """confusion[first's label][second's label] over the items both labelled."""
@@ -265,9 +280,10 @@ def _confusion(first: Mapping[K, bool], second: Mapping[K, bool]) -> Confusion:
 
 def average_pairwise_kappa(ratings: Mapping[str, Mapping[K, bool]]) -> PairwiseKappa:
     """Average pairwise Cohen's kappa (Table 6). For every unordered pair of annotators, the items both
-    labelled make a 2 x 2 confusion and kappa = (p_o - p_e) / (1 - p_e) (judging.stats.cohen_kappa). A pair
-    with no item in common is no pair; a pair whose kappa is undefined (p_e = 1: both gave one and the same
-    label to every shared item) is counted in `undefined` and left out. The result is the unweighted mean over
+    labelled make a 2 x 2 confusion and kappa = (p_o - p_e) / (1 - p_e) (judging.stats.kappa). A pair
+    with no item in common is no pair; a pair whose kappa is undefined (h2e_site.stats' rule: fewer than 2
+    shared items, or p_e = 1: both gave one and the same label to every shared item) is counted in
+    `undefined` and left out. The result is the unweighted mean over
     the remaining pairs (None when there are none). Missing labels thus only shrink a pair's shared items."""
     values: list[float] = []
     undefined = 0
@@ -275,11 +291,11 @@ def average_pairwise_kappa(ratings: Mapping[str, Mapping[K, bool]]) -> PairwiseK
         confusion = _confusion(ratings[a], ratings[b])
         if not any(confusion[x][y] for x in (True, False) for y in (True, False)):
             continue
-        kappa = cohen_kappa(confusion)
-        if kappa is None:
+        value = kappa(confusion).value
+        if value is None:
             undefined += 1
         else:
-            values.append(kappa)
+            values.append(value)
     mean = sum(values) / len(values) if values else None
     return PairwiseKappa(mean, len(values), undefined)
 
@@ -289,12 +305,12 @@ def pairwise_kappa(labels: Iterable[StepTypeLabel], step_type: StepType) -> Pair
     return average_pairwise_kappa(annotator_ratings(labels, step_type))
 
 
-def nominal_alpha(ratings: Mapping[str, Mapping[K, float]]) -> float | None:
+def nominal_alpha_coefficient(ratings: Mapping[str, Mapping[K, float]]) -> Coefficient:
     """Krippendorff's alpha, nominal, via the `krippendorff` package on the annotators x items reliability
     matrix (each label a number: 1 holds, 0 does not, or any category's code; NaN missing). Items with
-    fewer than two labels carry no pairable values and
-    drop out of the formula. None when undefined: no item has two labels, or the pairable labels are all
-    the same value (no expected disagreement)."""
+    fewer than two labels carry no pairable values and drop out of the formula. Undefined by h2e_site.stats'
+    rule: fewer than two items with two labels, or the pairable labels all the same value (no expected
+    disagreement)."""
     import krippendorff
     import numpy as np
 
@@ -306,9 +322,19 @@ def nominal_alpha(ratings: Mapping[str, Mapping[K, float]]) -> float | None:
             if item in ratings[annotator]:
                 data[row, column] = float(ratings[annotator][item])
     pairable = data[:, (~np.isnan(data)).sum(axis=0) >= 2] if data.size else data
-    if pairable.size == 0 or len(np.unique(pairable[~np.isnan(pairable)])) < 2:
-        return None
-    return float(krippendorff.alpha(reliability_data=pairable, level_of_measurement="nominal"))
+    n_items = pairable.shape[1] if pairable.ndim == 2 else 0
+    _, counts = np.unique(pairable[~np.isnan(pairable)], return_counts=True)
+    why = agreement_undefined(n_items, nominal_chance_agreement(counts.tolist()))
+    if why:
+        return Coefficient(None, n_items, why)
+    return Coefficient(
+        float(krippendorff.alpha(reliability_data=pairable, level_of_measurement="nominal")), n_items
+    )
+
+
+def nominal_alpha(ratings: Mapping[str, Mapping[K, float]]) -> float | None:
+    """nominal_alpha_coefficient's value: None when undefined."""
+    return nominal_alpha_coefficient(ratings).value
 
 
 def krippendorff_alpha(labels: Iterable[StepTypeLabel], step_type: StepType) -> float | None:
@@ -325,6 +351,8 @@ class Agreement:
     alpha: float | None
     pairs: int
     items: int
+    kappa_undefined: str = ""  # why kappa is None
+    alpha_undefined: str = ""  # why alpha is None
 
 
 def agreement(ratings: Mapping[str, Mapping[K, bool]]) -> Agreement:
@@ -333,9 +361,12 @@ def agreement(ratings: Mapping[str, Mapping[K, bool]]) -> Agreement:
     for given in ratings.values():
         for item in given:
             counts[item] += 1
-    kappa = average_pairwise_kappa(ratings)
+    mean_kappa = average_pairwise_kappa(ratings)
+    alpha = nominal_alpha_coefficient(ratings)
     shared = sum(1 for n in counts.values() if n >= 2)
-    return Agreement(kappa.kappa, nominal_alpha(ratings), kappa.pairs, shared)
+    return Agreement(
+        mean_kappa.kappa, alpha.value, mean_kappa.pairs, shared, mean_kappa.why_undefined, alpha.undefined
+    )
 
 
 def per_topic(rows: Iterable[T], topic: Callable[[T], str | None]) -> dict[str, list[T]]:
@@ -378,21 +409,43 @@ def interchangeable_counterpart(candidate: Candidate) -> Candidate | None:
 @dataclass(frozen=True)
 class Contradiction:
     """`both`: sequential pairs whose counterpart also holds; `comparable`: sequential pairs that hold and
-    whose counterpart has a decision; `sequential`: every sequential pair that holds."""
+    whose counterpart has a decision; `sequential`: every sequential pair that holds.
+
+    Two bases, both shown: `of_comparable` = both / comparable (the first pair (s_0, s_1), which has no
+    counterpart, and pairs whose counterpart was not decided left out), and `of_sequential` = both /
+    sequential (every sequential pair that holds: the paper's base for "9 % are also interchangeable")."""
 
     both: int
     comparable: int
     sequential: int
 
     @property
+    def of_comparable(self) -> Share:
+        return Share(self.both, self.comparable)
+
+    @property
+    def of_sequential(self) -> Share:
+        return Share(self.both, self.sequential)
+
+    @property
     def rate(self) -> float | None:
         """both / comparable (None when nothing is comparable)."""
-        return self.both / self.comparable if self.comparable else None
+        return self.of_comparable.rate
 
     @property
     def interval(self) -> tuple[float, float] | None:
         """The rate's 95 % Wilson score interval (judging.stats)."""
         return wilson_interval(self.both, self.comparable)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "sequential_and_interchangeable": self.both,
+            "comparable": self.comparable,
+            "sequential": self.sequential,
+            "rate": self.rate,
+            "of_comparable": self.of_comparable.as_json(),
+            "of_sequential": self.of_sequential.as_json(),
+        }
 
 
 def contradiction_rate(decisions: Mapping[Item, bool | None]) -> Contradiction:

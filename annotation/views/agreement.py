@@ -19,6 +19,7 @@ from ..agreement import majority
 from ..agreement_data import StudyAgreement, studies_agreement, study_agreement
 from ..charts import Bar, BarChart, bar_chart
 from ..models import AnnotatedFailure, Annotation, Study, StudyKind
+from ..selectors import study_unlabelled_reason
 from . import goal_step, step_types
 from .failures import FailureView, step_links
 
@@ -48,8 +49,23 @@ def agreement_overview(request: HttpRequest) -> HttpResponse:
         + ([_alpha_bar("All studies pooled", everything, kind="human")] if everything else []),
         percent=False,
     )
-    context = {"rows": rows, "everything": everything, "chart": chart, "step_type_studies": step_type_studies}
+    context = {
+        "rows": rows,
+        "everything": everything,
+        "chart": chart,
+        "step_type_studies": step_type_studies,
+        "empty_reason": "" if rows or step_type_studies else _overview_empty_reason(),
+    }
     return render(request, "annotation/agreement_overview.html", context)
+
+
+def _overview_empty_reason() -> str:
+    """Why the overview has no study to show: no study at all, or none with a label yet."""
+    n_studies = Study.objects.filter(kind__in=[StudyKind.CRITICAL_FAILURES, StudyKind.STEP_TYPES]).count()
+    if not n_studies:
+        return "No critical-failures or step-types study exists yet."
+    studies = "The study has" if n_studies == 1 else f"None of the {n_studies} studies has"
+    return f"{studies} a human label yet (attention checks never count)."
 
 
 def _alpha_bar(label: str, result: StudyAgreement, kind: str = "alpha") -> Bar:
@@ -71,8 +87,29 @@ def study_agreement_page(request: HttpRequest, slug: str) -> HttpResponse:
         "result": result,
         "alpha_chart": _alpha_chart(result),
         "judge_chart": _judge_chart(result),
+        "unlabelled_reason": "" if result.n_labels else study_unlabelled_reason(study=study),
+        "no_judge_reason": "" if result.judges or not result.n_labels else _no_judge_reason(study, result),
     }
     return render(request, "annotation/study_agreement.html", context)
+
+
+def _no_judge_reason(study: Study, result: StudyAgreement) -> str:
+    """Why no judge is compared with the humans of a study that has labels."""
+    judged = (
+        Judgment.objects.filter(
+            generation__study_items__study=study, generation__study_items__is_attention_check=False
+        )
+        .values("judge_id")
+        .distinct()
+        .count()
+    )
+    if not judged:
+        return "No judge has judged this study's generations yet."
+    judges = f"{judged} judge{'s' if judged != 1 else ''}"
+    return (
+        f"{judges} judged generations of this study, but none of the {result.n_items} item"
+        f"{'s' if result.n_items != 1 else ''} the annotators have labelled."
+    )
 
 
 def _alpha_chart(result: StudyAgreement) -> BarChart:

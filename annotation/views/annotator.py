@@ -13,7 +13,6 @@ message where the participant clicked (htmx is configured to swap 4xx answers: a
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import wraps
@@ -33,9 +32,8 @@ from h2e_site.web import HtmxHttpRequest, wants_fragment
 from .. import codebook, posted, services
 from ..kinds import KindForm, kind_for
 from ..models import Assignment, AssignmentStatus, Participant, Stage, Study
+from ..prolific import PID_PATTERN, PROLIFIC_ID_PATTERN
 
-PID_PATTERN = re.compile(r"[0-9a-fA-F]{24}", re.ASCII)  # Prolific IDs: 24 hex characters, stored lowercase
-PROLIFIC_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}", re.ASCII)
 # Read on their own pages only: left out of the participant lookup every request makes.
 STAGE_TEXTS = ("consent_text", "training_text", "comprehension_questions", "selection")
 STUDY_TEXTS = tuple(f"study__{name}" for name in STAGE_TEXTS)

@@ -16,6 +16,7 @@ from mining.models import TaskExample, TaskSet
 
 from ..goal_step.validation import kept_example_ids, study_answers, validate
 from ..models import Study, StudyKind
+from ..selectors import study_unlabelled_reason
 
 
 def study_validation_page(request: HttpRequest, study: Study) -> HttpResponse:
@@ -33,6 +34,7 @@ def study_validation_page(request: HttpRequest, study: Study) -> HttpResponse:
         "n_answers": len(answers),
         "n_workers": len({a.worker for a in answers}),
         "n_kept": len(kept),
+        "unlabelled_reason": "" if answers else study_unlabelled_reason(study=study),
         "task_set": task_set,
         "paper_yield": {"step_inference": 0.543, "goal_inference": 0.408, "step_ordering": 0.356},
         "paper_accuracy": {"step_inference": 0.965, "goal_inference": 0.980, "step_ordering": 0.975},

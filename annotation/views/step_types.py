@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET
 from h2e_site.web import query_string, staff_required
 
 from ..models import StepTypeClassifier, StepTypeLabelSet, Study, StudyKind
+from ..selectors import study_unlabelled_reason
 from ..step_types import exports
 from ..step_types.agreement import label_set_agreement, study_step_types_agreement
 
@@ -27,10 +28,12 @@ CSV = "text/csv; charset=utf-8"
 def study_agreement_page(request: HttpRequest, study: Study) -> HttpResponse:
     """A step-types study's agreement (the caller, views.agreement.study_agreement_page, checked staff and
     GET and found the study)."""
+    result = study_step_types_agreement(study=study)
     context = {
         "study": study,
-        "result": study_step_types_agreement(study=study),
+        "result": result,
         "api_url": _api_url(study=study.slug),
+        "unlabelled_reason": "" if result.n_labels else study_unlabelled_reason(study=study),
     }
     return render(request, TEMPLATE, context)
 

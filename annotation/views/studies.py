@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import orjson
 from django.contrib import messages
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -78,19 +79,34 @@ def study_create(request: HttpRequest) -> HttpResponse:
             data["estimated_item_minutes"]
         )
         settings.update({k: data[k] for k in ("completion_code", "screenout_code") if data[k]})
-        study = services.study_create(
-            title=data["title"],
-            slug=data["slug"],
-            kind=kind,
-            selection=_selection(form),
-            attention_checks=data["attention_checks"],
-            created_by=request.user,
-            **settings,
-        )
-        messages.success(request, f"Study created with {study.items.not_attention_checks().count()} items.")
-        return redirect("annotation:study_detail", slug=study.slug)
+        try:
+            study = services.study_create(
+                title=data["title"],
+                slug=data["slug"],
+                kind=kind,
+                selection=_selection(form),
+                attention_checks=data["attention_checks"],
+                created_by=request.user,
+                **settings,
+            )
+        except ValidationError as refused:
+            _refusal_on_form(form, refused)
+        else:
+            count = study.items.not_attention_checks().count()
+            messages.success(request, f"Study created with {count} items.")
+            return redirect("annotation:study_detail", slug=study.slug)
     context = {"form": form, "kind": kind, "kinds": StudyKind.choices}
-    return render(request, "annotation/study_form.html", context)
+    status = 400 if form.is_bound and form.errors else 200
+    return render(request, "annotation/study_form.html", context, status=status)
+
+
+def _refusal_on_form(form: StudyForm, refused: ValidationError) -> None:
+    """The service's refusal shown next to the fields it names (the others above the form)."""
+    for name, errors in refused.message_dict.items():
+        if name in form.fields:
+            form.add_error(name, errors)
+        else:
+            form.add_error(None, [e if name == NON_FIELD_ERRORS else f"{name}: {e}" for e in errors])
 
 
 @staff_required

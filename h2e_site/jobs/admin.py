@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from h2e_site.bounds import BoundedJSONAdmin
 from h2e_site.web import RunActionsMixin, confirmed, pre_block, request_user
 
 from . import services
@@ -32,7 +33,7 @@ def jobs_redirect(request: HttpRequest, jobs: list[Job], *, what: str) -> HttpRe
 
 
 @admin.register(Job)
-class JobAdmin(RunActionsMixin, admin.ModelAdmin):
+class JobAdmin(BoundedJSONAdmin, RunActionsMixin, admin.ModelAdmin):
     actions = ["cancel_jobs", "retry_failed_items"]
     list_display = ["id", "kind", "status", "progress", "created_by", "created_at", "finished_at"]
     list_filter = ["status", "kind"]

@@ -10,6 +10,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from h2e_site.bounds import BoundedJSONAdmin
 from h2e_site.web import RunActionsMixin, confirmed, request_user
 
 from ..models import Generation, Generator, Judge
@@ -18,7 +19,7 @@ from .imports import import_view
 
 
 @admin.register(Generator)
-class GeneratorAdmin(RunActionsMixin, admin.ModelAdmin):
+class GeneratorAdmin(BoundedJSONAdmin, RunActionsMixin, admin.ModelAdmin):
     list_display = [
         "model",
         "generator_id",
@@ -38,8 +39,13 @@ class GeneratorAdmin(RunActionsMixin, admin.ModelAdmin):
         view = self.admin_site.admin_view(lambda request: import_view(request, self.admin_site))
         return [path("import/", view, name="judging_import"), *super().get_urls()]
 
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # a generator is made from a config (its id hashes it) or imported: see the README
+
     @admin.display(description="page")
-    def page_link(self, obj: Generator) -> SafeString:
+    def page_link(self, obj: Generator) -> SafeString | str:
+        if obj.pk is None:
+            return "—"
         return format_html(
             '<a href="{}">Open the generator page</a>', reverse("judging:generator_detail", args=[obj.pk])
         )
@@ -97,12 +103,15 @@ class GeneratorAdmin(RunActionsMixin, admin.ModelAdmin):
 
 
 @admin.register(Judge)
-class JudgeAdmin(RunActionsMixin, admin.ModelAdmin):
+class JudgeAdmin(BoundedJSONAdmin, RunActionsMixin, admin.ModelAdmin):
     list_display = ["model", "judge_id", "backend", "provider", "is_demo_model", "created_at"]
     list_filter = ["backend", "is_demo_model"]
     search_fields = ["=judge_id", "model"]
     readonly_fields = ["created_at"]
     actions = ["judge_all_missing", "attach_config"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # a judge is made from a config (its id hashes it and its prompt) or imported
 
     @admin.action(description="Attach a config… (imported judges)", permissions=["run"])
     def attach_config(self, request: HttpRequest, queryset: QuerySet[Judge]) -> HttpResponse | None:

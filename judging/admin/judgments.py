@@ -17,13 +17,14 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from h2e_site.bounds import BoundedJSONAdmin
 from h2e_site.web import RunActionsMixin, admin_link, confirmed, numbered_block, pre_block, request_user
 
 from ..models import CriticalFailure, Generation, Judge, Judgment
 from .actions import rejudge_summary, run_jobs
 
 
-class JudgmentInline(admin.TabularInline):
+class JudgmentInline(BoundedJSONAdmin, admin.TabularInline):
     model = Judgment
     fk_name = "generation"
     fields = ["judgment_link", "judge", "parse_failed", "has_failure", "n_failures"]
@@ -41,7 +42,7 @@ class JudgmentInline(admin.TabularInline):
 
 
 @admin.register(Generation)
-class GenerationAdmin(admin.ModelAdmin):
+class GenerationAdmin(BoundedJSONAdmin, admin.ModelAdmin):
     list_display = ["id", "source_example_id", "generator", "n_tokens", "has_error", "created_at"]
     list_filter = ["generator"]
     list_select_related = ["generator", "procedure"]
@@ -81,8 +82,13 @@ class GenerationAdmin(admin.ModelAdmin):
     def has_error(self, obj: Generation) -> bool:
         return bool(obj.error)
 
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # L2 comes from generate jobs and imports: see the README
+
     @admin.display(description="page")
-    def page_link(self, obj: Generation) -> SafeString:
+    def page_link(self, obj: Generation) -> SafeString | str:
+        if obj.pk is None:
+            return "—"
         url = reverse("failures:generation_detail", args=[obj.pk])
         return format_html('<a href="{}">Open the generation page (L1 vs L2, critical failures)</a>', url)
 
@@ -103,7 +109,7 @@ class GenerationAdmin(admin.ModelAdmin):
         return pre_block(obj.prompt)
 
 
-class CriticalFailureInline(admin.TabularInline):
+class CriticalFailureInline(BoundedJSONAdmin, admin.TabularInline):
     model = CriticalFailure
     fields = ["order", "description", "l1_steps", "l2_steps"]
     extra = 0
@@ -115,7 +121,7 @@ class CriticalFailureInline(admin.TabularInline):
 
 
 @admin.register(Judgment)
-class JudgmentAdmin(RunActionsMixin, admin.ModelAdmin):
+class JudgmentAdmin(BoundedJSONAdmin, RunActionsMixin, admin.ModelAdmin):
     actions = ["rejudge_parse_failures", "rejudge_replace"]
     # The verdict first and the names short (ids on hover): with the filter sidebar open, every column
     # fits at 1,400 px, the one just filtered on included.
@@ -236,8 +242,13 @@ class JudgmentAdmin(RunActionsMixin, admin.ModelAdmin):
             '{} · <a href="{}">page</a>', admin_link(obj.generation, f"#{obj.generation_id}"), url
         )
 
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # judgments come from judge jobs and imports: see the README
+
     @admin.display(description="page")
-    def page_link(self, obj: Judgment) -> SafeString:
+    def page_link(self, obj: Judgment) -> SafeString | str:
+        if obj.generation_id is None:
+            return "—"
         url = reverse("failures:generation_detail", args=[obj.generation_id])
         return format_html('<a href="{}">Open the generation page</a>', url)
 
@@ -251,13 +262,16 @@ class JudgmentAdmin(RunActionsMixin, admin.ModelAdmin):
 
 
 @admin.register(CriticalFailure)
-class CriticalFailureAdmin(admin.ModelAdmin):
+class CriticalFailureAdmin(BoundedJSONAdmin, admin.ModelAdmin):
     list_display = ["id", "judgment_link", "order", "description_short", "l1_steps", "l2_steps"]
     list_select_related = ["judgment"]
     list_filter = ["judgment__judge"]
     search_fields = ["description"]
     raw_id_fields = ["judgment"]
     show_full_result_count = False
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # a critical failure belongs to a judgment: edited inline on the judgment's page
 
     @admin.display(description="judgment")
     def judgment_link(self, obj: CriticalFailure) -> SafeString:

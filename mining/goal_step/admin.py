@@ -16,6 +16,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from h2e_site.bounds import BoundedJSONAdmin, model_range
 from h2e_site.web import RunActionsMixin, confirmed, request_user
 
 from ..models import Split, TaskExample, TaskSet
@@ -24,11 +25,11 @@ from .jobs import TaskSetRefused, task_set_create
 
 class RebuildForm(forms.Form):
     name = forms.SlugField(max_length=64, help_text="the new task set's name")
-    seed = forms.IntegerField(initial=1)
+    seed = model_range(TaskSet, "seed").form_field(initial=1)
 
 
 @admin.register(TaskSet)
-class TaskSetAdmin(RunActionsMixin, admin.ModelAdmin):
+class TaskSetAdmin(BoundedJSONAdmin, RunActionsMixin, admin.ModelAdmin):
     list_display = ["name", "source", "seed", "n_examples", "job", "page_link", "examples_link", "created_at"]
     list_filter = ["source"]
     search_fields = ["name"]
@@ -108,7 +109,7 @@ class TaskSetAdmin(RunActionsMixin, admin.ModelAdmin):
 
 
 @admin.register(TaskExample)
-class TaskExampleAdmin(admin.ModelAdmin):
+class TaskExampleAdmin(BoundedJSONAdmin, admin.ModelAdmin):
     list_display = ["task_set", "task", "split", "position", "prompt_short", "answer", "topic"]
     list_filter = ["task", "split", "task_set"]
     list_select_related = ["task_set", "topic"]

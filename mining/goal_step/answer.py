@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import re
-import string
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,6 +50,7 @@ from h2e_site.llm.json_output import find_json_object
 from h2e_site.llm.prompts import check_prompt, prompt_sha256
 
 from ..models import GoalStepTask, TaskAnswer, TaskExample, TaskModel, TaskSet, TaskSplit
+from .options import LETTERS
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -83,7 +83,6 @@ MODEL_ID_VERSION = "h2e_studio.goal_step_model_id.v1"
 PROMPTS_DIR = Path(__file__).resolve().parents[2] / "prompts" / "goal_step"
 ANSWER_PROMPT = "answer.txt"
 CANDIDATES_ONLY_PROMPT = "answer_candidates_only.txt"
-LETTERS = string.ascii_uppercase
 _SECTION = re.compile(r"^### (\w+)[ \t]*$", re.MULTILINE)
 
 

@@ -12,17 +12,27 @@ this goal?" (Step Inference), "Step: <step>\\nWhich goal does this step help ach
 these; an input in another shape is kept whole as the prompt, with the file's name as the task. Only what the
 format carries survives a round trip: task, prompt, candidates and answer (not source_pk or meta).
 
-Import refuses malformed files with BigBenchFormatError (a ValueError) naming where: `examples[3].input`.
+Import streams the file (ijson's events; BigBenchReader), never reading it whole, within bounds of size,
+nesting, examples, candidates (MAX_CANDIDATES: options are lettered A to Z) and text length, and refuses a
+malformed file with BigBenchFormatError (a ValueError) naming where: `examples[3].input: contains the control
+character NUL`. Also refused: a key given twice, an empty or blank candidate, two candidates of the same text,
+the same example (input and candidates) twice.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
-from collections.abc import Mapping, Sequence
+import unicodedata
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
-from .build import GOAL_INFERENCE, STEP_INFERENCE, STEP_ORDERING, Example
+import ijson
+
+from .examples import GOAL_INFERENCE, STEP_INFERENCE, STEP_ORDERING, Example
+from .options import MAX_CANDIDATES
 
 METRIC = "multiple_choice_grade"
 TEMPLATES: dict[str, tuple[str, str]] = {
@@ -37,6 +47,13 @@ DESCRIPTIONS = {
     "(Zhang, Lyu & Callison-Burch 2020).",
 }
 KEYWORDS = ["common sense", "multiple choice", "zero-shot"]
+MAX_FILE_BYTES = 512 * 2**20
+MAX_DEPTH = 16  # the task is 4 deep (task, examples, example, target_scores); room for fields we ignore
+MAX_EXAMPLES = 200_000
+MAX_TEXT_CHARS = 50_000  # an input, a candidate, the name, the description, a keyword
+MAX_KEYWORDS = 100
+_TEXT_CONTROLS = frozenset("\t\n\r")
+_CONTROL = frozenset({"Cc", "Cs"})
 
 
 class BigBenchFormatError(ValueError):
@@ -91,88 +108,273 @@ def dumps_bigbench(examples: Sequence[Example], **task: Any) -> str:
 
 
 class _Object(dict[str, Any]):
-    """A JSON object that remembers keys it saw twice (json.loads would keep the last silently)."""
+    """A JSON object that remembers keys it saw twice (a dict would keep the last silently)."""
 
     repeated: list[str]
 
 
-def _object(pairs: list[tuple[str, Any]]) -> _Object:
+def import_bigbench(source: str | bytes | Mapping[str, Any]) -> BigBenchTask:
+    """A BIG-bench multiple-choice task file (its text, or the parsed object) as our examples, read through
+    BigBenchReader: BigBenchFormatError naming where when it is not a valid task."""
+    if isinstance(source, Mapping):
+        data = json.dumps(source).encode()
+    elif isinstance(source, str):
+        data = source.encode("utf-8", "surrogatepass")  # a lone surrogate is then invalid UTF-8: refused
+    else:
+        data = source
+    reader = BigBenchReader(io.BytesIO(data))
+    examples = list(reader.examples())
+    task = reader.task
+    for example in examples:
+        example.task = example.task or task.name
+    task.examples = examples
+    return task
+
+
+class BigBenchReader:
+    """Reads a task file from a binary stream, never whole: iterate examples() (each is checked as it is
+    read; an input in none of the three tasks' shapes gets task "", meaning the file's name), then `task`
+    holds the name, description and keywords (its `examples` stay empty).
+
+    Bounded: at most MAX_FILE_BYTES read, MAX_DEPTH levels of nesting, MAX_EXAMPLES examples, MAX_CANDIDATES
+    candidates an example (options are lettered A to Z), MAX_TEXT_CHARS a text. Refused with
+    BigBenchFormatError naming the example and field: malformed JSON, a key given twice, a NUL or another
+    control character in a text, an empty candidate, the same example twice."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._events = _Events(stream)
+        self._header: dict[str, Any] = {}
+        self.task = BigBenchTask(name="", description="", keywords=[])
+        self.n_examples = 0
+
+    def examples(self) -> Iterator[Example]:
+        events = self._events
+        event, value = events.next()
+        if event != "start_map":
+            got = "a list" if event == "start_array" else _kind(value)
+            raise BigBenchFormatError(f"the task must be a JSON object, got {got}")
+        while True:
+            event, key = events.next()
+            if event == "end_map":
+                break
+            if key in self._header:
+                raise BigBenchFormatError(f"{_where('', key)}: given twice in the task")
+            event, value = events.next()
+            if key == "examples":
+                self._header[key] = True
+                yield from self._examples(event, value)
+            else:
+                events.where = _where("", key)
+                self._header[key] = _value(events, event, value, events.where, 1)
+                _header_field(key, self._header[key])
+                events.where = "the task"
+        events.end()
+        for key in ("name", "description", "keywords", "examples"):
+            if key not in self._header:
+                _header_field(key, None)
+        header = self._header
+        self.task = BigBenchTask(header["name"], header["description"], header["keywords"])
+
+    def _examples(self, event: str, value: Any) -> Iterator[Example]:
+        if event != "start_array":
+            self._events.where = "examples"
+            data = _value(self._events, event, value, "examples", 1)
+            raise BigBenchFormatError(f"examples: expected a non-empty list, got {_kind(data)}")
+        seen: dict[bytes, int] = {}
+        while True:
+            event, value = self._events.next()
+            if event == "end_array":
+                break
+            where = f"examples[{self.n_examples}]"
+            if self.n_examples >= MAX_EXAMPLES:
+                raise BigBenchFormatError(f"{where}: a task has at most {MAX_EXAMPLES} examples")
+            self._events.where = where
+            example = _example(_value(self._events, event, value, where, 2), where)
+            digest = _identity(example)
+            if digest in seen:
+                raise BigBenchFormatError(
+                    f"{where}: the same input and candidates as examples[{seen[digest]}]"
+                )
+            seen[digest] = self.n_examples
+            self.n_examples += 1
+            yield example
+        self._events.where = "the task"
+        if not self.n_examples:
+            raise BigBenchFormatError("examples: expected a non-empty list, got a list with no example")
+
+
+class _Bounded:
+    """The stream (what ijson reads: read() only), refused once more than MAX_FILE_BYTES have been read."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+        self.n_read = 0
+
+    def read(self, size: int = -1) -> bytes:
+        chunk = self._stream.read(size if size is not None and size >= 0 else 1 << 16)
+        self.n_read += len(chunk)
+        if self.n_read > MAX_FILE_BYTES:
+            raise BigBenchFormatError(f"the file is larger than {MAX_FILE_BYTES // 2**20} MiB")
+        return chunk
+
+
+class _Events:
+    """ijson's events of the stream; JSON errors as BigBenchFormatError saying where the reading was."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._events = ijson.basic_parse(_Bounded(stream), use_float=True)
+        self.where = "the task"
+
+    def next(self) -> tuple[str, Any]:
+        try:
+            return next(self._events)
+        except StopIteration:
+            raise BigBenchFormatError(f"not valid JSON: the file ends in {self.where}") from None
+        except (ijson.JSONError, UnicodeDecodeError) as exc:
+            raise BigBenchFormatError(f"not valid JSON in {self.where}: {_one_line(exc)}") from None
+
+    def end(self) -> None:
+        """The file holds nothing after the task."""
+        try:
+            extra = next(self._events, None)
+        except (ijson.JSONError, UnicodeDecodeError) as exc:
+            raise BigBenchFormatError(f"not valid JSON after the task: {_one_line(exc)}") from None
+        if extra is not None:
+            raise BigBenchFormatError("not valid JSON: more than one value in the file")
+
+
+def _value(events: _Events, event: str, value: Any, where: str, depth: int) -> Any:
+    """The JSON value that starts with (event, value), read to its end; at most MAX_DEPTH levels deep."""
+    if event not in {"start_map", "start_array"}:
+        return value
+    if depth >= MAX_DEPTH:
+        raise BigBenchFormatError(f"{events.where}: nested deeper than {MAX_DEPTH} levels")
+    if event == "start_array":
+        items: list[Any] = []
+        while (item := events.next())[0] != "end_array":
+            items.append(_value(events, *item, f"{where}[{len(items)}]", depth + 1))
+        return items
     result = _Object()
     result.repeated = []
-    for key, value in pairs:
+    while (item := events.next())[0] != "end_map":
+        key = item[1]
         if key in result:
             result.repeated.append(key)
-        result[key] = value
+        result[key] = _value(events, *events.next(), _where(where, key), depth + 1)
     return result
 
 
-def import_bigbench(source: str | bytes | Mapping[str, Any]) -> BigBenchTask:
-    """A BIG-bench multiple-choice task file (its text, or the parsed object) as our examples."""
-    if isinstance(source, str | bytes):
-        try:
-            data = json.loads(source, object_pairs_hook=_object)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise BigBenchFormatError(f"not valid JSON: {exc}") from exc
-    else:
-        data = source
-    if not isinstance(data, Mapping):
-        raise BigBenchFormatError(f"the task must be a JSON object, got {_kind(data)}")
-    name = _string(data, "name", "name")
-    description = _string(data, "description", "description", allow_empty=True)
-    keywords = data.get("keywords")
-    if not isinstance(keywords, list) or not all(isinstance(k, str) for k in keywords):
-        raise BigBenchFormatError(f"keywords: expected a list of strings, got {_kind(keywords)}")
-    metrics = data.get("metrics", [METRIC])
-    if not isinstance(metrics, list) or METRIC not in metrics:
-        raise BigBenchFormatError(f"metrics: a multiple-choice task lists {METRIC!r}, got {metrics!r}")
-    rows = data.get("examples")
-    if not isinstance(rows, list) or not rows:
-        raise BigBenchFormatError(f"examples: expected a non-empty list, got {_kind(rows)}")
-    return BigBenchTask(
-        name=name,
-        description=description,
-        keywords=list(keywords),
-        examples=[_example(row, f"examples[{number}]", name) for number, row in enumerate(rows)],
-    )
+def _header_field(key: str, value: Any) -> None:
+    """A top-level field checked as soon as it is read (None: missing)."""
+    if key == "name":
+        _text(value, "name", allow_empty=False)
+    elif key == "description":
+        _text(value, "description", allow_empty=True)
+    elif key == "keywords":
+        if not isinstance(value, list) or not all(isinstance(k, str) for k in value):
+            raise BigBenchFormatError(f"keywords: expected a list of strings, got {_kind(value)}")
+        if len(value) > MAX_KEYWORDS:
+            raise BigBenchFormatError(f"keywords: expected at most {MAX_KEYWORDS}, got {len(value)}")
+        for number, keyword in enumerate(value):
+            _text(keyword, f"keywords[{number}]", allow_empty=True)
+    elif key == "metrics":
+        if not isinstance(value, list) or METRIC not in value:
+            raise BigBenchFormatError(
+                f"metrics: a multiple-choice task lists {METRIC!r}, got {_shown(value)}"
+            )
+    elif key == "examples":
+        raise BigBenchFormatError(f"examples: expected a non-empty list, got {_kind(value)}")
 
 
-def _example(row: Any, where: str, task_name: str) -> Example:
-    if not isinstance(row, Mapping):
+def _example(row: Any, where: str) -> Example:
+    if not isinstance(row, _Object):
         raise BigBenchFormatError(f"{where}: expected an object, got {_kind(row)}")
-    text = _string(row, "input", f"{where}.input")
+    if row.repeated:
+        raise BigBenchFormatError(f"{_where(where, row.repeated[0])}: given twice in the example")
+    text = _text(row.get("input"), f"{where}.input", allow_empty=False)
     scores = row.get("target_scores")
-    if not isinstance(scores, Mapping):
+    if not isinstance(scores, _Object):
         raise BigBenchFormatError(f"{where}.target_scores: expected an object, got {_kind(scores)}")
-    repeated = getattr(scores, "repeated", [])
-    if repeated:
-        raise BigBenchFormatError(f"{where}.target_scores: candidate {repeated[0]!r} appears twice")
-    if len(scores) < 2:
-        raise BigBenchFormatError(f"{where}.target_scores: expected at least 2 candidates, got {len(scores)}")
+    if scores.repeated:
+        raise BigBenchFormatError(f"{where}.target_scores: candidate {scores.repeated[0]!r} appears twice")
+    if not 2 <= len(scores) <= MAX_CANDIDATES:
+        raise BigBenchFormatError(
+            f"{where}.target_scores: expected 2 to {MAX_CANDIDATES} candidates (options are lettered A to "
+            f"Z), got {len(scores)}"
+        )
+    shown: dict[str, str] = {}
     for candidate, score in scores.items():
+        field = f"{where}.target_scores[{_shown(candidate)}]"
+        _text(candidate, field, allow_empty=False, what="a candidate")
+        earlier = shown.setdefault(candidate.strip(), candidate)
+        if earlier is not candidate:
+            raise BigBenchFormatError(f"{field}: the same text as candidate {_shown(earlier)}")
         if isinstance(score, bool) or not isinstance(score, int | float) or score not in (0, 1):
-            raise BigBenchFormatError(f"{where}.target_scores[{candidate!r}]: expected 0 or 1, got {score!r}")
+            raise BigBenchFormatError(f"{field}: expected 0 or 1, got {_shown(score)}")
     correct = [i for i, score in enumerate(scores.values()) if score == 1]
     if len(correct) != 1:
         raise BigBenchFormatError(
             f"{where}.target_scores: expected exactly one candidate scored 1, got {len(correct)}"
         )
-    task, prompt = _parse_input(text, task_name)
+    task, prompt = _parse_input(text)
     return Example(task=task, prompt=prompt, candidates=list(scores), answer=correct[0])
 
 
-def _parse_input(text: str, task_name: str) -> tuple[str, str]:
+def _identity(example: Example) -> bytes:
+    """What makes two examples the same: their input and their set of candidates (a digest, to keep the
+    memory of a long file small)."""
+    parts = [example.task, example.prompt, *sorted(c.strip() for c in example.candidates)]
+    return hashlib.blake2b("\x00".join(parts).encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _parse_input(text: str) -> tuple[str, str]:
+    """(task, prompt) of an input; task "" when it has none of the three tasks' shapes (the file's name is
+    then its task, and the whole input its prompt)."""
     for task, (prefix, question) in TEMPLATES.items():
         if text.startswith(prefix) and text.endswith(question) and len(text) > len(prefix) + len(question):
             return task, text[len(prefix) : len(text) - len(question)]
-    return task_name, text
+    return "", text
 
 
-def _string(data: Mapping[str, Any], key: str, where: str, *, allow_empty: bool = False) -> str:
-    value = data.get(key)
+def _text(value: Any, where: str, *, allow_empty: bool, what: str = "") -> str:
+    """A text to store: a string, not blank (unless allowed), at most MAX_TEXT_CHARS, with no NUL or other
+    control character (tab and newlines are text)."""
     if not isinstance(value, str) or (not allow_empty and not value.strip()):
-        expected = "a string" if allow_empty else "a non-empty string"
+        expected = what or ("a string" if allow_empty else "a non-empty string")
+        if what and isinstance(value, str):
+            expected += " that is not empty or blank"
         raise BigBenchFormatError(f"{where}: expected {expected}, got {_kind(value)}")
+    if len(value) > MAX_TEXT_CHARS:
+        raise BigBenchFormatError(f"{where}: longer than {MAX_TEXT_CHARS} characters ({len(value)})")
+    bad = next((ch for ch in value if ch not in _TEXT_CONTROLS and _is_control(ch)), None)
+    if bad is not None:
+        name = "NUL" if bad == "\x00" else f"U+{ord(bad):04X}"
+        raise BigBenchFormatError(f"{where}: contains the control character {name}")
     return value
+
+
+def _is_control(ch: str) -> bool:
+    return unicodedata.category(ch) in _CONTROL
+
+
+def _where(where: str, key: Any) -> str:
+    key = str(key)
+    if key.isidentifier():
+        return f"{where}.{key}" if where else key
+    return f"{where}[{_shown(key)}]"
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _one_line(exc: BaseException) -> str:
+    """The parser's message without the snippet and arrow yajl puts on the lines after it."""
+    message = exc.args[0] if exc.args else exc
+    text = message.decode("utf-8", "replace") if isinstance(message, bytes) else str(message)
+    first = next((line.strip() for line in text.splitlines() if line.strip()), type(exc).__name__)
+    return first[:200]
 
 
 def _kind(value: Any) -> str:
@@ -184,5 +386,5 @@ def _kind(value: Any) -> str:
     if isinstance(value, bool):
         return f"the boolean {str(value).lower()}"
     if isinstance(value, int | float):
-        return f"the number {value!r}"
+        return f"the number {_shown(value)}"
     return "an object" if isinstance(value, Mapping) else "a list" if isinstance(value, list) else "a value"

@@ -44,6 +44,16 @@ from typing import Any
 
 import numpy as np
 
+from .examples import (
+    GOAL_INFERENCE,
+    N_CANDIDATES,
+    STEP_INFERENCE,
+    STEP_ORDERING,
+    TASKS,
+    Example,
+    Pk,
+    ProcedureText,
+)
 from .filters import (
     DEFAULT_FILTERS,
     ORDERING_FILTERS,
@@ -54,38 +64,14 @@ from .filters import (
     words,
 )
 from .neighbours import nearest_in_other_groups
+from .options import MAX_CANDIDATES
 
-STEP_INFERENCE = "step_inference"
-GOAL_INFERENCE = "goal_inference"
-STEP_ORDERING = "step_ordering"
-TASKS = (STEP_INFERENCE, GOAL_INFERENCE, STEP_ORDERING)
-N_CANDIDATES = 4
 TOO_FEW_NEGATIVES = "too_few_negatives"
 SAME_GOAL = "same_goal"
 NOT_ORDERED = "not_ordered"
 REASON_SAMPLES = 3
 
-Pk = int | str
 Embed = Callable[[Sequence[str]], np.ndarray]
-
-
-@dataclass(frozen=True)
-class ProcedureText:
-    pk: Pk
-    goal: str
-    steps: Sequence[str]
-    topic: str | None = None
-    ordered: bool | None = None
-
-
-@dataclass
-class Example:
-    task: str
-    prompt: str
-    candidates: list[str]
-    answer: int
-    source_pk: Pk | None = None  # the procedure the prompt and the answer come from
-    meta: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -232,6 +218,7 @@ def build_step_inference(
 ) -> tuple[list[Example], Funnel]:
     """One draft per step: the step and its nearest steps from other topics; one of them redrawn as the
     positive, its goal the prompt; shuffled; filtered (see _passes, and _alone for label_blind)."""
+    _check_n_candidates(n_candidates)
     rng = task_rng(seed, STEP_INFERENCE)
     funnel = _funnel(STEP_INFERENCE, filters, TOO_FEW_NEGATIVES, SAME_GOAL)
     first = len(corpus.procedures)
@@ -288,6 +275,7 @@ def build_goal_inference(
     """One candidate set per goal: the goal and its nearest goals from other topics. One draft per step of
     the goal: one candidate redrawn as the positive, the prompt that step if the draw is the goal itself,
     else a step of the positive drawn at random; shuffled; filtered (see _passes, and _alone)."""
+    _check_n_candidates(n_candidates)
     rng = task_rng(seed, GOAL_INFERENCE)
     funnel = _funnel(GOAL_INFERENCE, filters, TOO_FEW_NEGATIVES)
     first = len(corpus.procedures)
@@ -466,6 +454,13 @@ def _labelings(
     shuffled = tuple(candidates[i] for i in order)
     chosen = [positive, *(i for i in range(len(candidates)) if i != positive)] if label_blind else [positive]
     return [Draft(task, prompts[i], shuffled, order.index(i)) for i in chosen]
+
+
+def _check_n_candidates(n_candidates: int) -> None:
+    if not 2 <= n_candidates <= MAX_CANDIDATES:
+        raise ValueError(
+            f"n_candidates: expected 2 to {MAX_CANDIDATES} (options are lettered A to Z), got {n_candidates}"
+        )
 
 
 def _passes(drafts: Sequence[Draft], corpus: Corpus, filters: Sequence[Filter], funnel: Funnel) -> bool:

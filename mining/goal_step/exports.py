@@ -11,19 +11,19 @@ only is refused (NoValidation).
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
-from django.core.exceptions import ValidationError
-from django.core.validators import validate_slug
 from django.db import transaction
 from django.db.models import QuerySet
 
 from ..models import GoalStepTask, TaskExample, TaskSet, TaskSplit
-from .bigbench import BigBenchFormatError, dumps_bigbench, import_bigbench
-from .build import STEP_ORDERING, TASKS, Example
+from .bigbench import BigBenchFormatError, BigBenchReader, dumps_bigbench
+from .examples import STEP_ORDERING, TASKS, Example
+from .names import task_set_name_check
 
 SOURCE_BIGBENCH = "bigbench"
+_IMPORT_BATCH = 2000
 ValidationSource = Callable[[TaskSet], Collection[int] | None]
 _validation_source: list[ValidationSource] = []
 
@@ -105,54 +105,77 @@ def task_set_bigbench(task_set: TaskSet, task: str, *, validated: Collection[int
     return dumps_bigbench([as_example(row) for row in examples], name=task)
 
 
-def task_set_import_bigbench(*, text: str | bytes, name: str, task: str, path: str = "") -> TaskSet:
-    """A BIG-bench multiple-choice task file as a new task set (source "bigbench"), every example a test
-    example of `task`. BigBenchFormatError naming the example and field (`examples[3].input`) when the file
-    is not a valid task, or its examples are not `task` examples; ValueError for the name."""
-    try:
-        validate_slug(name)
-    except ValidationError:
-        raise ValueError(f"name: {name!r} is not a slug (letters, digits, - and _)") from None
+def task_set_import_bigbench(
+    *,
+    source: BinaryIO,
+    name: str,
+    task: str,
+    path: str = "",
+    progress: Callable[[int], None] | None = None,
+) -> TaskSet:
+    """A BIG-bench multiple-choice task file, streamed from `source`, as a new task set (source "bigbench"),
+    every example a test example of `task`, stored a batch at a time in one transaction: a bad file stores
+    nothing. BigBenchFormatError naming the example and field (`examples[3].input`) when the file is not a
+    valid task (bigbench.BigBenchReader) or its examples are not `task` examples; ValueError naming the
+    name or task. `progress(n)` is called with the number of examples read after each batch."""
+    task_set_name_check(name)
     if task not in TASKS:
         raise ValueError(f"task: expected one of {', '.join(TASKS)}, got {task!r}")
-    if TaskSet.objects.filter(name=name).exists():
-        raise ValueError(f"name: a task set {name!r} exists already")
-    parsed = import_bigbench(text)
-    for number, example in enumerate(parsed.examples):
-        if example.task in TASKS and example.task != task:
-            raise BigBenchFormatError(
-                f"examples[{number}].input: reads as a {example.task} example (its question, or the file's "
-                f"name), not {task}"
-            )
-        if task == STEP_ORDERING and len(example.candidates) != 2:
-            raise BigBenchFormatError(
-                f"examples[{number}].target_scores: step_ordering takes 2 candidates, got "
-                f"{len(example.candidates)}"
-            )
+    reader = BigBenchReader(source)
     with transaction.atomic():
         task_set = TaskSet.objects.create(
-            name=name,
-            source=SOURCE_BIGBENCH,
-            selection={"file": path, "task": task},
-            settings={
-                "bigbench_name": parsed.name,
-                "description": parsed.description,
-                "keywords": parsed.keywords,
-            },
+            name=name, source=SOURCE_BIGBENCH, selection={"file": path[:1000], "task": task}
         )
-        TaskExample.objects.bulk_create(
-            [
-                TaskExample(
-                    task_set=task_set,
-                    task=GoalStepTask(task),
-                    split=TaskSplit.TEST,
-                    position=position,
-                    prompt=example.prompt,
-                    candidates=example.candidates,
-                    answer=example.answer,
-                )
-                for position, example in enumerate(parsed.examples)
-            ],
-            batch_size=2000,
-        )
+        batch: list[TaskExample] = []
+        shapeless: int | None = None  # the first example whose input has no task's shape
+        for position, example in enumerate(reader.examples()):
+            _check_task(example, position, task)
+            if not example.task and shapeless is None:
+                shapeless = position
+            batch.append(_task_example(task_set, task, position, example))
+            if len(batch) >= _IMPORT_BATCH:
+                _store(batch, progress, reader.n_examples)
+        _store(batch, progress, reader.n_examples)
+        parsed = reader.task
+        if shapeless is not None and parsed.name in TASKS and parsed.name != task:
+            raise BigBenchFormatError(
+                f"examples[{shapeless}].input: reads as a {parsed.name} example (the file's name), not {task}"
+            )
+        task_set.settings = {
+            "bigbench_name": parsed.name,
+            "description": parsed.description,
+            "keywords": parsed.keywords,
+        }
+        task_set.save(update_fields=["settings"])
     return task_set
+
+
+def _check_task(example: Example, number: int, task: str) -> None:
+    if example.task and example.task != task:
+        raise BigBenchFormatError(
+            f"examples[{number}].input: reads as a {example.task} example (its question), not {task}"
+        )
+    if task == STEP_ORDERING and len(example.candidates) != 2:
+        raise BigBenchFormatError(
+            f"examples[{number}].target_scores: step_ordering takes 2 candidates, got "
+            f"{len(example.candidates)}"
+        )
+
+
+def _task_example(task_set: TaskSet, task: str, position: int, example: Example) -> TaskExample:
+    return TaskExample(
+        task_set=task_set,
+        task=GoalStepTask(task),
+        split=TaskSplit.TEST,
+        position=position,
+        prompt=example.prompt,
+        candidates=example.candidates,
+        answer=example.answer,
+    )
+
+
+def _store(batch: list[TaskExample], progress: Callable[[int], None] | None, n_read: int) -> None:
+    TaskExample.objects.bulk_create(batch)
+    batch.clear()
+    if progress is not None:
+        progress(n_read)

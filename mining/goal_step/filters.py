@@ -36,8 +36,6 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 if TYPE_CHECKING:
     from .build import Corpus, Draft
 
@@ -153,7 +151,7 @@ def similarity_filter(draft: Draft, corpus: Corpus, *, max_similarity: float = M
         steps = corpus.step_slice(int(corpus.owner[draft.prompt]))
         similarity = corpus.vectors[negatives] @ corpus.vectors[steps].T
         if similarity.size and similarity.max() >= max_similarity:
-            row, column = np.unravel_index(int(similarity.argmax()), similarity.shape)
+            row, column = divmod(int(similarity.argmax()), similarity.shape[1])
             return (
                 f"negative {corpus.texts[negatives[row]]!r} is {similarity[row, column]:.2f} similar to the "
                 f"prompt goal's step {corpus.texts[steps.start + column]!r} (max {max_similarity:g})"

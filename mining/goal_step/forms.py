@@ -6,13 +6,17 @@ from typing import Any
 
 from django import forms
 
+from h2e_site.bounds import model_range
+
 from ..models import Split, TaskSet, Topic
 from .jobs import DEFAULT_TEST_SHARE
 
 
 class TaskSetBuildForm(forms.Form):
     name = forms.SlugField(max_length=64, help_text="letters, digits, - and _; the set's URL")
-    seed = forms.IntegerField(initial=0, help_text="the same seed and procedures build the same examples")
+    seed = model_range(TaskSet, "seed").form_field(
+        initial=0, help_text="the same seed and procedures build the same examples"
+    )
     splits = forms.MultipleChoiceField(
         choices=Split.choices,
         initial=[Split.BENCH],

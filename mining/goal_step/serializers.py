@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from h2e_site.bounds import model_range
 from h2e_site.jobs.models import JobKind
 
 from ..models import Split, TaskSet, Topic
@@ -15,7 +16,7 @@ class BuildTasksJobCreateSerializer(serializers.Serializer):
 
     kind = serializers.ChoiceField(choices=[(JobKind.BUILD_TASKS.value, "build goal-step tasks")])
     name = serializers.SlugField(max_length=64, help_text="the task set's name (a new one)")
-    seed = serializers.IntegerField(default=0)
+    seed = model_range(TaskSet, "seed").api_field(default=0)
     splits = serializers.ListField(
         child=serializers.ChoiceField(choices=Split.choices), default=[Split.BENCH], allow_empty=False
     )

@@ -98,9 +98,9 @@ def test_it_explains_a_closed_study(client: Client) -> None:
 
 
 def test_it_refuses_a_link_for_another_prolific_study(client: Client) -> None:
-    study = make_study(n_items=1, prolific_study_id="realstudy")
+    study = make_study(n_items=1, prolific_study_id="5f1e" * 6)
     assert client.get(entry_url(study)).status_code == 400
-    assert client.get(entry_url(study, STUDY_ID="realstudy")).status_code == 302
+    assert client.get(entry_url(study, STUDY_ID="5f1e" * 6)).status_code == 302
 
 
 def test_it_answers_404_for_an_unknown_study(client: Client) -> None:

@@ -155,7 +155,7 @@ def test_agreement_with_other_judges_is_counted_item_by_item() -> None:
     assert pair.other == other and pair.n == 4
     assert pair.agreement == pytest.approx(3 / 4)
     # p_o = .75, shares .5 and .25: p_e = .5 x .25 + .5 x .75 = .5, kappa = .5
-    assert pair.kappa == pytest.approx(0.5)
+    assert pair.kappa.value == pytest.approx(0.5)
 
 
 @pytest.mark.django_db

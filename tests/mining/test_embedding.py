@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mining.embedding import MiniLMEmbedder, procedure_text
+from mining.embedding import procedure_text
+from mining.encoders import MiniLMEmbedder
 
 REFERENCE = Path(__file__).parent / "data" / "minilm_reference.npy"
 SENTENCES = [

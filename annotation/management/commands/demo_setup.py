@@ -1,7 +1,11 @@
-"""Prepare the demo: migrate, load the paper's examples, and create (or reset) the staff login.
+"""Prepare the demo: migrate, load the paper's examples, compute what the dashboards show (token metrics),
+open the demo studies and create (or reset) the staff login.
 
-Safe to run again: the imports are idempotent and the login keeps the password stored in
-<H2E_VAR_DIR>/demo-login.txt (generated on the first run).
+Safe to run again: the imports are idempotent, compute_metrics fills only what is missing, the studies are
+created once, and the login keeps the password stored in <H2E_VAR_DIR>/demo-login.txt (generated on the first
+run). The annotator entries go to <H2E_VAR_DIR>/demo-study.txt (one path a line, without a PROLIFIC_PID):
+each link printed carries a fresh random PID (annotation/prolific.py `entry_link`), so each one opened is a
+new participant.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
 from annotation.models import Study
+from annotation.prolific import entry_link
 
 DEMO_DIR = Path(settings.BASE_DIR) / "demo"
 DEMO_USERNAME = "demo"
@@ -55,6 +60,14 @@ def _open_study(slug: str, title: str, kind: str, code: str) -> Study:
     )
 
 
+def items_summary(study: Study) -> str:
+    """'11 items and 1 attention check, k = 3': counted as the study page counts them."""
+    checks = study.items.filter(is_attention_check=True).count()
+    items = study.items.count() - checks
+    check_text = f" and {checks} attention check{'s' if checks != 1 else ''}" if checks else ""
+    return f"{items} item{'s' if items != 1 else ''}{check_text}, k = {study.annotators_per_item}"
+
+
 def demo_login_path() -> Path:
     return Path(settings.VAR_DIR) / "demo-login.txt"
 
@@ -88,6 +101,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--skip-migrate", action="store_true", help="Do not run migrate first.")
+        parser.add_argument(
+            "--no-summary",
+            action="store_true",
+            help="Leave out the login and the annotator links (make demo: demo/run.py prints them once the "
+            "servers are up).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         verbosity = options["verbosity"]
@@ -95,18 +114,20 @@ class Command(BaseCommand):
             call_command("migrate", interactive=False, verbosity=max(verbosity - 1, 0))
         call_command("import_bench", str(DEMO_DIR / "paper-examples" / "bench.jsonl"), split="bench")
         call_command("import_h2e", str(DEMO_DIR / "paper-h2e"))
+        self.stdout.write("Computing the token metrics the leaderboard shows (compute_metrics)...")
+        call_command("compute_metrics", no_progress=verbosity == 0)
         password = demo_password()
         demo_user_reset(password=password)
         studies = [demo_study(), demo_step_study()]
+        entries = [f"/a/{study.slug}/" for study in studies]
+        (Path(settings.VAR_DIR) / "demo-study.txt").write_text("\n".join(entries) + "\n", encoding="utf-8")
+        for label, study in zip(("Demo study", "Step-types study"), studies, strict=True):
+            self.stdout.write(f"{label} {study.slug}: {items_summary(study)}")
+        if options["no_summary"]:
+            return
         self.stdout.write(
             self.style.SUCCESS(f"Staff login: {DEMO_USERNAME} / {password} (kept in {demo_login_path()})")
         )
-        entries = [
-            f"/a/{s.slug}/?PROLIFIC_PID=<24 hex characters>&STUDY_ID=demo&SESSION_ID=demo" for s in studies
-        ]
-        (Path(settings.VAR_DIR) / "demo-study.txt").write_text("\n".join(entries) + "\n", encoding="utf-8")
-        for label, study, entry in zip(("demo study", "step-types study"), studies, entries, strict=True):
-            self.stdout.write(
-                f"Annotator view of the {label}: {entry} "
-                f"({study.items.count()} items, k = {study.annotators_per_item})"
-            )
+        for label, entry in zip(("demo study", "step-types study"), entries, strict=True):
+            self.stdout.write(f"Annotator view of the {label}: {entry_link(entry, study_id='demo')}")
+        self.stdout.write("(Each annotator link carries a fresh random PROLIFIC_PID: a new participant.)")

@@ -49,6 +49,7 @@ class Command(BaseCommand):
                     skip_invalid=options["skip_invalid"],
                     progress=progress,
                 )
-        except ValueError as exc:
-            raise CommandError(str(exc)) from None
+        except ValueError as exc:  # the name (or whose classifier it is): the flag that gave it
+            flag = "--label-set" if options["label_set"] else "--classifier"
+            raise CommandError(f"{flag}: {exc}") from None
         print_import_report(self, report, skip_invalid=options["skip_invalid"])

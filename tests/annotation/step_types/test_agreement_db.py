@@ -71,18 +71,19 @@ pytestmark = pytest.mark.django_db
 #   All:  A-B: TT 1, FT 1; p_o = 1/2, p_e = (1/2)(1) + (1/2)(0) = 1/2; kappa = 0
 #         A-C identical (1, 0): p_e = 1/2, kappa = 1. B-C: as A-B, 0.  mean = 1/3
 #   Food: one item, all 1: every pair undefined; no kappa
-#   Car:  A-B: p_o = 0, p_e = (1)(0) + (0)(1) = 0, kappa = 0; A-C: both 0, undefined; B-C: 0.  mean = 0
+#   Car:  one item (p2): every pair shares a single item, so every kappa is undefined (h2e_site.stats'
+#         rule: fewer than 2 items); no kappa
 HAND_KAPPA: dict[str, dict[str, float | None]] = {
     "sequential": {ALL: -7 / 44, "Food": 2 / 15, "Car": -1 / 3},
     "interchangeable": {ALL: 2 / 3, "Food": 0.0, "Car": 1.0},
     "optional": {ALL: 1 / 3, "Food": 1 / 3, "Car": None},
-    TASK_EXPERT: {ALL: 1 / 3, "Food": None, "Car": 0.0},
+    TASK_EXPERT: {ALL: 1 / 3, "Food": None, "Car": None},
 }
 HAND_PAIRS = {
     "sequential": {ALL: 3, "Food": 3, "Car": 3},
     "interchangeable": {ALL: 3, "Food": 2, "Car": 3},
     "optional": {ALL: 3, "Food": 3, "Car": 0},
-    TASK_EXPERT: {ALL: 3, "Food": 0, "Car": 2},
+    TASK_EXPERT: {ALL: 3, "Food": 0, "Car": 0},
 }
 
 
@@ -218,10 +219,12 @@ def test_it_reports_a_tie_with_four_annotators_and_never_breaks_it() -> None:
         1,
         1,
     )
-    # Task level, one procedure: A, B yes; C, D no. A-B and C-D agree on a single item: p_e = 1, undefined,
-    # left out. The four mixed pairs: p_o = 0, p_e = (1)(0) + (0)(1) = 0, kappa = 0. Mean 0 over 4 pairs.
+    # Task level, one procedure: A, B yes; C, D no. Every one of the 6 pairs shares this single item, so
+    # every kappa is undefined by the one rule (fewer than 2 items) whether the pair agrees (p_e = 1) or not
+    # (before the rule, the 4 mixed pairs gave 0 and the 2 agreeing ones "—"). No mean; the reason says so.
     task = result.table[TASK_EXPERT][ALL]
-    assert (task.kappa, task.pairs, task.items) == (0.0, 4, 1)
+    assert (task.kappa, task.pairs, task.items) == (None, 0, 1)
+    assert task.kappa_undefined.startswith("undefined: κ is undefined for each of the 6 annotator pairs")
 
 
 def test_it_has_no_figures_without_labels() -> None:

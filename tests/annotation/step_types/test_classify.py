@@ -46,6 +46,7 @@ from h2e_site.jobs.models import Job, JobKind, JobStatus
 from h2e_site.jobs.services import NothingToRetry, job_retry_failed
 from h2e_site.llm.config import ConfigError
 from h2e_site.llm.prompts import PromptChanged, prompt_sha256
+from h2e_site.stats import wilson_interval
 from tests.annotation.conftest import qualified, read_everything
 from tests.factories import make_procedure, make_topic, make_user
 from tests.llm_server import Fail, LoopbackLLM, llm_server
@@ -624,7 +625,17 @@ def test_the_api_returns_the_same_figures(staff: Client, study: Study, crafted: 
     assert body["study"] == study.slug and body["gold_source"]["key"] == "study"
     assert body["topics"] == ["all", "Health", "Religion"]
     assert body["gold"]["positives_by_type"] == {"sequential": 4, "interchangeable": 2, "optional": 1}
-    assert body["gold"]["contradiction"] == {"rate": 0.0, "both": 0, "comparable": 2, "sequential": 4}
+    contradiction = body["gold"]["contradiction"]
+    assert {k: contradiction[k] for k in ("rate", "both", "comparable", "sequential")} == {
+        "rate": 0.0,
+        "both": 0,
+        "comparable": 2,
+        "sequential": 4,
+    }
+    # Both bases with their Wilson intervals: 0 of 2 comparable pairs, 0 of all 4 sequential pairs.
+    low, high = wilson_interval(0, 4) or (None, None)
+    assert contradiction["of_sequential"] == {"k": 0, "n": 4, "rate": 0.0, "ci_low": low, "ci_high": high}
+    assert contradiction["of_comparable"]["n"] == 2
     (model,) = body["models"]
     assert (model["classifier_id"], model["is_demo_model"], model["imported"]) == ("crafted0001", True, True)
     overall = model["overall"]

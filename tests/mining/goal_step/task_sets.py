@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from h2e_site.jobs.models import Job
-from mining.embedding import MiniLMEmbedder
+from mining.encoders import MiniLMEmbedder
 from mining.goal_step.build import normalise
 from mining.goal_step.jobs import build_job_run, task_set_create
 from mining.models import Procedure, Split, TaskExample, TaskSet

@@ -21,8 +21,23 @@ def _fields(examples: list[Example]) -> list[tuple[str, str, list[str], int]]:
     return [(e.task, e.prompt, e.candidates, e.answer) for e in examples]
 
 
+def _distinct(examples: list[Example]) -> list[Example]:
+    """The builder's goal inference can draw the same prompt and candidates twice (a step of the positive
+    drawn at random, once per step of the goal); an import refuses the second, so the round trip keeps the
+    first of each."""
+    seen: set[tuple[str, frozenset[str]]] = set()
+    kept = []
+    for example in examples:
+        key = (example.prompt, frozenset(example.candidates))
+        if key not in seen:
+            seen.add(key)
+            kept.append(example)
+    return kept
+
+
 def test_it_round_trips_built_examples() -> None:
-    examples, _ = build_all(synthetic_procedures(80, seed=9), embed=WordEmbedding(), seed=4)
+    built, _ = build_all(synthetic_procedures(80, seed=9), embed=WordEmbedding(), seed=4)
+    examples = {task: _distinct(rows) for task, rows in built.items()}
     for task in (STEP_INFERENCE, GOAL_INFERENCE, STEP_ORDERING):
         text = dumps_bigbench(examples[task], name=task)
         data = json.loads(text)
@@ -73,7 +88,7 @@ def _task(**changes: Any) -> dict[str, Any]:
         "name": "t",
         "description": "d",
         "keywords": ["k"],
-        "examples": [good, dict(good)],
+        "examples": [good, {**good, "input": "Goal: Wash a car\nWhich step helps achieve this goal?"}],
     }
     task.update(changes)
     return task
@@ -101,7 +116,7 @@ def _second(example: Any) -> dict[str, Any]:
         ),
         (
             _second({"input": "q", "target_scores": {"a": 1}}),
-            r"examples\[1\].target_scores: expected at least 2",
+            r"examples\[1\].target_scores: expected 2 to 26 candidates",
         ),
         (
             _second({"input": "q", "target_scores": {"a": 1, "b": 1}}),

@@ -13,7 +13,7 @@ from django.test import Client
 
 from h2e_site.jobs.models import Job, JobKind, JobStatus
 from h2e_site.jobs.services import job_cancel
-from mining.goal_step import jobs
+from mining.goal_step import build_work
 from mining.goal_step.build import TASKS
 from mining.goal_step.jobs import TaskSetRefused, task_set_create
 from mining.models import Procedure, Split, TaskSet, TaskSplit, Topic
@@ -93,7 +93,7 @@ def test_it_builds_the_same_examples_from_the_same_seed() -> None:
 
 
 def test_it_counts_progress_batch_by_batch_while_embedding(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(jobs, "EMBED_BATCH", 16)
+    monkeypatch.setattr(build_work, "EMBED_BATCH", 16)
     make_procedures()
     seen: list[tuple[int, int]] = []
     task_set = build(on_progress=lambda job: seen.append((job.done, job.total)))
@@ -104,7 +104,7 @@ def test_it_counts_progress_batch_by_batch_while_embedding(monkeypatch: pytest.M
 
 
 def test_it_stops_when_the_job_is_cancelled_while_embedding(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(jobs, "EMBED_BATCH", 16)
+    monkeypatch.setattr(build_work, "EMBED_BATCH", 16)
     make_procedures()
 
     def cancel(job: Job) -> None:

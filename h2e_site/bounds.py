@@ -1,0 +1,193 @@
+"""How large a number or a JSON value a person may send: the one place forms, serializers, the admin and the
+management commands take their bounds from.
+
+Numbers. A model field's range is its column's (PostgreSQL `integer` ±2^31, `smallint` ±2^15, which Django
+adds to an integer field's validators) narrowed by the field's own validators (a sensible range for what it
+means: `Range(0, 3600).validators()` on a number of seconds). `model_range(Study, "min_dwell_seconds")` reads
+the range off the field, so a form, a serializer or a command that takes a value for that column builds its
+field from it (`Range.form_field`, `Range.api_field`) or checks it (`Range.check`), and a new validator on
+the model reaches all of them. A number that lands in no column of its own has a named Range here (SEED).
+
+JSON. Text is measured before it is parsed (`json_loads_bounded`): at most MAX_JSON_CHARS characters and
+MAX_JSON_DEPTH levels of nesting, so a value nested 50,000 deep is refused naming its field instead of
+raising RecursionError in the parser. BoundedJSONFormField (every admin JSON field, through
+BoundedJSONAdmin) and BoundedJSONParser (every API body) use it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from rest_framework import parsers, serializers
+from rest_framework.exceptions import ParseError
+
+INT32_MAX = 2**31 - 1
+MAX_JSON_CHARS = 1_000_000
+MAX_JSON_DEPTH = 32
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
+
+
+class OutOfRange(ValueError):
+    """A number outside its field's range; the message names the field, the value and the range."""
+
+    def __init__(self, field: str, value: object, expected: str) -> None:
+        shown = str(value)
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        super().__init__(f"{field}: {shown} is not {expected}")
+        self.field = field
+        self.message = str(self)
+
+
+@dataclass(frozen=True)
+class Range:
+    """The numbers a field takes, both ends included."""
+
+    low: float
+    high: float
+
+    @property
+    def expected(self) -> str:
+        return f"a number from {_shown(self.low)} to {_shown(self.high)}"
+
+    def validators(self) -> list[Any]:
+        """For a model field: the range is then part of the field, and model_range() finds it."""
+        return [MinValueValidator(self.low), MaxValueValidator(self.high)]
+
+    def check(self, field: str, value: float) -> float:
+        """`value` when it is a finite number in range; else OutOfRange naming `field`."""
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise OutOfRange(field, value, self.expected)
+        if (isinstance(value, float) and not math.isfinite(value)) or not self.low <= value <= self.high:
+            raise OutOfRange(field, value, self.expected)
+        return value
+
+    def form_field(self, *, whole: bool = True, **kwargs: Any) -> forms.Field:
+        """An IntegerField (whole=False: a FloatField) of a form, refusing what is out of range."""
+        if whole:
+            return forms.IntegerField(min_value=int(self.low), max_value=int(self.high), **kwargs)
+        return forms.FloatField(min_value=self.low, max_value=self.high, **kwargs)
+
+    def api_field(self, *, whole: bool = True, **kwargs: Any) -> serializers.Field:
+        """The same for a serializer."""
+        if whole:
+            return serializers.IntegerField(min_value=int(self.low), max_value=int(self.high), **kwargs)
+        return serializers.FloatField(min_value=self.low, max_value=self.high, **kwargs)
+
+
+SEED = Range(0, INT32_MAX)  # a seed: numpy's generators take no negative seed; it is stored as an integer
+
+
+def model_range(model: type[models.Model], name: str) -> Range:
+    """The range of a model's number field: its column's, narrowed by the field's validators."""
+    field = model._meta.get_field(name)
+    assert isinstance(field, models.Field), f"{model.__name__}.{name} is not a column"
+    low, high = -math.inf, math.inf
+    for validator in field.validators:  # an integer field's include its column's range
+        if isinstance(validator, MinValueValidator):
+            low = max(low, validator.limit_value)  # type: ignore[call-overload]
+        elif isinstance(validator, MaxValueValidator):
+            high = min(high, validator.limit_value)  # type: ignore[call-overload]
+    if isinstance(field, models.FloatField):
+        low, high = max(low, -1e308), min(high, 1e308)  # double precision
+    return Range(low, high)
+
+
+def _shown(number: float) -> str:
+    return str(int(number)) if float(number).is_integer() else str(number)
+
+
+# --- JSON ----------------------------------------------------------------------------------------------
+
+
+def json_depth(text: str) -> int:
+    """How deeply the arrays and objects of JSON text nest (strings skipped), without parsing it."""
+    depth = deepest = 0
+    for bracket in _JSON_BRACKET.findall(_JSON_STRING.sub('""', text)):
+        depth += 1 if bracket in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def json_loads_bounded(
+    field: str, text: str | bytes, *, max_chars: int = MAX_JSON_CHARS, max_depth: int = MAX_JSON_DEPTH
+) -> Any:
+    """JSON text parsed once it is known to be small and shallow enough; ValueError naming `field` when it
+    is too long, too deep or not JSON."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
+    if len(text) > max_chars:
+        raise ValueError(f"{field}: {len(text):,} characters of JSON, more than {max_chars:,}")
+    depth = json_depth(text)
+    if depth > max_depth:
+        raise ValueError(f"{field}: JSON nested {depth:,} deep, more than {max_depth}")
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{field}: not valid JSON ({exc})") from exc
+
+
+def _no_constant(name: str) -> None:
+    """NaN and Infinity are not JSON (PostgreSQL's jsonb cannot store them)."""
+    raise json.JSONDecodeError(f"{name} is not a JSON number", name, 0)
+
+
+class BoundedJSONFormField(forms.JSONField):
+    """Django's JSON form field, measuring the text before parsing it (json_loads_bounded)."""
+
+    def to_python(self, value: Any) -> Any:
+        if isinstance(value, str) and not self.disabled:
+            try:
+                json_loads_bounded("JSON", value)
+            except ValueError as exc:
+                raise ValidationError(str(exc).removeprefix("JSON: "), code="invalid") from exc
+        return super().to_python(value)
+
+
+class BoundedJSONAdmin(admin.options.BaseModelAdmin):  # type: ignore[type-arg]
+    """Mixed into every ModelAdmin and inline: its JSON fields are BoundedJSONFormFields."""
+
+    def formfield_for_dbfield(self, db_field: models.Field, request: Any, **kwargs: Any) -> Any:  # type: ignore[type-arg]
+        if isinstance(db_field, models.JSONField):
+            kwargs.setdefault("form_class", BoundedJSONFormField)
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+
+class BoundedJSONParser(parsers.JSONParser):
+    """DRF's JSON parser, measuring the body before parsing it: a 400 naming the body, never a 500."""
+
+    def parse(
+        self, stream: Any, media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
+    ) -> Any:
+        try:
+            return json_loads_bounded("body", stream.read() if stream is not None else b"")
+        except UnicodeDecodeError as exc:
+            raise ParseError(f"body: not UTF-8 ({exc.reason})") from exc
+        except ValueError as exc:
+            raise ParseError(f"JSON parse error - {exc}") from exc
+
+
+__all__ = [
+    "INT32_MAX",
+    "MAX_JSON_CHARS",
+    "MAX_JSON_DEPTH",
+    "SEED",
+    "BoundedJSONAdmin",
+    "BoundedJSONFormField",
+    "BoundedJSONParser",
+    "OutOfRange",
+    "Range",
+    "json_depth",
+    "json_loads_bounded",
+    "model_range",
+]
