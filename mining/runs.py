@@ -498,16 +498,18 @@ class _LLMStage:
 
 
 def _stored_answers(shas: set[str], *, with_unparsable: bool) -> dict[str, StageOutcome]:
-    """The first stored answer to each request identity in `shas`: an answer the model gave (an API error
-    is none), an unparsable one only `with_unparsable` (the reference keeps those too; retrying errors
-    asks again)."""
+    """The stored answer to each request identity in `shas`: one the model gave (an API error is none), the
+    first that parsed, else the first unparsable one when `with_unparsable` (the reference keeps those too;
+    retrying errors asks again)."""
     answers: dict[str, StageOutcome] = {}
     rows = StageOutcome.objects.filter(request_sha256__in=shas).exclude(raw_output="")
     if not with_unparsable:
         rows = rows.filter(error="")
     rows = rows.only("request_sha256", "raw_output", "prompt_tokens", "completion_tokens", "error")
     for row in rows.order_by("pk"):
-        answers.setdefault(row.request_sha256, row)
+        kept = answers.get(row.request_sha256)
+        if kept is None or (kept.error and not row.error):
+            answers[row.request_sha256] = row
     return answers
 
 

@@ -145,6 +145,13 @@ def test_it_reuses_an_unparsable_answer_but_asks_again_when_errors_are_retried(
     assert len(llm_server.completion_requests) == sent + 1  # only the unparsable extraction
     again = StageOutcome.objects.get(run=second, document__doc_id="r-garble", stage="extraction")
     assert not again.reused and again.error.startswith("unparsable output")
+    StageOutcome.objects.filter(pk=again.pk).update(  # as if the retry had got an answer that parses
+        raw_output=json.dumps({"has_valid_process": False, "goal": "", "steps": []}), error=""
+    )
+    third, _ = mine(llm_server, tmp_path)
+    assert len(llm_server.completion_requests) == sent + 1
+    answer = StageOutcome.objects.get(run=third, document__doc_id="r-garble", stage="extraction")
+    assert answer.reused and answer.error == "" and answer.reason == "no valid process in the document"
 
 
 def test_it_counts_a_final_pass_stored_with_other_content_apart(
