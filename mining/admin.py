@@ -95,8 +95,9 @@ class StageOutcomeAdmin(BoundedJSONAdmin, admin.ModelAdmin):
         "reason_short",
         "prompt_tokens",
         "completion_tokens",
+        "reused",
     ]
-    list_filter = ["stage", "passed"]
+    list_filter = ["stage", "passed", "reused"]
     list_select_related = ["document", "run"]
     search_fields = ["=document__doc_id"]
     raw_id_fields = ["run", "document"]

@@ -179,9 +179,7 @@ class StageOutcome(models.Model):
         indexes = [
             models.Index(fields=["run", "stage", "passed"], name="outcome_run_stage_passed"),
             models.Index(
-                fields=["request_sha256"],
-                name="outcome_answer_cache",
-                condition=models.Q(error="") & ~models.Q(request_sha256=""),
+                fields=["request_sha256"], name="outcome_request", condition=~models.Q(request_sha256="")
             ),
         ]
 

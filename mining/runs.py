@@ -16,11 +16,12 @@ How a run is executed (mine_job_run, called by the thin task in tasks.py, one MI
   stage, model identity, filled prompt) is looked up among the stored outcomes of every run; an answer
   found is copied into this run (reused, its tokens and cost as they were) and not sent. So a second run of
   the same config over the same documents sends nothing, and a run that changes one stage's prompt or model
-  sends only that stage and what follows from its new answers. API errors and unparsable answers are never
-  reused. A document whose extraction has an empty goal is rejected by the LLM filter without a request
-  (as the reference drops it there).
+  sends only that stage and what follows from its new answers. An unparsable answer is reused too (it is
+  the model's answer to that request; the reference keeps it as well) except by mining_run_retry_errors,
+  which asks again; an API error is no answer and is always sent again. A document whose extraction has
+  an empty goal is rejected by the LLM filter without a request (as the reference drops it there).
 - Procedures are shared: a final pass whose source_example_id is already stored with the same content (topic,
-  goal, steps, resources) is linked to this run too (Procedure.mining_runs: the run's export); one stored
+  goal, steps, resources) is linked to this run too (MiningRun.kept_procedures: the run's export); one stored
   with different content (another run's rewrite, an imported bench record) is never overwritten, and the
   funnel shows the final pass as not stored, with the reason (selectors.run_unstored).
 - Re-running a stage (mining_run_rerun_stage) deletes the outcomes of that stage and every later one (and
@@ -123,13 +124,18 @@ def select_documents(config: RunConfig, documents: QuerySet[SourceDocument] | No
     return sorted(chosen)
 
 
-def mining_run_start(*, run: MiningRun, created_by: User | None = None, enqueue: bool = True) -> Job:
-    """A new MINE job executing (or resuming) the run: only what has no outcome yet is sent."""
+def mining_run_start(
+    *, run: MiningRun, created_by: User | None = None, enqueue: bool = True, resend_failed: bool = False
+) -> Job:
+    """A new MINE job executing (or resuming) the run: only what has no outcome yet is sent. With
+    resend_failed, an unparsable answer stored for the same request is not reused but asked again."""
     config = run_config_from_mapping(run.config, source=f"mining run {run.pk}")
     if run.job_id and Job.objects.filter(pk=run.job_id).active().exists():
         raise RunBusy(f"mining run {run.pk} already has job {run.job_id} queued or running: cancel it first")
     backends = {config.stage_config(stage).backend for stage in LLM_STAGES}
-    parameters = {"run": run.pk, "backend": "vllm" if "vllm" in backends else "openai"}
+    parameters: dict[str, Any] = {"run": run.pk, "backend": "vllm" if "vllm" in backends else "openai"}
+    if resend_failed:
+        parameters["resend_failed"] = True
     with transaction.atomic():  # the run names its job before a worker can pick the job up
         job = job_create(
             kind=JobKind.MINE,
@@ -181,10 +187,11 @@ def mining_run_invalidate(*, run: MiningRun, stage: str) -> int:
 
 
 def mining_run_retry_errors(*, run: MiningRun, created_by: User | None = None, enqueue: bool = True) -> Job:
-    """Start the run again after deleting its failed outcomes (API errors, unparsable answers)."""
+    """Start the run again after deleting its failed outcomes (API errors, unparsable answers): they are
+    sent again, not answered from another run's unparsable answer to the same request."""
     with transaction.atomic():
         StageOutcome.objects.filter(run=run).exclude(error="").delete()
-        return mining_run_start(run=run, created_by=created_by, enqueue=enqueue)
+        return mining_run_start(run=run, created_by=created_by, enqueue=enqueue, resend_failed=True)
 
 
 # --- running ---------------------------------------------------------------------------------------------
@@ -371,6 +378,7 @@ class _LLMStage:
         self.price = config.price_for(self.model_config.model)
         self.in_flight: dict[int, dict[str, Any]] = {}
         self.request_shas: dict[int, str] = {}
+        self.reuse_unparsable = not work.job.parameters.get("resend_failed")
 
     def run(self) -> None:
         pending = pending_documents(self.run_row, self.stage)
@@ -393,7 +401,7 @@ class _LLMStage:
         outcomes, inputs, to_send = [], {}, []
         chunk = self.inputs(pending[start : start + FETCH_CHUNK])
         shas = {pk: self.request_sha(self.request(pk, inputs)) for pk, inputs in chunk.items()}
-        answers = _stored_answers(set(shas.values()))
+        answers = _stored_answers(set(shas.values()), with_unparsable=self.reuse_unparsable)
         for pk, document_inputs in chunk.items():
             answer = answers.get(shas[pk])
             if self.stage == Stage.FILTER and not str(document_inputs.get("goal", "")).strip():
@@ -407,6 +415,7 @@ class _LLMStage:
             outcomes_insert(outcomes)
             if self.stage == Stage.FINAL_FILTER:
                 _store_procedures(self.run_row, [o for o in outcomes if o.passed], inputs)
+        self.work.write_progress()  # at most every PROGRESS_WRITE_S: reused answers show progress too
         return to_send
 
     def request(self, pk: int, inputs: dict[str, Any]) -> LLMRequest:
@@ -488,14 +497,19 @@ class _LLMStage:
         return StageOutcome(run=self.run_row, document_id=pk, stage=self.stage, passed=False, reason=reason)
 
 
-def _stored_answers(shas: set[str]) -> dict[str, StageOutcome]:
-    """The first stored usable answer (no API error, parsed) to each request identity in `shas`."""
+def _stored_answers(shas: set[str], *, with_unparsable: bool) -> dict[str, StageOutcome]:
+    """The stored answer to each request identity in `shas`: one the model gave (an API error is none), the
+    first that parsed, else the first unparsable one when `with_unparsable` (the reference keeps those too;
+    retrying errors asks again)."""
     answers: dict[str, StageOutcome] = {}
-    rows = StageOutcome.objects.filter(request_sha256__in=shas, error="").only(
-        "request_sha256", "raw_output", "prompt_tokens", "completion_tokens"
-    )
+    rows = StageOutcome.objects.filter(request_sha256__in=shas).exclude(raw_output="")
+    if not with_unparsable:
+        rows = rows.filter(error="")
+    rows = rows.only("request_sha256", "raw_output", "prompt_tokens", "completion_tokens", "error")
     for row in rows.order_by("pk"):
-        answers.setdefault(row.request_sha256, row)
+        kept = answers.get(row.request_sha256)
+        if kept is None or (kept.error and not row.error):
+            answers[row.request_sha256] = row
     return answers
 
 

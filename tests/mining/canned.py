@@ -108,7 +108,10 @@ ANSWERS = {
 
 
 def make_document(doc_id: str, marker: str = "", *, topic: str | None = "Food & Dining") -> SourceDocument:
-    text = f"How to bake bread at home. {marker} Mix, knead, rise, shape and bake.".replace("  ", " ")
+    # the id makes each document's text (so its extraction request) its own, as web documents are
+    text = f"How to bake bread at home ({doc_id}). {marker} Mix, knead, rise, shape and bake.".replace(
+        "  ", " "
+    )
     return SourceDocument.objects.create(
         doc_id=doc_id,
         text=text,

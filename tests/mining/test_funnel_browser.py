@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from mining.config import run_config_from_mapping
+from mining.models import Procedure, Split
 from mining.runs import mine_job_run, mining_run_create
 from tests.browser.conftest import page, requested_urls, screenshot, staff_page
 from tests.llm_server import LoopbackLLM, llm_server
@@ -43,3 +44,32 @@ def test_it_shows_the_funnel_and_the_rejected_documents(
     assert "3 documents rejected" in text
     assert "2-gram repetition 0.833 >= 0.40" in text and "3 steps, outside 5-15" in text
     screenshot(staff_page, "mining-rejections")
+
+
+def test_it_shows_a_second_run_of_reused_answers_and_a_final_pass_not_stored(
+    staff_page: Any, live_server: Any, llm_server: LoopbackLLM
+) -> None:
+    for i, marker in enumerate(MARKERS):
+        make_document(f"web-{i:02d}", marker, topic=TOPICS[i % 3])
+    Procedure.objects.create(source_example_id="web-07", goal="Imported goal", steps=["a"], split=Split.BENCH)
+    llm_server.responder = canned_responder
+    config = run_config_from_mapping(loopback_config(llm_server.base_url))
+    mine_job_run(job_id=mining_run_create(config=config, enqueue=False).job_id or 0)
+    sent = len(llm_server.completion_requests)
+    run = mining_run_create(config=config, enqueue=False)
+    mine_job_run(job_id=run.job_id or 0)
+    assert len(llm_server.completion_requests) == sent
+
+    staff_page.goto(f"{live_server.url}/admin/mining/miningrun/{run.pk}/funnel/")
+    stored = staff_page.locator(".funnel-bars li.funnel-stored").inner_text()
+    assert "Procedures stored" in stored and "2 (20.0%)" in stored  # web-00 and web-08; web-07 not stored
+    notice = staff_page.locator(".funnel-unstored").inner_text()
+    assert "1 final pass not stored" in notice and "web-07" in notice and "split bench" in notice
+    costs = staff_page.locator("tfoot tr.funnel-stage-cost td[data-stage=extraction]").inner_text()
+    assert "10 reused" in costs  # every extraction answer, the unparsable one too
+    screenshot(staff_page, "mining-funnel-reused-desktop")
+    staff_page.set_viewport_size({"width": 390, "height": 844})
+    width = "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    overflow = staff_page.evaluate(width)
+    screenshot(staff_page, "mining-funnel-reused-phone")
+    assert overflow <= 0, f"the funnel scrolls sideways by {overflow} px at 390 px"

@@ -1,6 +1,7 @@
 """A second run of the same config over the same documents reuses every stored answer (the reference resumes
 from its per-stage files): no request is sent, its funnel and its export equal the first run's. Answers are
-matched by request identity, so a changed prompt sends only its stage; API errors are sent again; a final
+matched by request identity, so a changed prompt sends only its stage; an unparsable answer is reused
+(retrying errors asks again), an API error is sent again; a final
 pass whose id is stored with other content is never overwritten and is counted apart, with the reason."""
 
 from __future__ import annotations
@@ -16,7 +17,13 @@ from django.core.management import call_command
 
 from mining.config import run_config_from_mapping
 from mining.models import MiningRun, Procedure, Split, StageOutcome
-from mining.runs import EMPTY_GOAL, mine_job_run, mining_run_create, mining_run_rerun_stage
+from mining.runs import (
+    EMPTY_GOAL,
+    mine_job_run,
+    mining_run_create,
+    mining_run_rerun_stage,
+    mining_run_retry_errors,
+)
 from mining.selectors import run_funnel, run_unstored
 from tests.llm_server import Fail, LoopbackLLM, llm_server
 from tests.mining.canned import canned_responder, loopback_config, make_document
@@ -25,7 +32,7 @@ __all__ = ["llm_server"]
 pytestmark = pytest.mark.django_db
 
 MARKERS = {"r-good": "", "r-noproc": "NOPROC", "r-few": "FEWSTEPS", "r-brand": "BRAND", "r-no": "FINALNO"}
-MARKERS |= {"r-nogoal": "NOGOAL", "r-health": "HEALTH"}
+MARKERS |= {"r-nogoal": "NOGOAL", "r-garble": "GARBLE", "r-health": "HEALTH"}
 
 
 @pytest.fixture
@@ -124,6 +131,27 @@ def test_it_sends_api_errors_again(llm_server: LoopbackLLM, documents: None, tmp
     again = StageOutcome.objects.filter(run=second, document__in=documents_failed, stage="extraction")
     assert again.count() == 2 and not again.filter(reused=True).exists()
     assert set(again.values_list("error", flat=True)) == {""}
+
+
+def test_it_reuses_an_unparsable_answer_but_asks_again_when_errors_are_retried(
+    llm_server: LoopbackLLM, documents: None, tmp_path: Path
+) -> None:
+    mine(llm_server, tmp_path)
+    second, _ = mine(llm_server, tmp_path)
+    garbled = StageOutcome.objects.get(run=second, document__doc_id="r-garble", stage="extraction")
+    assert garbled.reused and garbled.error == "unparsable output: no JSON object in the answer"
+    sent = len(llm_server.completion_requests)
+    mine_job_run(job_id=mining_run_retry_errors(run=second, enqueue=False).pk)
+    assert len(llm_server.completion_requests) == sent + 1  # only the unparsable extraction
+    again = StageOutcome.objects.get(run=second, document__doc_id="r-garble", stage="extraction")
+    assert not again.reused and again.error.startswith("unparsable output")
+    StageOutcome.objects.filter(pk=again.pk).update(  # as if the retry had got an answer that parses
+        raw_output=json.dumps({"has_valid_process": False, "goal": "", "steps": []}), error=""
+    )
+    third, _ = mine(llm_server, tmp_path)
+    assert len(llm_server.completion_requests) == sent + 1
+    answer = StageOutcome.objects.get(run=third, document__doc_id="r-garble", stage="extraction")
+    assert answer.reused and answer.error == "" and answer.reason == "no valid process in the document"
 
 
 def test_it_counts_a_final_pass_stored_with_other_content_apart(
