@@ -64,8 +64,8 @@ def _overview_empty_reason() -> str:
     n_studies = Study.objects.filter(kind__in=[StudyKind.CRITICAL_FAILURES, StudyKind.STEP_TYPES]).count()
     if not n_studies:
         return "No critical-failures or step-types study exists yet."
-    studies = "The study has" if n_studies == 1 else f"None of the {n_studies} studies has"
-    return f"{studies} a human label yet (attention checks never count)."
+    studies = "The study has no" if n_studies == 1 else f"None of the {n_studies} studies has a"
+    return f"{studies} human label yet (attention checks never count)."
 
 
 def _alpha_bar(label: str, result: StudyAgreement, kind: str = "alpha") -> Bar:
