@@ -171,6 +171,7 @@ def leaderboard(request: HtmxHttpRequest) -> HttpResponse:
         "selected_judge": judge_ids[0] if len(judge_ids) == 1 else "",
         "judge_query": ",".join(judge_ids),
         "has_demo_judge": any(j.is_demo_model for j in judges),
+        "empty_reason": "" if lines else selectors.leaderboard_empty_reason(judge_ids=judge_ids),
     }
     template = (
         "judging/leaderboard.html#leaderboard-table"
