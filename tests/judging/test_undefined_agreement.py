@@ -6,6 +6,8 @@ from __future__ import annotations
 import krippendorff
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from annotation.agreement import Label, binary_alpha
 from annotation.step_types.measures import Contradiction, contradiction_rate, nominal_alpha_coefficient
@@ -97,3 +99,24 @@ def test_the_contradiction_rate_has_both_bases_each_with_its_wilson_interval() -
     assert result.of_sequential.interval == pytest.approx((0.0615, 0.7923), abs=1e-4)
     body = result.as_json()
     assert body["of_sequential"]["n"] == 3 and body["of_comparable"]["n"] == 2 and body["rate"] == 0.5
+
+
+cells = st.integers(min_value=0, max_value=50)
+
+
+@settings(max_examples=60, deadline=None)
+@given(cells, cells, cells, cells)
+def test_the_rule_holds_for_every_two_by_two_table(tt: int, tf: int, ft: int, ff: int) -> None:
+    """kappa is undefined exactly when n < 2 or every label is the same (p_e = 1), and then has a reason;
+    otherwise it is statsmodels' kappa. AC1 is undefined exactly when n < 2."""
+    from statsmodels.stats.inter_rater import cohens_kappa
+
+    table = confusion(tt, tf, ft, ff)
+    n = tt + tf + ft + ff
+    one_label = n in (tt, ff)
+    result = kappa(table)
+    assert (result.value is None) == (n < 2 or one_label)
+    assert bool(result.undefined) == (result.value is None)
+    if result.value is not None:
+        assert result.value == pytest.approx(cohens_kappa(np.array([[tt, tf], [ft, ff]])).kappa)
+    assert (ac1(table).value is None) == (n < 2)
