@@ -1,7 +1,8 @@
 """The figures of #19 items 16, 19 and 20 in Chromium at 1440 and 390 px: the report card with a human tie
 left out (and said so), an undefined kappa shown "—" whose tooltip is the reason, a study listed with why it
 has no figure; the study's agreement page; the step-types agreement with the contradiction rate on both
-bases; an empty multiple-choice validation and the empty leaderboard with their reasons. Screenshots go to
+bases; an empty multiple-choice validation, the empty agreement overview and the empty leaderboard with
+their reasons. Screenshots go to
 test-artifacts/screenshots/figures-*.png; no page scrolls sideways."""
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ def _visit(page: Any, url: str, name: str, text: str) -> None:
 def test_the_figures_say_what_they_mean(staff_page: Any, live_server: Any) -> None:
     empty_leaderboard = f"{live_server.url}/"
     _visit(staff_page, empty_leaderboard, "leaderboard-empty", "No reference procedure (L1)")
+    _visit(staff_page, f"{live_server.url}/agreement/", "overview-empty", "No critical-failures or step-types")
 
     study = make_study(n_items=4, k=4, slug="agree", items_per_participant=0)
     annotate(study)
