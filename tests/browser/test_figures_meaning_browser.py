@@ -39,7 +39,9 @@ def _visit(page: Any, url: str, name: str, text: str) -> None:
 def test_the_figures_say_what_they_mean(staff_page: Any, live_server: Any) -> None:
     empty_leaderboard = f"{live_server.url}/"
     _visit(staff_page, empty_leaderboard, "leaderboard-empty", "No reference procedure (L1)")
-    _visit(staff_page, f"{live_server.url}/agreement/", "overview-empty", "No critical-failures or step-types")
+    _visit(
+        staff_page, f"{live_server.url}/agreement/", "overview-empty", "No critical-failures or step-types"
+    )
 
     study = make_study(n_items=4, k=4, slug="agree", items_per_participant=0)
     annotate(study)
