@@ -295,6 +295,23 @@ def leave_one_out(labels: Sequence[Label]) -> dict[Hashable, Agreement]:
     return dict(result)
 
 
+def majority_units(labels: Iterable[Label]) -> set[Hashable]:
+    """The units whose labels have a strict majority (a tie has none)."""
+    return {
+        unit
+        for unit, group in by_unit(labels).items()
+        if majority(label.has_failure for label in group) is not None
+    }
+
+
+def human_ceiling(labels: Sequence[Label]) -> dict[Hashable, Agreement]:
+    """Leave-one-out agreement on the units with a majority only: the human ceiling set beside a judge,
+    whose agreement with the majority leaves the tied units out. (Leaving one annotator out of a 2-2 tie
+    leaves a 2-1 majority against them, so counting ties would lower the ceiling for no fault of anyone.)"""
+    decided = majority_units(labels)
+    return leave_one_out([label for label in labels if label.unit in decided])
+
+
 def pooled(agreements: Iterable[Agreement]) -> Agreement:
     total = Agreement()
     for agreement in agreements:

@@ -12,6 +12,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from django.db.models import QuerySet
@@ -27,6 +28,7 @@ from .agreement import (
     bootstrap_alpha_ci,
     by_unit,
     first_failure_alpha,
+    human_ceiling,
     judge_agreement,
     label_from_failures,
     leave_one_out,
@@ -102,6 +104,21 @@ class StudyAgreement:
     @property
     def loo_range(self) -> tuple[float, float] | None:
         rates = [a.loo.rate for a in self.annotators if a.loo.rate is not None]
+        return (min(rates), max(rates)) if rates else None
+
+    @cached_property
+    def ceiling(self) -> dict[Hashable, Agreement]:
+        """Each annotator's leave-one-out agreement on the items with a human majority only: the ceiling the
+        judges' chart sets beside their agreement, which leaves the tied items out too."""
+        return human_ceiling(self.labels)
+
+    @property
+    def ceiling_pooled(self) -> Agreement:
+        return pooled(self.ceiling.values())
+
+    @property
+    def ceiling_range(self) -> tuple[float, float] | None:
+        rates = [a.rate for a in self.ceiling.values() if a.rate is not None]
         return (min(rates), max(rates)) if rates else None
 
 

@@ -29,7 +29,7 @@ from judging import judge_figures, versions
 from judging.judge_figures import Share
 from judging.models import Generation, Judge, Judgment
 
-from .agreement import JudgeAgreement, Label, by_unit, judge_agreement, leave_one_out, majority, pooled
+from .agreement import JudgeAgreement, Label, by_unit, human_ceiling, judge_agreement, majority, pooled
 from .agreement_data import study_labels
 from .models import Study, StudyKind
 from .selectors import study_unlabelled_reason
@@ -203,12 +203,7 @@ def study_card(judge: Judge, study: Study) -> StudyCard | SkippedStudy:
     shared = [label for label in labels if label.unit in verdicts]
     if not shared:
         return SkippedStudy(study, _no_overlap_reason(judge, study, labels))
-    decided = {
-        unit
-        for unit, group in by_unit(shared).items()
-        if majority(label.has_failure for label in group) is not None
-    }
-    loo = leave_one_out([label for label in shared if label.unit in decided])
+    loo = human_ceiling(shared)
     rates = [a.rate for a in loo.values() if a.rate is not None]
     loo_all = pooled(loo.values())
     return StudyCard(

@@ -30,6 +30,8 @@ from django.db.models import (
     When,
 )
 
+from mining.models import Procedure
+
 from .models import Generation, Judge, Judgment
 from .stats import wilson_interval
 
@@ -204,6 +206,25 @@ def _judgments(
     if generator_ids:
         qs = qs.filter(generator__generator_id__in=list(generator_ids))
     return qs.order_by()
+
+
+def leaderboard_empty_reason(*, judge_ids: Iterable[str] = ()) -> str:
+    """Why the leaderboard has no row (asked only when it has none): an unknown judge_id, a judge with no
+    judgment, or, for every judge, no reference procedure, no generation, no judge, or no judgment."""
+    wanted = list(judge_ids)
+    if wanted:
+        known = set(Judge.objects.filter(judge_id__in=wanted).values_list("judge_id", flat=True))
+        unknown = [judge_id for judge_id in wanted if judge_id not in known]
+        if unknown:
+            return f"No judge has the judge_id {', '.join(unknown)}."
+        return "This judge has no judgment yet: judge generations with it first."
+    if not Procedure.objects.exists():
+        return "No reference procedure (L1) has been imported yet."
+    if not Generation.objects.exists():
+        return "Reference procedures are imported, but no generator has answered them (no L2) yet."
+    if not Judge.objects.exists():
+        return "Generations (L2) are stored, but no judge exists yet to judge them."
+    return "Generations (L2) and judges exist, but no generation has been judged yet."
 
 
 def how2score_leaderboard(

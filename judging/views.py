@@ -197,6 +197,7 @@ def leaderboard(request: HtmxHttpRequest) -> HttpResponse:
         "judge_query": shown or ALL_JUDGES,
         "csv_query": shown,
         "all_judges": ALL_JUDGES,
+        "empty_reason": "" if lines else selectors.leaderboard_empty_reason(judge_ids=judge_ids),
     }
     template = (
         "judging/leaderboard.html#leaderboard-table"

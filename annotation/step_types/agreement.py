@@ -6,7 +6,10 @@ Every figure is measures.py's, on these labels (its docstrings define them):
   interchangeable / optional / task-level expert, columns "all" then each topic;
 - per candidate, the majority of its labels (2 of 3; more than half for any k, an even split a tie, reported
   and never broken) and, where it holds, the expert flag with Unsure (footnote 4); counted per type;
-- the share of the SEQUENTIAL pairs that hold (majority) whose INTERCHANGEABLE counterpart also holds;
+- the SEQUENTIAL pairs that hold (majority) whose INTERCHANGEABLE counterpart also holds, on two bases with
+  their Wilson intervals: of every sequential pair (the paper's base) and of the comparable ones (a
+  counterpart decided, so never the first pair);
+- every kappa and alpha with why it is undefined when it is (h2e_site.stats' one rule);
 - each participant's attention checks passed (a study only).
 A study's labels are those of its regular items (attention checks never enter agreement); a unit is a
 procedure (its pk), so a label set imported from the study's export gives the same figures.

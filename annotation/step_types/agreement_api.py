@@ -96,7 +96,10 @@ class StepTypesAgreementView(ComputedView):
     """Step-type agreement in the layout of the SIO paper's Table 6 (average pairwise Cohen's kappa and
     Krippendorff's alpha per type and task-level expert answer, overall and per topic), the majority of every
     candidate (ties and the Unsure expert flag included) with counts per type, the SEQUENTIAL and
-    INTERCHANGEABLE contradiction rate, and each participant's attention checks (studies only)."""
+    INTERCHANGEABLE contradiction rate on both its bases (`of_sequential`: every sequential pair, the paper's
+    base; `of_comparable`, also `rate`: the pairs whose counterpart was decided), each k of n with its Wilson
+    interval, and each participant's attention checks (studies only). A kappa or alpha that is undefined is
+    null, with the reason in `kappa_undefined` / `alpha_undefined`."""
 
     serializer_class = StepTypesAgreementSerializer
 

@@ -64,8 +64,8 @@ def _overview_empty_reason() -> str:
     n_studies = Study.objects.filter(kind__in=[StudyKind.CRITICAL_FAILURES, StudyKind.STEP_TYPES]).count()
     if not n_studies:
         return "No critical-failures or step-types study exists yet."
-    studies = "The study has" if n_studies == 1 else f"None of the {n_studies} studies has"
-    return f"{studies} a human label yet (attention checks never count)."
+    studies = "The study has no" if n_studies == 1 else f"None of the {n_studies} studies has a"
+    return f"{studies} human label yet (attention checks never count)."
 
 
 def _alpha_bar(label: str, result: StudyAgreement, kind: str = "alpha") -> Bar:
@@ -139,12 +139,12 @@ def _judge_chart(result: StudyAgreement) -> BarChart:
         kind = "demo" if figures.judge.is_demo_model else "judge"
         note = f"{overall.rate:.1%} of {overall.n}" if overall.rate is not None else "no items"
         bars.append(Bar(figures.judge.model, overall.rate, low, high, note, kind))
-    pooled = result.loo_pooled
+    pooled = result.ceiling_pooled  # on the items with a human majority, as the judges' agreement
     if pooled.n:
         interval = wilson_interval(pooled.agreed, pooled.n)
         low, high = interval if interval else (None, None)
         bars.append(Bar("humans, leave-one-out", pooled.rate, low, high, f"{pooled.rate:.1%}", "human"))
-    band = result.loo_range
+    band = result.ceiling_range
     return bar_chart(
         "Agreement with the human majority (95 % Wilson CI)",
         bars,

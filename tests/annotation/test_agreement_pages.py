@@ -199,3 +199,21 @@ def test_the_overview_lists_studies_with_annotations(admin_client: Client, study
     html = admin_client.get(reverse("agreement:overview")).content.decode()
     assert "Coconut study" in html and reverse("agreement:study", args=["agree"]) in html
     assert reverse("agreement:study", args=["empty"]) not in html
+
+
+def test_the_judges_chart_sets_the_human_ceiling_on_the_items_with_a_majority(
+    admin_client: Client, study: Study
+) -> None:
+    """#19 item 20 on the agreement page: the judges' agreement leaves the 2-2 items 1 and 3 out, so the human
+    ceiling beside it does too. On items 0 (T, T, F, T) and 2 (F, F, F, T) each annotator against the other
+    three: P1 2/2, P2 2/2, P3 1/2 (item 2), P4 1/2 (item 0): 6 of 8, band 1/2 .. 1. On all four items every
+    annotator also disagrees with the 2-1 majority left on each tie: 6 of 16 (the annotators' table keeps
+    that figure: it is the paper's leave-one-out, not a ceiling beside a judge)."""
+    result = study_agreement(study=study)
+    assert (result.ceiling_pooled.agreed, result.ceiling_pooled.n) == (6, 8)
+    assert result.ceiling_range == (0.5, 1.0)
+    assert (result.loo_pooled.agreed, result.loo_pooled.n) == (6, 16)
+    judge = make_judge(model="gpt-5")
+    verdict(judge, items_in_order(study)[0], True)
+    html = admin_client.get(reverse("agreement:study", args=[study.slug])).content.decode()
+    assert "75.0%" in html  # the humans' bar: 6 of 8

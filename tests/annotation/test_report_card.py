@@ -109,3 +109,23 @@ def test_unknown_judges_are_404_and_outsiders_are_refused(client: Client, admin_
     page = client.get(reverse("judges:report_card", args=[judge.judge_id]))
     assert page.status_code in (302, 403)
     assert client.get(reverse("judge-report-card-api", args=[judge.judge_id])).status_code in (401, 403)
+
+
+def test_the_human_ceiling_leaves_out_the_items_the_humans_tie_on_as_the_judge_does(
+    admin_client: Client, judged: dict[str, object]
+) -> None:
+    """#19 item 20: the judge also judged item 1, a 2-2 human tie (P1 T, P2 F, P3 T, P4 F), which its
+    agreement leaves out. Leaving one annotator out of a tie leaves a 2-1 majority against them: all four
+    would disagree there, and the ceiling would drop from 6 of 8 to 6 of 12 (band 1/3 .. 2/3 instead of
+    1/2 .. 1). On the same items as the judge (0 and 2), the figures are those of the test above."""
+    judge = judged["judge"]
+    verdict(judge, items_in_order(judged["study"])[1], True)  # type: ignore[arg-type]
+    (study,) = report_card(judge).studies  # type: ignore[arg-type]
+    assert (study.overall.k, study.overall.n, study.agreement.overall.ties) == (1, 2, 1)
+    assert (study.loo_pooled.k, study.loo_pooled.n) == (6, 8)
+    assert study.loo_band == (0.5, 1.0)
+    by_name = {baseline.name: baseline.agreement for baseline in study.baselines}
+    assert by_name['always "has failure"'].n == 2  # the baselines too
+    html = admin_client.get(reverse("judges:report_card", args=[judge.judge_id])).content.decode()  # type: ignore[attr-defined]
+    assert "1 item on which the humans tie is left out of every figure below" in html
+    assert "6 / 8" in html

@@ -14,6 +14,7 @@ from django.urls import reverse
 from annotation.models import StepTypeLabelSet, Study
 from annotation.step_types.agreement import study_labels, study_step_types_agreement
 from annotation.step_types.measures import ALL, TASK_EXPERT, Expert
+from h2e_site.stats import wilson_interval
 from tests.factories import make_procedure, make_user
 
 from .labelled import THREE_STEPS, add_item, annotate, pid, step_study, table6_study
@@ -262,7 +263,13 @@ def test_it_shows_a_step_types_study_at_its_agreement_url(
     for text in ("Sequential", "Interchangeable", "Optional", "Task-level expert", "-0.16", "0.67", "Food"):
         assert text in html
     assert pid("A") in html and "1 / 1" in html and "0 / 1" in html
-    assert "33&nbsp;%" in html  # the contradiction rate, 1 of 3
+    # The contradiction rate on both bases (#19 item 19). Sequential pairs that hold (majority): p1:0-1,
+    # p1:1-2, p2:0-1, p2:1-2, p2:2-3 (5). Comparable (a counterpart, so not x:0-1): p1:1-2 (@0 does not hold),
+    # p2:1-2 (@0 holds), p2:2-3 (@1 does not): 1 of 3. Every sequential pair, the paper's base: 1 of 5.
+    assert "33&nbsp;%" in html and "1 of 3 pairs whose interchangeable counterpart was labelled" in html
+    assert "20&nbsp;%" in html and "1 of 5 sequential pairs" in html
+    low, high = wilson_interval(1, 5) or (0.0, 0.0)
+    assert f"95 % Wilson {low:.3f}\N{EN DASH}{high:.3f}). Paper, on this base: 9 %" in html
 
 
 def test_it_shows_a_label_set_and_the_list_of_label_sets(staff: Client) -> None:
@@ -292,6 +299,18 @@ def test_it_serves_the_same_figures_as_json(study: Study, staff: Client) -> None
         "unsure": 2,
     }
     assert data["contradiction"]["rate"] == pytest.approx(1 / 3)
+    low, high = wilson_interval(1, 5) or (None, None)
+    assert data["contradiction"]["of_sequential"] == {
+        "k": 1,
+        "n": 5,
+        "rate": 0.2,
+        "ci_low": low,
+        "ci_high": high,
+    }
+    assert (data["contradiction"]["of_comparable"]["k"], data["contradiction"]["of_comparable"]["n"]) == (
+        1,
+        3,
+    )
     assert {a["prolific_pid"]: a["passed"] for a in data["attention"]} == {
         pid("A"): 1,
         pid("B"): 0,
