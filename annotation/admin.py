@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.http import HttpRequest
 
 from .models import AnnotatedFailure, Annotation, Assignment, Participant, Study, StudyItem
 
@@ -9,6 +10,9 @@ class StudyAdmin(admin.ModelAdmin):
     list_filter = ["is_open"]
     search_fields = ["slug", "title", "prolific_study_id"]
     readonly_fields = ["created_at", "created_by", "selection"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # built with its items at /studies/new/ (an empty study would reach participants)
 
 
 @admin.register(StudyItem)
@@ -24,6 +28,9 @@ class StudyItemAdmin(admin.ModelAdmin):
     list_filter = ["study", "is_attention_check"]
     raw_id_fields = ["generation"]
     readonly_fields = ["assigned_count", "completed_count"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # made by the study's builder with their counters
 
 
 @admin.register(Participant)
@@ -49,6 +56,9 @@ class ParticipantAdmin(admin.ModelAdmin):
         "finished_at",
     ]
 
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # made when a participant arrives from Prolific (or a staff preview)
+
 
 @admin.register(Assignment)
 class AssignmentAdmin(admin.ModelAdmin):
@@ -56,6 +66,9 @@ class AssignmentAdmin(admin.ModelAdmin):
     list_filter = ["study", "status"]
     raw_id_fields = ["participant", "item"]
     readonly_fields = ["issued_at", "goal_acknowledged_at", "step_revealed_at", "n_l2_steps"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # leased by the annotator flow, which keeps the items' counters
 
 
 class AnnotatedFailureInline(admin.TabularInline):
@@ -87,3 +100,6 @@ class AnnotationAdmin(admin.ModelAdmin):
         "active_seconds",
         "user_agent",
     ]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # submitted by participants through the gates, never typed in
