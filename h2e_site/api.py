@@ -95,6 +95,22 @@ class QueryBooleanField(serializers.BooleanField):
         raise AssertionError  # fail() raises
 
 
+class FormBooleanField(serializers.BooleanField):
+    """true or false in a multipart or form body, as the schema says a boolean is written (any case);
+    DRF's BooleanField also takes 1, 0, yes, no... which a client reading the schema would not send."""
+
+    default_error_messages = {"invalid": '"{input}" is not true or false.'}
+
+    def to_internal_value(self, data: Any) -> bool:
+        if isinstance(data, bool):
+            return data
+        text = str(data).strip().lower()
+        if text in {"true", "false"}:
+            return text == "true"
+        self.fail("invalid", input=str(data)[:40])
+        raise AssertionError  # fail() raises
+
+
 # --- django-filter -----------------------------------------------------------------------------------------
 
 

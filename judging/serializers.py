@@ -7,6 +7,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from h2e_site.api import FormBooleanField
 from mining.models import Procedure, Split
 
 from .models import CriticalFailure, Generation, Generator, Judge, Judgment
@@ -270,7 +271,7 @@ class ImportRequestSerializer(serializers.Serializer):
     files = serializers.ListField(child=UploadField(), allow_empty=False, min_length=1)
     kind = serializers.ChoiceField(choices=[("bench", "bench files"), ("h2e", "h2e out_root archive")])
     split = serializers.ChoiceField(choices=Split.choices, default=Split.BENCH)
-    skip_invalid = serializers.BooleanField(default=False)
+    skip_invalid = FormBooleanField(default=False)
 
 
 class RankCorrelationPairSerializer(serializers.Serializer):

@@ -157,7 +157,9 @@ class RunRejections(generics.ListAPIView):
 
 class RerunSerializer(serializers.Serializer):
     stage = serializers.ChoiceField(choices=Stage.choices)
-    config = serializers.JSONField(required=False, help_text="a new run config (e.g. another prompt_path)")
+    config = serializers.DictField(
+        required=False, help_text="a new run config, as the YAML file's mapping (e.g. another prompt_path)"
+    )
 
 
 class RunStart(generics.GenericAPIView):
