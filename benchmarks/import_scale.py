@@ -482,7 +482,7 @@ def process_lines(p: dict[str, Any]) -> list[str]:
         f"| ratio app / reference, pair by pair (median; min-max) | {p['ratio_median']:.2f} "
         f"({p['ratio_range'][0]:.2f}-{p['ratio_range'][1]:.2f}) | <= 0.25 ({met}) |",
         f"| `manage.py check` (start-up of every command and worker; median of {p['runs']}) | "
-        f"{p['check_seconds']:.2f} s | (2.6-3.0 s before scipy was imported lazily) |",
+        f"{p['check_seconds']:.2f} s | (depends on the load: see the load average) |",
     ]
 
 

@@ -241,6 +241,7 @@ def main() -> None:
     parser.add_argument("--append-doc", action="store_true", help="append the figures to docs/benchmarks.md")
     args = parser.parse_args()
 
+    load_before = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     setup_django(args.db, args.redis_db, migrate=fresh_database(args.db))
     generator = store_generations(args.n)
     from judging.models import Generation
@@ -275,6 +276,8 @@ def main() -> None:
         "rpm_limit": args.rpm,
         "rpm_observed": rpm,
         "rpm_error_percent": 100 * (rpm - args.rpm) / args.rpm,
+        "load_before": load_before,
+        "load_after": " ".join(Path("/proc/loadavg").read_text().split()[:3]),
     }
     print(json.dumps(report, indent=2))
     if args.append_doc:
@@ -297,6 +300,8 @@ def append_doc(report: dict[str, Any]) -> None:
 | judgments with a critical failure | {full["with_failures"]:,} |
 | limit {report["rpm_limit"]} requests/minute, {limited["n"]} judgments | observed \
 **{report["rpm_observed"]:.1f}/min** ({report["rpm_error_percent"]:+.2f} %) in {limited["wall_s"]:.1f} s |
+
+Load average (1, 5, 15 min) before: {report["load_before"]}; after: {report["load_after"]}.
 """
     insert_into_section("## Judge throughput", text)
 
