@@ -43,7 +43,12 @@ urlpatterns = [
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # The docs page is a page to GET: OPTIONS would render its template with the view's metadata (a 500).
+    path(
+        "api/docs/",
+        SpectacularSwaggerView.as_view(url_name="api-schema", http_method_names=["get", "head"]),
+        name="api-docs",
+    ),
     path("api/", include("annotation.api")),
     path("api/mining/", include("mining.api")),
     path("api/", include((api_urlpatterns, "api"))),

@@ -7,8 +7,11 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any
 
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
+
+from h2e_site.web import RUN_PERMISSION
 
 from .locks import job_lock
 from .models import Job, JobStatus
@@ -32,7 +35,13 @@ def job_create(
     enqueue: bool = True,
 ) -> Job:
     """A queued job, enqueued once the surrounding transaction commits (enqueue=False: not at all, for a
-    caller that runs it in-process)."""
+    caller that runs it in-process). A job started by a user needs the user's jobs.add_job permission
+    (PermissionDenied, which pages and the API answer with a 403): every page, API endpoint and admin action
+    that starts work checks it first, and this is where none can forget it; commands start jobs as nobody."""
+    if created_by is not None and not created_by.has_perm(RUN_PERMISSION):
+        raise PermissionDenied(
+            f"{created_by.username} may not start jobs: that needs the 'add job' permission."
+        )
     job = Job.objects.create(kind=kind, parameters=parameters, total=total, created_by=created_by)
     if enqueue:
         transaction.on_commit(lambda: job_enqueue(job))
