@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import unicodedata
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
@@ -52,8 +52,9 @@ MAX_DEPTH = 16  # the task is 4 deep (task, examples, example, target_scores); r
 MAX_EXAMPLES = 200_000
 MAX_TEXT_CHARS = 50_000  # an input, a candidate, the name, the description, a keyword
 MAX_KEYWORDS = 100
-_TEXT_CONTROLS = frozenset("\t\n\r")
-_CONTROL = frozenset({"Cc", "Cs"})
+# Unicode's control characters (category Cc: U+0000-001F, U+007F-009F) but tab, newline and carriage return,
+# and lone surrogates (Cs), which no text column can hold
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 class BigBenchFormatError(ValueError):
@@ -165,7 +166,7 @@ class BigBenchReader:
                 yield from self._examples(event, value)
             else:
                 events.where = _where("", key)
-                self._header[key] = _value(events, event, value, events.where, 1)
+                self._header[key] = _value(events, event, value, 1)
                 _header_field(key, self._header[key])
                 events.where = "the task"
         events.end()
@@ -178,7 +179,7 @@ class BigBenchReader:
     def _examples(self, event: str, value: Any) -> Iterator[Example]:
         if event != "start_array":
             self._events.where = "examples"
-            data = _value(self._events, event, value, "examples", 1)
+            data = _value(self._events, event, value, 1)
             raise BigBenchFormatError(f"examples: expected a non-empty list, got {_kind(data)}")
         seen: dict[bytes, int] = {}
         while True:
@@ -189,7 +190,7 @@ class BigBenchReader:
             if self.n_examples >= MAX_EXAMPLES:
                 raise BigBenchFormatError(f"{where}: a task has at most {MAX_EXAMPLES} examples")
             self._events.where = where
-            example = _example(_value(self._events, event, value, where, 2), where)
+            example = _example(_value(self._events, event, value, 2), where)
             digest = _identity(example)
             if digest in seen:
                 raise BigBenchFormatError(
@@ -243,8 +244,9 @@ class _Events:
             raise BigBenchFormatError("not valid JSON: more than one value in the file")
 
 
-def _value(events: _Events, event: str, value: Any, where: str, depth: int) -> Any:
-    """The JSON value that starts with (event, value), read to its end; at most MAX_DEPTH levels deep."""
+def _value(events: _Events, event: str, value: Any, depth: int) -> Any:
+    """The JSON value that starts with (event, value), read to its end; at most MAX_DEPTH levels deep (the
+    refusal names events.where, the field or example being read)."""
     if event not in {"start_map", "start_array"}:
         return value
     if depth >= MAX_DEPTH:
@@ -252,7 +254,7 @@ def _value(events: _Events, event: str, value: Any, where: str, depth: int) -> A
     if event == "start_array":
         items: list[Any] = []
         while (item := events.next())[0] != "end_array":
-            items.append(_value(events, *item, f"{where}[{len(items)}]", depth + 1))
+            items.append(_value(events, *item, depth + 1))
         return items
     result = _Object()
     result.repeated = []
@@ -260,7 +262,7 @@ def _value(events: _Events, event: str, value: Any, where: str, depth: int) -> A
         key = item[1]
         if key in result:
             result.repeated.append(key)
-        result[key] = _value(events, *events.next(), _where(where, key), depth + 1)
+        result[key] = _value(events, *events.next(), depth + 1)
     return result
 
 
@@ -304,13 +306,15 @@ def _example(row: Any, where: str) -> Example:
         )
     shown: dict[str, str] = {}
     for candidate, score in scores.items():
-        field = f"{where}.target_scores[{_shown(candidate)}]"
-        _text(candidate, field, allow_empty=False, what="a candidate")
-        earlier = shown.setdefault(candidate.strip(), candidate)
-        if earlier is not candidate:
-            raise BigBenchFormatError(f"{field}: the same text as candidate {_shown(earlier)}")
-        if isinstance(score, bool) or not isinstance(score, int | float) or score not in (0, 1):
-            raise BigBenchFormatError(f"{field}: expected 0 or 1, got {_shown(score)}")
+        problem = _text_problem(candidate, allow_empty=False, what="a candidate")
+        if problem is None and shown.setdefault(candidate.strip(), candidate) is not candidate:
+            problem = f"the same text as candidate {_shown(shown[candidate.strip()])}"
+        if problem is None and (
+            isinstance(score, bool) or not isinstance(score, int | float) or score not in (0, 1)
+        ):
+            problem = f"expected 0 or 1, got {_shown(score)}"
+        if problem is not None:
+            raise BigBenchFormatError(f"{where}.target_scores[{_shown(candidate)}]: {problem}")
     correct = [i for i, score in enumerate(scores.values()) if score == 1]
     if len(correct) != 1:
         raise BigBenchFormatError(
@@ -336,25 +340,29 @@ def _parse_input(text: str) -> tuple[str, str]:
     return "", text
 
 
-def _text(value: Any, where: str, *, allow_empty: bool, what: str = "") -> str:
-    """A text to store: a string, not blank (unless allowed), at most MAX_TEXT_CHARS, with no NUL or other
-    control character (tab and newlines are text)."""
+def _text(value: Any, where: str, *, allow_empty: bool) -> str:
+    """A text to store, or BigBenchFormatError naming `where` (see _text_problem)."""
+    problem = _text_problem(value, allow_empty=allow_empty)
+    if problem is not None:
+        raise BigBenchFormatError(f"{where}: {problem}")
+    return value  # type: ignore[no-any-return]  # a str: _text_problem checked it
+
+
+def _text_problem(value: Any, *, allow_empty: bool, what: str = "") -> str | None:
+    """What is wrong with a text to store (None: nothing): it must be a string, not blank (unless allowed),
+    at most MAX_TEXT_CHARS, with no NUL or other control character (tab and newlines are text)."""
     if not isinstance(value, str) or (not allow_empty and not value.strip()):
         expected = what or ("a string" if allow_empty else "a non-empty string")
         if what and isinstance(value, str):
             expected += " that is not empty or blank"
-        raise BigBenchFormatError(f"{where}: expected {expected}, got {_kind(value)}")
+        return f"expected {expected}, got {_kind(value)}"
     if len(value) > MAX_TEXT_CHARS:
-        raise BigBenchFormatError(f"{where}: longer than {MAX_TEXT_CHARS} characters ({len(value)})")
-    bad = next((ch for ch in value if ch not in _TEXT_CONTROLS and _is_control(ch)), None)
-    if bad is not None:
-        name = "NUL" if bad == "\x00" else f"U+{ord(bad):04X}"
-        raise BigBenchFormatError(f"{where}: contains the control character {name}")
-    return value
-
-
-def _is_control(ch: str) -> bool:
-    return unicodedata.category(ch) in _CONTROL
+        return f"longer than {MAX_TEXT_CHARS} characters ({len(value)})"
+    found = _CONTROL.search(value)
+    if found is not None:
+        bad = found.group()
+        return f"contains the control character {'NUL' if bad == chr(0) else f'U+{ord(bad):04X}'}"
+    return None
 
 
 def _where(where: str, key: Any) -> str:

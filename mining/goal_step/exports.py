@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Iterator
 from typing import Any, BinaryIO
 
 import orjson
-from django.db import transaction
+from django.db import reset_queries, transaction
 from django.db.models import QuerySet
 
 from ..models import GoalStepTask, TaskExample, TaskSet, TaskSplit
@@ -177,5 +177,6 @@ def _task_example(task_set: TaskSet, task: str, position: int, example: Example)
 def _store(batch: list[TaskExample], progress: Callable[[int], None] | None, n_read: int) -> None:
     TaskExample.objects.bulk_create(batch)
     batch.clear()
+    reset_queries()  # with DEBUG on, Django would keep every INSERT
     if progress is not None:
         progress(n_read)
