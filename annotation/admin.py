@@ -27,6 +27,9 @@ class StudyAdmin(BoundedJSONAdmin, admin.ModelAdmin):
             fields.append("kind")  # its items are of this kind
         return fields
 
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # built with its items at /studies/new/ (an empty study would reach participants)
+
 
 @admin.register(StudyItem)
 class StudyItemAdmin(BoundedJSONAdmin, admin.ModelAdmin):
@@ -54,7 +57,7 @@ class StudyItemAdmin(BoundedJSONAdmin, admin.ModelAdmin):
     ]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
-        return False  # items are made with their study (the builder, study_create)
+        return False  # made by the study's builder (study_create) with their counters
 
 
 @admin.register(Participant)
@@ -80,6 +83,9 @@ class ParticipantAdmin(BoundedJSONAdmin, admin.ModelAdmin):
         "finished_at",
     ]
 
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # made when a participant arrives from Prolific (or a staff preview)
+
 
 @admin.register(Assignment)
 class AssignmentAdmin(BoundedJSONAdmin, admin.ModelAdmin):
@@ -87,6 +93,9 @@ class AssignmentAdmin(BoundedJSONAdmin, admin.ModelAdmin):
     list_filter = ["study", "status"]
     raw_id_fields = ["participant", "item"]
     readonly_fields = ["issued_at", "goal_acknowledged_at", "step_revealed_at", "n_l2_steps"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # leased by the annotator flow, which keeps the items' counters
 
 
 class AnnotatedFailureInline(BoundedJSONAdmin, admin.TabularInline):
@@ -118,3 +127,6 @@ class AnnotationAdmin(BoundedJSONAdmin, admin.ModelAdmin):
         "active_seconds",
         "user_agent",
     ]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # submitted by participants through the gates, never typed in

@@ -40,6 +40,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.databases import fresh_database  # noqa: E402
 from benchmarks.results_doc import insert_into_section  # noqa: E402
 
 WORDS = ["oven", "flour", "sugar", "butter", "whisk", "bowl", "heat", "stir", "pour", "tray", "cool", "slice"]
@@ -49,12 +50,7 @@ def sentence(rng: random.Random, n: int = 15) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(n)).capitalize() + "."
 
 
-def reset_database(db: str) -> None:
-    for command in (["dropdb", "--if-exists", db], ["createdb", db]):
-        subprocess.run([*command[:1], "-h", "127.0.0.1", "-U", "postgres", *command[1:]], check=True)
-
-
-def setup_django(db: str) -> None:
+def setup_django(db: str, *, migrate: bool = True) -> None:
     os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{db}"
     os.environ.setdefault("DEBUG", "1")
     os.environ["DJANGO_SETTINGS_MODULE"] = "h2e_site.settings"
@@ -63,7 +59,8 @@ def setup_django(db: str) -> None:
     django.setup()
     from django.core.management import call_command
 
-    call_command("migrate", verbosity=0)
+    if migrate:
+        call_command("migrate", verbosity=0)
 
 
 def store_study(n_items: int) -> Any:
@@ -254,8 +251,7 @@ def main() -> None:
     parser.add_argument("--append-doc", action="store_true", help="append the figures to docs/benchmarks.md")
     args = parser.parse_args()
 
-    reset_database(args.db)
-    setup_django(args.db)
+    setup_django(args.db, migrate=fresh_database(args.db))
     study = store_study(args.items)
     static_root = Path(os.environ.get("TMPDIR", "/tmp")) / "h2e-annot-static"
     load_before = os.getloadavg()

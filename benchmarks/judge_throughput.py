@@ -37,6 +37,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.databases import fresh_database  # noqa: E402
 from benchmarks.results_doc import insert_into_section  # noqa: E402
 
 LATENCY_S = 0.5
@@ -89,12 +90,7 @@ def start_loopback(port: int) -> subprocess.Popen[bytes]:
     raise RuntimeError("the loopback server did not start")
 
 
-def reset_database(db: str) -> None:
-    for command in (["dropdb", "--if-exists", db], ["createdb", db]):
-        subprocess.run([*command[:1], "-h", "127.0.0.1", "-U", "postgres", *command[1:]], check=True)
-
-
-def setup_django(db: str, redis_db: int) -> None:
+def setup_django(db: str, redis_db: int, *, migrate: bool = True) -> None:
     os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{db}"
     os.environ["REDIS_URL"] = f"redis://127.0.0.1:6379/{redis_db}"  # jobs are enqueued here, never consumed
     os.environ.setdefault("DEBUG", "1")
@@ -105,7 +101,8 @@ def setup_django(db: str, redis_db: int) -> None:
     django.setup()
     from django.core.management import call_command
 
-    call_command("migrate", verbosity=0)
+    if migrate:
+        call_command("migrate", verbosity=0)
 
 
 def store_generations(n: int) -> Any:
@@ -244,8 +241,8 @@ def main() -> None:
     parser.add_argument("--append-doc", action="store_true", help="append the figures to docs/benchmarks.md")
     args = parser.parse_args()
 
-    reset_database(args.db)
-    setup_django(args.db, args.redis_db)
+    load_before = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    setup_django(args.db, args.redis_db, migrate=fresh_database(args.db))
     generator = store_generations(args.n)
     from judging.models import Generation
 
@@ -279,6 +276,8 @@ def main() -> None:
         "rpm_limit": args.rpm,
         "rpm_observed": rpm,
         "rpm_error_percent": 100 * (rpm - args.rpm) / args.rpm,
+        "load_before": load_before,
+        "load_after": " ".join(Path("/proc/loadavg").read_text().split()[:3]),
     }
     print(json.dumps(report, indent=2))
     if args.append_doc:
@@ -301,6 +300,8 @@ def append_doc(report: dict[str, Any]) -> None:
 | judgments with a critical failure | {full["with_failures"]:,} |
 | limit {report["rpm_limit"]} requests/minute, {limited["n"]} judgments | observed \
 **{report["rpm_observed"]:.1f}/min** ({report["rpm_error_percent"]:+.2f} %) in {limited["wall_s"]:.1f} s |
+
+Load average (1, 5, 15 min) before: {report["load_before"]}; after: {report["load_after"]}.
 """
     insert_into_section("## Judge throughput", text)
 

@@ -37,6 +37,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.databases import fresh_database  # noqa: E402
 from mining.topics import WEBORGANIZER_TOPICS as TOPICS  # noqa: E402
 
 
@@ -44,7 +45,7 @@ def psql(*command: str) -> None:
     subprocess.run([*command[:1], "-h", "127.0.0.1", "-U", "postgres", *command[1:]], check=True)
 
 
-def setup_django(db: str) -> None:
+def setup_django(db: str, *, migrate: bool = True) -> None:
     os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{db}"
     os.environ.setdefault("DEBUG", "1")
     os.environ["DJANGO_SETTINGS_MODULE"] = "h2e_site.settings"
@@ -53,7 +54,8 @@ def setup_django(db: str) -> None:
     django.setup()
     from django.core.management import call_command
 
-    call_command("migrate", verbosity=0)
+    if migrate:
+        call_command("migrate", verbosity=0)
 
 
 def vocabulary(rng: random.Random, n: int = 20_000) -> list[str]:
@@ -243,9 +245,7 @@ def main() -> None:
     parser.add_argument("--skip-import", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep the database")
     args = parser.parse_args()
-    psql("dropdb", "--if-exists", args.db)
-    psql("createdb", args.db)
-    setup_django(args.db)
+    setup_django(args.db, migrate=fresh_database(args.db))
     try:
         results: dict[str, Any] = {"part1": part1(args.candidates)}
         print(json.dumps(results, indent=2), flush=True)

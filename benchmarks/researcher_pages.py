@@ -37,6 +37,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.databases import fresh_database  # noqa: E402
 from benchmarks.import_scale import DOC, WORDS, machine_info  # noqa: E402
 from benchmarks.results_doc import insert_into_section  # noqa: E402
 
@@ -122,9 +123,8 @@ def psql(db: str, sql: str) -> str:
 def build_database(db: str, env: dict[str, str], *, generators: int, examples: int, judges: int) -> float:
     """Fresh database, migrated and filled; returns the seconds it took."""
     start = time.perf_counter()
-    subprocess.run(["dropdb", "-h", "127.0.0.1", "-U", "postgres", "--if-exists", db], check=True)
-    subprocess.run(["createdb", "-h", "127.0.0.1", "-U", "postgres", db], check=True)
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    if fresh_database(db):
+        subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     import psycopg
 
     words = "{" + ",".join('"' + w.replace('"', "") + '"' for w in WORDS) + "}"

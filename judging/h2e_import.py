@@ -37,6 +37,8 @@ from django.db import connection, transaction
 from judging.models import Generator, Judge
 from mining.readers import ReadError, iter_records
 from mining.services import (
+    MAX_ID_CHARS,
+    MAX_TOPIC_CHARS,
     FileReport,
     ImportProgress,
     ImportReport,
@@ -49,6 +51,7 @@ from . import h2e_store
 from .h2e_manifests import generator_fields, judge_fields, read_manifest
 
 OVERRIDES_KEY = h2e_store.OVERRIDES_KEY
+MAX_N_FAILURES = 2**31 - 1  # Judgment.n_failures is an IntegerField
 GENERATION_KEYS = frozenset(
     {
         "schema_version",
@@ -275,7 +278,31 @@ def _json(value: Any) -> str:
 
 
 def _extra(record: dict[str, Any], known: frozenset[str]) -> str:
-    return _json({k: v for k, v in record.items() if k not in known})
+    """The record's other fields as JSON for the `extra` column (orjson: at most 254 deep; jsonb: no NUL)."""
+    extra = {k: v for k, v in record.items() if k not in known}
+    try:
+        text = _json(extra)
+    except orjson.JSONEncodeError as exc:
+        raise InvalidRecord(next(iter(extra), "extra"), f"cannot be stored: {exc}") from None
+    for key, value in extra.items():
+        if _has_nul([key, value]):
+            raise InvalidRecord(key, "contains a NUL character")
+    return text
+
+
+def _has_nul(value: Any) -> bool:
+    """Whether a NUL is in a string anywhere inside (walked without recursion)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str) and "\x00" in item:
+            return True
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
 
 
 Built = tuple[tuple[Any, ...], str, Any]  # (staging row, source_example_id, what the run keeps of it)
@@ -283,7 +310,7 @@ Built = tuple[tuple[Any, ...], str, Any]  # (staging row, source_example_id, wha
 
 def _l1_columns(record: dict[str, Any], *, non_empty: bool) -> L1:
     return (
-        require_str(record, "topic", allow_empty=True),
+        require_str(record, "topic", allow_empty=True, max_length=MAX_TOPIC_CHARS),
         require_str(record, "goal", allow_empty=not non_empty),
         require_str_list(record, "steps", non_empty=non_empty),
         require_str_list(record, "resources", non_empty=False),
@@ -297,7 +324,7 @@ def _l1_row(sid: str, l1: L1, known: _Known) -> tuple[Any, ...]:
 
 
 def _generation_row(line: int, rec: dict[str, Any], known: _Known) -> Built:
-    sid = require_str(rec, "source_example_id").strip()
+    sid = require_str(rec, "source_example_id", max_length=MAX_ID_CHARS).strip()
     l1 = _l1_columns(rec, non_empty=True)
     predicted = require_str_list(rec, "predicted_steps", non_empty=False)
     row = (
@@ -352,10 +379,14 @@ def _failures(rec: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _judgment_row(line: int, rec: dict[str, Any], known: _Known) -> Built:
-    sid = require_str(rec, "source_example_id").strip()
+    sid = require_str(rec, "source_example_id", max_length=MAX_ID_CHARS).strip()
     n_failures = rec.get("n_failures", 0)
     if not isinstance(n_failures, int) or isinstance(n_failures, bool) or n_failures < 0:
-        raise InvalidRecord("n_failures", f"expected a non-negative integer, got {n_failures!r}")
+        raise InvalidRecord("n_failures", f"expected a non-negative integer, got {n_failures!r}"[:120])
+    if n_failures > MAX_N_FAILURES:
+        raise InvalidRecord(
+            "n_failures", f"expected at most {MAX_N_FAILURES} (its column), got {n_failures}"[:120]
+        )
     predicted = require_str_list(rec, "predicted_steps", non_empty=False)
     row = (
         line,

@@ -80,6 +80,9 @@ class SourceDocumentAdmin(BoundedJSONAdmin, admin.ModelAdmin):
     readonly_fields = ["text_block", "created_at"]
     fields = ["doc_id", "topic", "url", "text_block", "extra", "created_at"]
 
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # imported (manage.py import_documents); its text is read-only here
+
     @admin.display(description="text")
     def text_block(self, obj: SourceDocument) -> SafeString:
         return pre_block(obj.text)
@@ -100,6 +103,10 @@ class StageOutcomeAdmin(BoundedJSONAdmin, admin.ModelAdmin):
     list_filter = ["stage", "passed", "reused"]
     list_select_related = ["document", "run"]
     search_fields = ["=document__doc_id"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # written by a mining run's stages
+
     raw_id_fields = ["run", "document"]
     show_full_result_count = False
     readonly_fields = ["raw_output_block"]

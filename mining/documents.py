@@ -114,6 +114,8 @@ def document_from_record(record: dict[str, Any], fields: DocumentFields) -> Docu
         raise InvalidRecord(fields.id, _problem(doc_id, "a non-empty string or integer id"))
     if len(doc_id.strip()) > 255:
         raise InvalidRecord(fields.id, "longer than 255 characters")
+    if "\x00" in doc_id:
+        raise InvalidRecord(fields.id, "contains a NUL character")
     text = _lookup(record, fields.text)
     if not isinstance(text, str) or not text.strip():
         raise InvalidRecord(fields.text, _problem(text, "a non-empty string"))
@@ -153,15 +155,20 @@ def _optional_text(record: dict[str, Any], name: str) -> str:
         return ""
     if not isinstance(value, str):
         raise InvalidRecord(name, f"expected a string, got {type(value).__name__}")
+    if "\x00" in value:
+        raise InvalidRecord(name, "contains a NUL character")
     return value
 
 
 def _jsonable(value: Any) -> Any:
-    """A value as JSON can hold it (Parquet/Arrow give dates, decimals and bytes)."""
-    if value is None or isinstance(value, str | int | float | bool):
+    """A value as JSON can hold it (Parquet/Arrow give dates, decimals and bytes); NUL removed from text, as
+    from the document's text (PostgreSQL's jsonb cannot hold it)."""
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if value is None or isinstance(value, int | float | bool):
         return value
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k).replace("\x00", ""): _jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_jsonable(v) for v in value]
     if isinstance(value, datetime.date | datetime.time):
@@ -169,8 +176,8 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, decimal.Decimal):
         return str(value)
     if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    return str(value)
+        return value.decode("utf-8", errors="replace").replace("\x00", "")
+    return str(value).replace("\x00", "")
 
 
 def _store(batch: list[tuple[int, DocumentData]], report: FileReport, topics: TopicCache) -> None:

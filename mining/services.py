@@ -158,7 +158,15 @@ class ImportReport:
 # --- validation -----------------------------------------------------------------------------------
 
 
-def require_str(record: dict[str, Any], key: str, *, allow_empty: bool = False, default: str = "") -> str:
+MAX_ID_CHARS = 255  # Procedure.source_example_id
+MAX_TOPIC_CHARS = 200  # Topic.name
+
+
+def require_str(
+    record: dict[str, Any], key: str, *, allow_empty: bool = False, default: str = "", max_length: int = 0
+) -> str:
+    """A string field: refused when missing (unless allow_empty), not a string, holding a NUL (PostgreSQL's
+    text cannot) or, with max_length, longer than its column once stripped."""
     value = record.get(key, default)
     if value is None:
         if allow_empty:
@@ -170,6 +178,10 @@ def require_str(record: dict[str, Any], key: str, *, allow_empty: bool = False, 
         raise InvalidRecord(key, f"expected a string, got {type(value).__name__}")
     if not allow_empty and not value.strip():
         raise InvalidRecord(key, "missing or empty")
+    if "\x00" in value:
+        raise InvalidRecord(key, "contains a NUL character")
+    if max_length and len(value.strip()) > max_length:
+        raise InvalidRecord(key, f"longer than {max_length} characters")
     return value
 
 
@@ -186,6 +198,8 @@ def require_str_list(record: dict[str, Any], key: str, *, non_empty: bool, defau
             raise InvalidRecord(f"{key}[{i}]", f"expected a string, got {type(item).__name__}")
         if non_empty and not item.strip():
             raise InvalidRecord(f"{key}[{i}]", "empty step")
+        if "\x00" in item:
+            raise InvalidRecord(f"{key}[{i}]", "contains a NUL character")
     return value
 
 
@@ -210,8 +224,10 @@ def procedure_from_record(record: dict[str, Any]) -> ProcedureData:
         return _from_how2mine_export(record)
     source_id = record.get("source_example_id") or record.get("id")
     return ProcedureData(
-        source_example_id=require_str({"source_example_id": source_id}, "source_example_id").strip(),
-        topic=require_str(record, "topic", allow_empty=True).strip(),
+        source_example_id=require_str(
+            {"source_example_id": source_id}, "source_example_id", max_length=MAX_ID_CHARS
+        ).strip(),
+        topic=require_str(record, "topic", allow_empty=True, max_length=MAX_TOPIC_CHARS).strip(),
         goal=require_str(record, "goal").strip(),
         steps=require_str_list(record, "steps", non_empty=True),
         resources=require_str_list(record, "resources", non_empty=False),
@@ -241,8 +257,15 @@ def _from_how2mine_export(record: dict[str, Any]) -> ProcedureData:
     topic = source.get("topic") or record.get("topic") or ""
     try:
         return ProcedureData(
-            source_example_id=require_str({"source_example.id": source_id}, "source_example.id").strip(),
-            topic=require_str({"source_example.topic": topic}, "source_example.topic", allow_empty=True),
+            source_example_id=require_str(
+                {"source_example.id": source_id}, "source_example.id", max_length=MAX_ID_CHARS
+            ).strip(),
+            topic=require_str(
+                {"source_example.topic": topic},
+                "source_example.topic",
+                allow_empty=True,
+                max_length=MAX_TOPIC_CHARS,
+            ),
             goal=require_str(final, "goal").strip(),
             steps=require_str_list(final, "steps", non_empty=True),
             resources=require_str_list(final, "resources", non_empty=False),

@@ -4,7 +4,8 @@ figures it wrote could no longer be reproduced). A new script without a smoke ru
 test_it_has_a_smoke_run_for_every_benchmark_script.
 
 The scripts drop and re-create the PostgreSQL databases they are given: here, names derived from this
-session's DATABASE_URL (<name>_smoke_<script>), dropped afterwards. None is given --append-doc.
+session's DATABASE_URL (<name>_smoke_<script>), copies of one database migrated once for the module
+(H2E_BENCH_TEMPLATE_DB, benchmarks/databases.py), all dropped afterwards. None is given --append-doc.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = ROOT / "benchmarks"
-HELPERS = {"results_doc.py"}  # imported by the scripts, not run
+HELPERS = {"databases.py", "results_doc.py"}  # imported by the scripts, not run
 
 # Script -> its arguments at a tiny size; {db}, {tmp}, {port}, {redis_db} and {tree} are filled in.
 SMOKE: dict[str, list[str]] = {
@@ -77,20 +78,38 @@ def _dropdb(name: str) -> None:
     subprocess.run(["dropdb", "-h", "127.0.0.1", "-U", "postgres", "--if-exists", name], check=False)
 
 
-@pytest.fixture
-def smoke_db(request: pytest.FixtureRequest) -> Iterator[str]:
+def _smoke_name(suffix: str) -> str:
     url = os.environ.get("DATABASE_URL", "")
     if urlparse(url).scheme not in {"postgres", "postgresql"}:
         pytest.skip("the benchmarks run on PostgreSQL (DATABASE_URL)")
-    script = str(request.node.callspec.params["script"]).removesuffix(".py")
-    name = f"{urlparse(url).path.lstrip('/')}_smoke_{script}"[:63]
+    return f"{urlparse(url).path.lstrip('/')}_smoke_{suffix}"[:63]
+
+
+@pytest.fixture(scope="module")
+def migrated_template() -> Iterator[str]:
+    """One migrated database the scripts' databases are copied from (no connection left open to it)."""
+    name = _smoke_name("template")
+    _dropdb(name)
+    subprocess.run(["createdb", "-h", "127.0.0.1", "-U", "postgres", name], check=True)
+    url = urlparse(os.environ["DATABASE_URL"])._replace(path=f"/{name}").geturl()
+    env = {**os.environ, "DATABASE_URL": url, "PYTHONPATH": str(ROOT)}
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    yield name
+    _dropdb(name)
+
+
+@pytest.fixture
+def smoke_db(request: pytest.FixtureRequest) -> Iterator[str]:
+    name = _smoke_name(str(request.node.callspec.params["script"]).removesuffix(".py"))
     yield name
     _dropdb(name)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("script", sorted(SMOKE))
-def test_it_runs_the_benchmark_at_a_tiny_size(script: str, smoke_db: str, tmp_path: Path) -> None:
+def test_it_runs_the_benchmark_at_a_tiny_size(
+    script: str, smoke_db: str, migrated_template: str, tmp_path: Path
+) -> None:
     redis_url = os.environ.get("REDIS_URL", "")
     if script == "judge_throughput.py" and not redis_url:
         pytest.skip("judge_throughput.py enqueues its jobs on Redis (REDIS_URL)")
@@ -108,7 +127,7 @@ def test_it_runs_the_benchmark_at_a_tiny_size(script: str, smoke_db: str, tmp_pa
         "tree": str(tree),
     }
     argv = [arg.format(**values) for arg in SMOKE[script]]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "H2E_BENCH_TEMPLATE_DB": migrated_template}
     done = subprocess.run(
         [sys.executable, str(BENCHMARKS / script), *argv],
         cwd=ROOT,

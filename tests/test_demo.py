@@ -190,8 +190,9 @@ def assert_quiet_console(demo: Demo) -> None:
         assert needed in output, f"{needed!r} missing from:\n{output}"
     assert output.count("Staff login") == 1, output  # printed once, when the servers are up
     assert "each annotator link holds a fresh random PROLIFIC_PID" in output
-    for link in re.findall(r"(http://\S+/a/\S+)", output):  # the links work as printed
-        with urllib.request.urlopen(link, timeout=10) as response:
+    for link in re.findall(r"(http://\S+/a/\S+)", output):  # the links work as printed, in a new browser
+        browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+        with browser.open(link, timeout=10) as response:
             page = response.read().decode()
         assert "/consent/" in response.geturl() and "Prolific ID is missing" not in page, link
     for chatter in ("celery@", "[tasks]", "Booting worker", "llama", "Uvicorn", "INFO"):

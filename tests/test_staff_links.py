@@ -23,8 +23,11 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation.models import Study, StudyKind
-from annotation.services import Selection, study_create
+from annotation.services import Selection, participant_preview_start, study_create
+from judging.admin import generate as generate_page
+from judging.generate_jobs import generate_job_create
 from judging.models import Judge
+from mining.goal_step.answer import answer_job_create, task_model_for_config
 from mining.models import TaskSet
 from tests.annotation.goal_step.conftest import make_task_set
 from tests.factories import make_user
@@ -32,6 +35,7 @@ from tests.factories import make_user
 # Links a crawler must not follow: signing out ends the session the rest of the crawl needs.
 NOT_FOLLOWED = re.compile(r"^/(admin/logout|accounts/logout)/")
 STATIC = re.compile(r"^/(static|media)/")
+SMOL = "configs/goal_step/smollm2-local.yaml"
 
 
 class _Links(HTMLParser):
@@ -107,13 +111,20 @@ def demo_data(tmp_path: Path, settings: Any) -> None:
     settings.VAR_DIR = tmp_path  # demo_setup writes the login and the entries there
     call_command("demo_setup", skip_migrate=True, no_summary=True, verbosity=0)
     task_set = make_task_set("demo-tasks")
-    study_create(
+    study = study_create(
         title="Goal-step validation",
         slug="demo-goal-step",
         kind=StudyKind.MULTIPLE_CHOICE,
         selection=Selection(task_set=task_set.name),
         attention_checks=1,
     )
+    # a job of each kind the pages start (left queued), and a staff preview: their pages are crawled too
+    generator = generate_page.generator_from_choice("file:smollm2-local.yaml")
+    generate_job_create(generator=generator, limit=1, enqueue=False)
+    answer_job_create(
+        task_model=task_model_for_config(Path(settings.BASE_DIR) / SMOL), task_set=task_set, enqueue=False
+    )
+    participant_preview_start(study=study)
 
 
 def demo_pages() -> list[str]:
@@ -158,5 +169,8 @@ def test_it_follows_every_staff_link_without_a_server_error(demo_data: None) -> 
     # It did walk the site: the admin's change lists and add pages, the demo's pages and what they link to.
     assert len(crawl.seen) > 80, sorted(crawl.seen)
     assert "/admin/judging/generator/add/" not in admin_index  # no Add where rows come from configs
+    visited = {shape(url) for url in crawl.seen}
+    for page_kind in ("/jobs/N/", "/admin/jobs/job/N/change/", "/admin/annotation/participant/N/change/"):
+        assert (page_kind, ()) in visited, page_kind
     for page in demo_pages():
         assert crawl.seen[page] == 200, page

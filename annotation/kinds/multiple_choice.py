@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from django.core.exceptions import ValidationError
 from django.http import QueryDict
 
 from h2e_site.inputs import BadInput, ascii_int, clean_text
@@ -66,8 +67,8 @@ def examples_selected(selection: Selection) -> list[int]:
 
 
 def _check_options(task_set: TaskSet, example_ids: list[int]) -> None:
-    """ValueError naming the first selected example whose candidates are not 2 to MAX_CANDIDATES texts (the
-    options are lettered A to Z)."""
+    """ValidationError on task_set naming the first selected example whose candidates are not 2 to
+    MAX_CANDIDATES texts (the options are lettered A to Z); the study builder shows it on the field."""
     rows = TaskExample.objects.filter(pk__in=example_ids).order_by("task", "position")
     for task, position, candidates in rows.values_list("task", "position", "candidates").iterator():
         if not (
@@ -76,9 +77,11 @@ def _check_options(task_set: TaskSet, example_ids: list[int]) -> None:
             and all(isinstance(text, str) for text in candidates)
         ):
             n = len(candidates) if isinstance(candidates, list) else "no list of"
-            raise ValueError(
-                f"task_set: {task} example {position} of {task_set.name!r} has {n} candidates; a "
-                f"multiple-choice item shows 2 to {MAX_CANDIDATES} texts (options A to Z)"
+            raise ValidationError(
+                {
+                    "task_set": f"{task} example {position} of {task_set.name!r} has {n} candidates; a "
+                    f"multiple-choice item shows 2 to {MAX_CANDIDATES} texts (options A to Z)"
+                }
             )
 
 

@@ -206,8 +206,30 @@ def judge_disagreements(request: HttpRequest, slug: str, judge_id: str) -> HttpR
             continue
         items.append(Disagreement(judgment.generation, judgment, labels, reference, given))
     items.sort(key=lambda d: (d.human_majority is not None, d.generation.pk))
-    context = {"study": study, "judge": judge, "items": items, "n_compared": len(judgments)}
+    context = {
+        "study": study,
+        "judge": judge,
+        "items": items,
+        "n_compared": len(judgments),
+        "empty_reason": ""
+        if items
+        else _no_disagreement_reason(study, judge, len(by_generation), len(judgments)),
+    }
     return render(request, "annotation/judge_disagreements.html", context)
+
+
+def _no_disagreement_reason(study: Study, judge: Judge, n_labelled: int, n_compared: int) -> str:
+    """Why a judge's disagreements with the humans of a study are an empty list."""
+    if not n_labelled:
+        return study_unlabelled_reason(study=study)
+    if not n_compared:
+        items = "item" if n_labelled == 1 else "items"
+        return (
+            f"{judge.model} has no verdict on any of the {n_labelled} {items} the annotators labelled "
+            "(parse failures are no verdict)."
+        )
+    where = "On the one item" if n_compared == 1 else f"On each of the {n_compared} items"
+    return f"{where} both labelled, {judge.model} gives the human majority's verdict."
 
 
 def _annotations_by_generation(study: Study) -> dict[int, list[Annotation]]:

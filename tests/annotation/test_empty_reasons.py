@@ -215,3 +215,18 @@ def test_the_overview_without_a_study_then_without_a_label(admin_client: Client)
     )
     make_study(n_items=1, slug="lonelier")
     assert "None of the 2 studies has a human label yet" in page(admin_client, "agreement:overview")
+
+
+def test_a_judges_disagreements_say_why_there_are_none(admin_client: Client) -> None:
+    study = make_study(n_items=4, k=4, slug="quiet", items_per_participant=0)
+    judge = make_judge(model="org/quiet")
+    items = items_in_order(study)
+    verdict(judge, items[0], True)
+    url = ("agreement:judge_disagreements", study.slug, judge.judge_id)
+    assert "nobody has entered it yet" in page(admin_client, *url)
+    annotate(study)  # item 0: humans say failure (3 of 4), as the judge does
+    assert "On the one item both labelled, org/quiet gives the human majority" in page(admin_client, *url)
+    other = make_judge(model="org/absent")
+    make_judgment(judge=other, generation=items[0], parse_failed=True)
+    html = page(admin_client, "agreement:judge_disagreements", study.slug, other.judge_id)
+    assert "org/absent has no verdict on any of the 4 items the annotators labelled" in html

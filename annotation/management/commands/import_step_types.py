@@ -35,7 +35,7 @@ class Command(BaseCommand):
             raise CommandError(f"not a file: {path}")
         progress = TqdmProgress(desc="import_step_types", disable=options["verbosity"] == 0)
         try:
-            if options["label_set"]:
+            if options["label_set"] is not None:  # an empty name is refused, not taken as absent
                 report = step_type_labels_import(
                     path=path,
                     label_set=options["label_set"],
@@ -50,6 +50,6 @@ class Command(BaseCommand):
                     progress=progress,
                 )
         except ValueError as exc:  # the name (or whose classifier it is): the flag that gave it
-            flag = "--label-set" if options["label_set"] else "--classifier"
+            flag = "--label-set" if options["label_set"] is not None else "--classifier"
             raise CommandError(f"{flag}: {exc}") from None
         print_import_report(self, report, skip_invalid=options["skip_invalid"])

@@ -12,6 +12,7 @@ import pytest
 
 from annotation import services
 from annotation.models import Annotation, StudyKind
+from mining.models import TaskExample
 from tests.annotation.conftest import pid
 from tests.annotation.goal_step.conftest import make_task_set
 from tests.annotation.test_annotator_browser import PROLIFIC, new_tab  # noqa: F401 (a fixture)
@@ -105,5 +106,39 @@ def test_the_item_fits_a_phone(browser: Any, live_server: Any, transactional_db:
             box = option.bounding_box()
             assert box is not None and box["height"] >= 24
         shot(page, "03-phone")
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize(("width", "height"), [(1440, 900), (390, 844)])
+def test_an_example_with_more_options_than_letters_still_shows_every_one(
+    browser: Any, live_server: Any, transactional_db: None, width: int, height: int
+) -> None:
+    """#19 item 4: an example changed to 30 candidates after the study was built (the importer and the
+    builder refuse more than 26): AA to AD follow Z, and the page neither fails nor scrolls sideways."""
+    make_task_set()
+    study = services.study_create(
+        title="Validate", slug=f"mc-many-{width}", kind=StudyKind.MULTIPLE_CHOICE,
+        selection=services.Selection(task_set="tasks"), min_dwell_seconds=0, attention_check_every=0,
+    )  # fmt: skip
+    TaskExample.objects.update(candidates=[f"Candidate step number {i + 1}" for i in range(30)])
+    context = browser.new_context(viewport={"width": width, "height": height}, is_mobile=width < 500)
+    try:
+        page = context.new_page()
+        page.goto(f"{live_server.url}/a/{study.slug}/?PROLIFIC_PID={pid(7)}&STUDY_ID=a&SESSION_ID=b")
+        page.get_by_role("button", name="I agree").click()
+        page.get_by_role("button", name=re.compile("I have read the training")).click()
+        for i, question in enumerate(study.comprehension_questions):
+            page.locator(f"input[name=q{i}][value='{question['answer']}']").check()
+        page.get_by_role("button", name="Check my answers").click()
+        page.locator("#ack-goal").click()
+        page.locator(".mc-letter").last.wait_for()  # htmx swapped the options in
+        letters = page.locator(".mc-letter").all_inner_texts()
+        assert letters[:2] == ["A", "B"] and letters[25:] == ["Z", "AA", "AB", "AC", "AD"]
+        overflow = page.evaluate(
+            "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+        assert overflow <= 0, f"the page scrolls sideways by {overflow} px"
+        shot(page, f"04-thirty-options-{width}")
     finally:
         context.close()

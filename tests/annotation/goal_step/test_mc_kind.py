@@ -10,6 +10,7 @@ import json
 import krippendorff
 import numpy as np
 import pytest
+from django.core.exceptions import ValidationError
 from django.test import Client
 from django.urls import reverse
 
@@ -199,7 +200,7 @@ def test_options_are_lettered_a_to_z_then_as_spreadsheet_columns() -> None:
 def test_a_study_over_an_example_with_more_than_26_candidates_is_refused() -> None:
     make_task_set()
     TaskExample.objects.filter(prompt="Bake bread").update(candidates=[f"Step {i}" for i in range(27)])
-    with pytest.raises(ValueError, match=r"task_set: step_inference example 1 of 'tasks' has 27 candidates"):
+    with pytest.raises(ValidationError, match=r"'task_set': \[\"step_inference example 1 of 'tasks' has 27"):
         services.study_create(
             title="V",
             slug="v",

@@ -266,6 +266,25 @@ def test_it_refuses_a_label_set_name_that_is_not_a_slug(tmp_path: Path) -> None:
         step_type_labels_import(path=tmp_path / "x.jsonl", label_set="no spaces")
 
 
+@pytest.mark.parametrize("name", ["..", ".", ".hidden", "a/b", "a b", "x" * 65, "é", ""])
+def test_the_command_refuses_a_classifier_name_its_predictions_link_could_not_follow(
+    tmp_path: Path, name: str
+) -> None:
+    path = write_jsonl(tmp_path / "p.jsonl", [])
+    with pytest.raises(CommandError, match=r"^--classifier: classifier name .* is not URL-safe"):
+        call_command("import_step_types", str(path), "--classifier", name, verbosity=0)
+    assert not StepTypeClassifier.objects.exists()
+
+
+def test_it_keeps_dots_inside_a_classifier_name(tmp_path: Path, procedure: Procedure) -> None:
+    row = {"source_example_id": procedure.source_example_id, "candidate": "sequential:0-1", "holds": True}
+    path = write_jsonl(tmp_path / "p.jsonl", [row])
+    step_type_predictions_import(path=path, classifier="gpt-4.1-mini")
+    classifier = StepTypeClassifier.objects.get(classifier_id="gpt-4.1-mini")
+    url = reverse("agreement:step_types_predictions_jsonl", args=[classifier.classifier_id])
+    assert url.endswith("/gpt-4.1-mini/predictions.jsonl")
+
+
 # --- predictions --------------------------------------------------------------------------------------------
 
 

@@ -1,0 +1,65 @@
+"""Messages that name the right thing (issue #19 item 17): the reading gate's refusals in the study kind's
+words, and /api/agreement/ naming the kind of a study it does not cover."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from annotation import services
+from annotation.kinds import KINDS
+from annotation.kinds.multiple_choice import NO_STEPS
+from tests.annotation.conftest import make_study, qualified
+from tests.annotation.goal_step.test_mc_kind import make_mc_study
+from tests.annotation.step_types.test_kind import make_step_study
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_multiple_choice_item_says_it_has_no_steps_to_reveal() -> None:
+    study = make_mc_study()
+    assignment = services.assignment_next(participant=qualified(study, 1))
+    assert assignment is not None
+    for _ in ("before the acknowledgement", "after it"):
+        with pytest.raises(services.Refused) as refused:
+            services.assignment_reveal_step(assignment=assignment, number=1)
+        assert refused.value.message == NO_STEPS and "step 1" not in refused.value.message
+        services.assignment_acknowledge_goal(assignment=assignment)
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (make_study, "Read the L2 steps in order: the next one is step 1."),
+        (make_step_study, "Read the steps in order: the next one is step 1."),
+    ],
+)
+def test_a_step_out_of_order_names_the_next_step_in_the_kinds_words(make: object, expected: str) -> None:
+    study = make()  # type: ignore[operator]
+    assignment = services.assignment_next(participant=qualified(study, 1))
+    services.assignment_acknowledge_goal(assignment=assignment)
+    with pytest.raises(services.Refused, match=expected):
+        services.assignment_reveal_step(assignment=assignment, number=2)
+
+
+def test_every_kind_words_every_refusal_of_the_reading_gate() -> None:
+    for spec in KINDS.values():
+        texts = spec.reading
+        assert texts.out_of_order.format(next=3) and texts.unread.format(read=1, total=2), spec.kind
+        assert texts.before_goal and texts.unacknowledged, spec.kind
+
+
+def test_the_agreement_api_names_the_kind_of_a_study_it_does_not_cover(admin_client: Client) -> None:
+    mc, steps = make_mc_study(), make_step_study()
+    url = reverse("agreement-api")
+    answer = admin_client.get(url, {"study": mc.slug})
+    assert answer.status_code == 400
+    message = answer.json()["study"][0]
+    assert message.startswith(f"{mc.slug}: a multiple-choice study") and f"/agreement/{mc.slug}/" in message
+    assert "step-types" not in message
+    message = admin_client.get(url, {"study": steps.slug}).json()["study"][0]
+    assert (
+        message.startswith(f"{steps.slug}: a step-types study")
+        and "/api/agreement/step-types/?study=" in message
+    )

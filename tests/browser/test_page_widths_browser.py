@@ -1,0 +1,169 @@
+"""The pages of #19 item 15 in Chromium at 1,440 and 390 px, measured (screenshots in
+test-artifacts/screenshots/widths-*.png): the leaderboard fits 1,440 px without scrolling sideways, even with
+every column and every judge, and shows How2Score and its interval on a phone; the topic heatmap, /compare/
+and the jobs pages do not widen a phone's page, the heatmap's judge menu stays readable, the jobs' status is
+on screen; a step-types candidate row stays short in the phone's column layout."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from h2e_site.jobs.models import Job, JobKind, JobStatus
+from tests.annotation.step_types.test_browser import make_patch_study, qualify, read_all
+from tests.browser.conftest import screenshot
+from tests.browser.test_research_pages_browser import research_world
+
+pytestmark = pytest.mark.browser
+
+DESKTOP = {"width": 1440, "height": 900}
+PHONE = {"width": 390, "height": 844}
+PAGE_OVERFLOW = "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+# How far a scroll box (a table's or a chart's) scrolls sideways: 0 when its content fits.
+BOX_OVERFLOW = (
+    "(selector) => { const el = document.querySelector(selector); return el.scrollWidth - el.clientWidth; }"
+)
+# The boxes of the elements matched, as [left, right, width, height] (visible ones only).
+BOXES = """(selector) => Array.from(document.querySelectorAll(selector))
+  .map(el => el.getBoundingClientRect()).filter(r => r.width > 0)
+  .map(r => [Math.round(r.left), Math.round(r.right), Math.round(r.width), Math.round(r.height)])"""
+
+
+HEADER_WIDTHS = """() => Array.from(document.querySelectorAll('.leaderboard-table thead th'))
+  .filter(th => th.offsetWidth).map(th => th.textContent.trim().slice(0, 12) + ' ' + th.offsetWidth)"""
+
+
+def _table_fits(page: Any, name: str) -> None:
+    """The leaderboard's table needs no sideways scrolling of its box."""
+    overflow = page.evaluate(BOX_OVERFLOW, "#leaderboard .table-wrap")
+    widths = page.evaluate(HEADER_WIDTHS)
+    assert overflow <= 0, f"{name}: the table scrolls sideways by {overflow} px: {widths}"
+
+
+def _no_page_overflow(page: Any, name: str) -> None:
+    overflow = page.evaluate(PAGE_OVERFLOW)
+    assert overflow <= 0, (
+        f"{name}: the page scrolls sideways by {overflow} px at {page.viewport_size['width']}"
+    )
+
+
+def _on_screen(page: Any, selector: str, name: str) -> list[list[int]]:
+    """Every element matched lies inside the viewport's width (not cut off, not behind a scroll)."""
+    width = page.viewport_size["width"]
+    boxes = page.evaluate(BOXES, selector)
+    assert boxes, f"{name}: nothing matches {selector}"
+    for left, right, _, _ in boxes:
+        assert left >= 0 and right <= width, (
+            f"{name}: {selector} at {left}-{right} px, off a {width} px screen"
+        )
+    return boxes
+
+
+def _both_widths(page: Any, url: str, name: str) -> None:
+    page.set_viewport_size(DESKTOP)
+    page.goto(url)
+    _no_page_overflow(page, name)
+    screenshot(page, f"widths-{name}-1440")
+    page.set_viewport_size(PHONE)
+    page.goto(url)
+    _no_page_overflow(page, name)
+    screenshot(page, f"widths-{name}-390")
+
+
+def test_the_leaderboard_fits_1440_px_and_shows_how2score_on_a_phone(
+    staff_page: Any, live_server: Any
+) -> None:
+    research_world()
+    errors: list[str] = []
+    staff_page.on("pageerror", lambda error: errors.append(str(error)))
+    base = live_server.url
+
+    staff_page.set_viewport_size(DESKTOP)
+    staff_page.goto(f"{base}/")  # How2Judge's four generators, one forest plot row each
+    assert "how2everything/how2judge" in staff_page.locator(".judged-by").inner_text()
+    assert staff_page.locator("svg.forest").count() == 4
+    _table_fits(staff_page, "leaderboard")
+    _no_page_overflow(staff_page, "leaderboard")
+    assert not staff_page.locator("th.col-more").first.is_visible()
+    screenshot(staff_page, "widths-leaderboard-1440")
+    staff_page.check("#more-columns")  # the secondary columns: still no sideways scrolling
+    assert staff_page.locator("th.col-more").first.is_visible()
+    _table_fits(staff_page, "leaderboard, every column")
+    screenshot(staff_page, "widths-leaderboard-all-columns-1440")
+    staff_page.select_option("#judge-filter", "all")  # every judge, the toggle kept across the swap
+    staff_page.wait_for_url("**/?judge=all")
+    staff_page.wait_for_function("document.querySelectorAll('svg.forest').length === 10")
+    assert staff_page.is_checked("#more-columns")
+    _table_fits(staff_page, "leaderboard, every judge and column")
+    _no_page_overflow(staff_page, "leaderboard, every judge and column")
+    badges = staff_page.evaluate(BOXES, ".judge-cell .badge")
+    assert badges and all(height < 24 for *_, height in badges), f"the demo badge wraps: {badges}"
+    screenshot(staff_page, "widths-leaderboard-all-judges-1440")
+
+    for path, name in (("/", "leaderboard"), ("/?judge=all", "leaderboard-all-judges")):
+        staff_page.set_viewport_size(PHONE)
+        staff_page.goto(f"{base}{path}")
+        _no_page_overflow(staff_page, name)
+        _on_screen(staff_page, ".score-value", name)
+        forests = _on_screen(staff_page, "svg.forest", name)
+        assert all(width >= 200 for _, _, width, _ in forests), f"{name}: a squeezed forest plot {forests}"
+        _on_screen(staff_page, "#judge-filter", name)
+        screenshot(staff_page, f"widths-{name}-390")
+    assert not errors, errors
+
+
+def test_the_heatmap_compare_and_jobs_pages_fit_a_phone(staff_page: Any, live_server: Any) -> None:
+    world = research_world()
+    judge, (a, b) = world["judges"][0], world["generators"][:2]
+    base = live_server.url
+
+    _both_widths(staff_page, f"{base}/leaderboard/topics/", "heatmap")
+    menu = staff_page.locator("#heatmap-judge").bounding_box()
+    assert menu is not None and menu["width"] >= 200, f"the judge menu is squeezed: {menu}"
+    _on_screen(staff_page, ".chart-wrap", "heatmap")
+    staff_page.set_viewport_size(DESKTOP)
+    staff_page.reload()
+    assert staff_page.evaluate(BOX_OVERFLOW, ".chart-wrap") <= 0  # the whole heatmap on a laptop
+
+    _both_widths(
+        staff_page, f"{base}/compare/?judge={judge.judge_id}&a={a.generator_id}&b={b.generator_id}", "compare"
+    )
+    _on_screen(staff_page, ".discordant-table .verdict", "compare")
+
+    Job.objects.create(kind=JobKind.IMPORT, status=JobStatus.RUNNING, total=10, done=4, parameters={})
+    failed = Job.objects.create(
+        kind=JobKind.JUDGE,
+        status=JobStatus.FAILED,
+        total=60,
+        done=12,
+        failed=48,
+        parameters={"judge": world["judges"][2].pk},
+        error="Connection refused: http://127.0.0.1:8080/v1/chat/completions " * 3,
+    )
+    Job.objects.create(kind=JobKind.JUDGE, status=JobStatus.SUCCEEDED, total=60, done=60, parameters={})
+    _both_widths(staff_page, f"{base}/jobs/", "jobs")
+    statuses = _on_screen(staff_page, ".jobs-table .status", "jobs")
+    assert len(statuses) == 3
+    _both_widths(staff_page, f"{base}/jobs/{failed.pk}/", "job-detail")
+    _on_screen(staff_page, ".jobs-table .status", "job detail")
+
+
+def test_a_step_types_candidate_row_stays_short_on_a_phone(
+    browser: Any, live_server: Any, transactional_db: None
+) -> None:
+    study = make_patch_study()
+    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+    try:
+        page = context.new_page()
+        qualify(page, live_server, study)
+        read_all(page)
+        page.get_by_label("At step 2: step 3").check()  # a marked row shows its expert question too
+        rows = page.evaluate(BOXES, ".candidate")
+        assert len(rows) == 13
+        tallest = max(height for *_, height in rows)
+        assert tallest <= 140, f"a candidate row is {tallest} px tall at 390 px"
+        _no_page_overflow(page, "step-types item")
+        screenshot(page, "widths-step-types-item-390")
+    finally:
+        context.close()
