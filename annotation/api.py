@@ -29,6 +29,7 @@ from .kinds import kind_for
 from .models import Study, StudyKind
 from .report_card import report_card
 from .step_types.agreement_api import StepTypesAgreementView
+from .step_types.classify_serializers import ShareSerializer
 
 
 class AnnotatorAgreementSerializer(serializers.Serializer):
@@ -233,16 +234,6 @@ def _next_url(request: Request, cursor: str | None) -> str | None:
     params = request.query_params.copy()
     params["cursor"] = cursor
     return request.build_absolute_uri(f"{request.path}?{params.urlencode()}")
-
-
-class ShareSerializer(serializers.Serializer):
-    """k of n, with its 95 % Wilson interval (null when n is 0)."""
-
-    k = serializers.IntegerField()
-    n = serializers.IntegerField()
-    rate = serializers.FloatField(allow_null=True)
-    ci_low = serializers.FloatField(allow_null=True)
-    ci_high = serializers.FloatField(allow_null=True)
 
 
 class InstrumentSerializer(serializers.Serializer):
