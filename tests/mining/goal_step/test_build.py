@@ -240,3 +240,11 @@ def test_it_normalises_what_the_embedding_returns() -> None:
     assert np.allclose(np.linalg.norm(corpus.vectors, axis=1), 1, atol=1e-5)
     with pytest.raises(ValueError, match="embed returned shape"):
         prepare_corpus(_tiny_procedures(["a", "b"]), embed=lambda texts: np.zeros((1, 4)))
+
+
+@pytest.mark.parametrize("n_candidates", [1, 27])
+def test_it_refuses_more_candidates_than_option_letters(n_candidates: int) -> None:
+    """#19 item 4: options are lettered A to Z (mining/goal_step/options.py), the bound the importer and the
+    multiple-choice study share."""
+    with pytest.raises(ValueError, match=f"n_candidates: expected 2 to 26 .*, got {n_candidates}"):
+        build_all(synthetic_procedures(20, seed=1), embed=EMBED, seed=0, n_candidates=n_candidates)
