@@ -42,13 +42,24 @@ class StudyForm(forms.Form):
     title = forms.CharField(max_length=200)
     slug = forms.SlugField(max_length=64, help_text="part of the annotators' URL: /a/<slug>/")
     prolific_study_id = forms.CharField(max_length=64, required=False, label="Prolific STUDY_ID (optional)")
-    topics = forms.ModelMultipleChoiceField(Topic.objects.all(), required=False, help_text="none: any topic")
+    topics = forms.ModelMultipleChoiceField(
+        Topic.objects.order_by("name"),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="none: any topic",
+    )
     splits = forms.MultipleChoiceField(
-        choices=Split.choices, required=False, help_text="procedures of these splits; none: any split"
+        choices=Split.choices,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="procedures of these splits; none: any split",
     )
     task_set = forms.ChoiceField(choices=[], help_text="the task set whose test examples are validated")
     tasks = forms.MultipleChoiceField(
-        choices=GoalStepTask.choices, required=False, help_text="none: every task of the set"
+        choices=GoalStepTask.choices,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="none: every task of the set",
     )
     generators = forms.ModelMultipleChoiceField(
         Generator.objects.all(), required=False, help_text="none: any generator"
@@ -83,7 +94,7 @@ class StudyForm(forms.Form):
     consent_text = forms.CharField(widget=forms.Textarea(attrs={"rows": 6}), initial=codebook.CONSENT)
     training_text = forms.CharField(widget=forms.Textarea(attrs={"rows": 12}), initial=codebook.TRAINING)
     comprehension_questions = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 14, "spellcheck": "true"}),
+        widget=forms.Textarea(attrs={"rows": 14, "class": "code"}),
         initial=comprehension_questions_text(codebook.default_comprehension_questions()),
         help_text="One question per block, blocks apart by a blank line: the question, then one choice "
         "per line starting with “- ”, the right choice with “* ”. The training text should answer them.",
