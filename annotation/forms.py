@@ -15,7 +15,7 @@ from mining.models import GoalStepTask, Split, TaskSet, Topic
 from . import codebook
 from .comprehension import comprehension_questions_parse, comprehension_questions_text
 from .kinds import kind_for
-from .models import Study, StudyKind
+from .models import PROLIFIC_STUDY_ID, Study, StudyKind, study_slug_free
 from .services import ATTENTION_CHECKS, SAMPLE_SIZE
 
 KIND_TEXTS = (
@@ -40,8 +40,15 @@ class StudyForm(forms.Form):
 
     kind = forms.ChoiceField(choices=StudyKind.choices, widget=forms.HiddenInput, required=False)
     title = forms.CharField(max_length=200)
-    slug = forms.SlugField(max_length=64, help_text="part of the annotators' URL: /a/<slug>/")
-    prolific_study_id = forms.CharField(max_length=64, required=False, label="Prolific STUDY_ID (optional)")
+    slug = forms.SlugField(
+        max_length=64, validators=[study_slug_free], help_text="part of the annotators' URL: /a/<slug>/"
+    )
+    prolific_study_id = forms.CharField(
+        max_length=64,
+        required=False,
+        label="Prolific STUDY_ID (optional)",
+        help_text="24 hexadecimal characters, from the study's URL on Prolific",
+    )
     topics = forms.ModelMultipleChoiceField(
         Topic.objects.order_by("name"),
         required=False,
@@ -141,7 +148,10 @@ class StudyForm(forms.Form):
         return judges
 
     def clean_prolific_study_id(self) -> str:
-        return str(self.cleaned_data["prolific_study_id"]).strip().lower()
+        study_id = str(self.cleaned_data["prolific_study_id"]).strip().lower()
+        if study_id:
+            PROLIFIC_STUDY_ID(study_id)  # the model's rule, with the letters as Prolific writes them
+        return study_id
 
     def clean_comprehension_questions(self) -> list[dict[str, Any]]:
         return comprehension_questions_parse(self.cleaned_data["comprehension_questions"])
