@@ -15,7 +15,7 @@ from mining.models import GoalStepTask, Split, TaskSet, Topic
 from . import codebook
 from .comprehension import comprehension_questions_parse, comprehension_questions_text
 from .kinds import kind_for
-from .models import Study, StudyKind
+from .models import PROLIFIC_STUDY_ID, Study, StudyKind, study_slug_free
 from .services import ATTENTION_CHECKS, SAMPLE_SIZE
 
 KIND_TEXTS = (
@@ -40,15 +40,33 @@ class StudyForm(forms.Form):
 
     kind = forms.ChoiceField(choices=StudyKind.choices, widget=forms.HiddenInput, required=False)
     title = forms.CharField(max_length=200)
-    slug = forms.SlugField(max_length=64, help_text="part of the annotators' URL: /a/<slug>/")
-    prolific_study_id = forms.CharField(max_length=64, required=False, label="Prolific STUDY_ID (optional)")
-    topics = forms.ModelMultipleChoiceField(Topic.objects.all(), required=False, help_text="none: any topic")
+    slug = forms.SlugField(
+        max_length=64, validators=[study_slug_free], help_text="part of the annotators' URL: /a/<slug>/"
+    )
+    prolific_study_id = forms.CharField(
+        max_length=64,
+        required=False,
+        label="Prolific STUDY_ID (optional)",
+        help_text="24 hexadecimal characters, from the study's URL on Prolific",
+    )
+    topics = forms.ModelMultipleChoiceField(
+        Topic.objects.order_by("name"),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="none: any topic",
+    )
     splits = forms.MultipleChoiceField(
-        choices=Split.choices, required=False, help_text="procedures of these splits; none: any split"
+        choices=Split.choices,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="procedures of these splits; none: any split",
     )
     task_set = forms.ChoiceField(choices=[], help_text="the task set whose test examples are validated")
     tasks = forms.MultipleChoiceField(
-        choices=GoalStepTask.choices, required=False, help_text="none: every task of the set"
+        choices=GoalStepTask.choices,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="none: every task of the set",
     )
     generators = forms.ModelMultipleChoiceField(
         Generator.objects.all(), required=False, help_text="none: any generator"
@@ -83,7 +101,7 @@ class StudyForm(forms.Form):
     consent_text = forms.CharField(widget=forms.Textarea(attrs={"rows": 6}), initial=codebook.CONSENT)
     training_text = forms.CharField(widget=forms.Textarea(attrs={"rows": 12}), initial=codebook.TRAINING)
     comprehension_questions = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 14, "spellcheck": "true"}),
+        widget=forms.Textarea(attrs={"rows": 14, "class": "code"}),
         initial=comprehension_questions_text(codebook.default_comprehension_questions()),
         help_text="One question per block, blocks apart by a blank line: the question, then one choice "
         "per line starting with “- ”, the right choice with “* ”. The training text should answer them.",
@@ -130,7 +148,10 @@ class StudyForm(forms.Form):
         return judges
 
     def clean_prolific_study_id(self) -> str:
-        return str(self.cleaned_data["prolific_study_id"]).strip().lower()
+        study_id = str(self.cleaned_data["prolific_study_id"]).strip().lower()
+        if study_id:
+            PROLIFIC_STUDY_ID(study_id)  # the model's rule, with the letters as Prolific writes them
+        return study_id
 
     def clean_comprehension_questions(self) -> list[dict[str, Any]]:
         return comprehension_questions_parse(self.cleaned_data["comprehension_questions"])

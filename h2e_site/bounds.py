@@ -19,15 +19,17 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from django import forms
 from django.contrib import admin
+from django.contrib.admin.widgets import AutocompleteSelect
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.forms.fields import InvalidJSONInput
 from rest_framework import parsers, serializers
 from rest_framework.exceptions import ParseError
 
@@ -132,9 +134,13 @@ def json_loads_bounded(
     if depth > max_depth:
         raise ValueError(f"{field}: JSON nested {depth:,} deep, more than {max_depth}")
     try:
-        return json.loads(text, parse_constant=_no_constant)
+        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{field}: not valid JSON ({exc})") from exc
+    where = _nul_path(value)
+    if where is not None:
+        raise JSONRefused(field, where, "holds a NUL character (\\u0000), which cannot be stored")
+    return value
 
 
 def _no_constant(name: str) -> None:
@@ -142,24 +148,95 @@ def _no_constant(name: str) -> None:
     raise json.JSONDecodeError(f"{name} is not a JSON number", name, 0)
 
 
+def _finite(text: str) -> float:
+    """A JSON number too large for a double (1e999) is refused, not read as infinity."""
+    number = float(text)
+    if not math.isfinite(number):
+        raise json.JSONDecodeError(f"{text[:20]} is too large a number", text, 0)
+    return number
+
+
+def _nul_path(value: Any, path: tuple[str | int, ...] = ()) -> tuple[str | int, ...] | None:
+    """Where a parsed JSON value (nested at most MAX_JSON_DEPTH deep) has NUL in a key or a string."""
+    if isinstance(value, str):
+        return path if "\x00" in value else None
+    items: Any = (
+        value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    )
+    for key, item in items:
+        if isinstance(key, str) and "\x00" in key:
+            return (*path, key.replace("\x00", "\\u0000"))
+        found = _nul_path(item, (*path, key))
+        if found is not None:
+            return found
+    return None
+
+
+class JSONRefused(ValueError):
+    """JSON whose value cannot be stored; `path` leads to the part concerned (the body's field first)."""
+
+    def __init__(self, field: str, path: tuple[str | int, ...], problem: str) -> None:
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+        super().__init__(f"{field}{where}: {problem}")
+        self.path = path
+
+
 class BoundedJSONFormField(forms.JSONField):
-    """Django's JSON form field, measuring the text before parsing it (json_loads_bounded)."""
+    """Django's JSON form field, measuring the text before parsing it (json_loads_bounded), also when the
+    form is shown again with what was sent."""
+
+    def __init__(self, *, empty: Callable[[], Any] | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.empty = empty  # what an emptied field becomes (a column that holds no NULL: its default)
 
     def to_python(self, value: Any) -> Any:
-        if isinstance(value, str) and not self.disabled:
+        if self.empty is not None and not self.disabled and value in self.empty_values:
+            return self.empty()
+        if isinstance(value, str) and not self.disabled and value not in self.empty_values:
             try:
                 json_loads_bounded("JSON", value)
             except ValueError as exc:
-                raise ValidationError(str(exc).removeprefix("JSON: "), code="invalid") from exc
+                raise ValidationError(str(exc).removeprefix("JSON: "), code="invalid") from None
         return super().to_python(value)
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        if isinstance(data, str) and not self.disabled:
+            try:
+                json_loads_bounded("JSON", data)
+            except ValueError:
+                return InvalidJSONInput(data)
+        return super().bound_data(data, initial)
+
+
+class ValidAutocompleteSelect(AutocompleteSelect):
+    """Django's autocomplete select, which shows a form sent back with a value that is no key (a NUL, a
+    word) as refused instead of failing on it while it looks the value up."""
+
+    def optgroups(self, name: str, value: Any, attr: Any = None) -> Any:
+        return super().optgroups(name, [v for v in value if self._is_key(v)], attr)
+
+    def _is_key(self, value: Any) -> bool:
+        try:
+            self.field.target_field.to_python(value)
+        except ValidationError:
+            return False
+        return "\x00" not in str(value)
 
 
 class BoundedJSONAdmin(admin.options.BaseModelAdmin):  # type: ignore[type-arg]
-    """Mixed into every ModelAdmin and inline: its JSON fields are BoundedJSONFormFields."""
+    """Mixed into every ModelAdmin and inline: its JSON fields are BoundedJSONFormFields, its autocomplete
+    fields ValidAutocompleteSelects."""
+
+    def formfield_for_foreignkey(self, db_field: Any, request: Any, **kwargs: Any) -> Any:
+        if db_field.name in self.get_autocomplete_fields(request) and "widget" not in kwargs:
+            kwargs["widget"] = ValidAutocompleteSelect(db_field, self.admin_site, using=kwargs.get("using"))
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     def formfield_for_dbfield(self, db_field: models.Field, request: Any, **kwargs: Any) -> Any:  # type: ignore[type-arg]
         if isinstance(db_field, models.JSONField):
             kwargs.setdefault("form_class", BoundedJSONFormField)
+            if db_field.blank and not db_field.null:  # emptied: the default ([] or {}), not NULL
+                kwargs.setdefault("empty", db_field.get_default)
         return super().formfield_for_dbfield(db_field, request, **kwargs)
 
 
@@ -173,6 +250,10 @@ class BoundedJSONParser(parsers.JSONParser):
             return json_loads_bounded("body", stream.read() if stream is not None else b"")
         except UnicodeDecodeError as exc:
             raise ParseError(f"body: not UTF-8 ({exc.reason})") from exc
+        except JSONRefused as exc:  # named as a serializer names a field
+            if exc.path and isinstance(exc.path[0], str):
+                raise ParseError({exc.path[0]: [str(exc).removeprefix("body.")]}) from exc
+            raise ParseError(str(exc)) from exc
         except ValueError as exc:
             raise ParseError(f"JSON parse error - {exc}") from exc
 
@@ -185,6 +266,7 @@ __all__ = [
     "BoundedJSONAdmin",
     "BoundedJSONFormField",
     "BoundedJSONParser",
+    "JSONRefused",
     "OutOfRange",
     "Range",
     "json_depth",

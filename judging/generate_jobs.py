@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from django.db.models import Exists, OuterRef
 
+from h2e_site.bounds import Range
 from h2e_site.jobs.loop import ItemWork, Progress, job_run
 from h2e_site.jobs.models import Job, JobKind
 from h2e_site.jobs.services import NothingToRetry, job_create
@@ -26,6 +27,8 @@ from .configs import config_for_generator, prompt_for_generator
 from .models import Generation, Generator
 from .prompting import generation_prompt, generation_request
 from .results import generations_store
+
+LIMIT = Range(1, 10_000_000)  # procedures a generate job may take ("at most this many")
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -46,8 +49,8 @@ def generate_job_create(
     (enqueue=False: not at all, for a caller that runs it in-process with generate_job_run)."""
     config = config_for_generator(generator)  # fails now, not on the worker, for an imported generator
     prompt_for_generator(generator)  # ... and for a prompt file changed since the generator was made
-    if limit is not None and limit < 1:
-        raise ValueError(f"limit must be a positive number, got {limit}")
+    if limit is not None:
+        LIMIT.check("limit", limit)  # OutOfRange is a ValueError naming the field
     procedures = Procedure.objects.all()
     if split:
         procedures = procedures.filter(split=split)

@@ -8,8 +8,10 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from h2e_site.api import FormBooleanField
+from h2e_site.bounds import model_range
 from mining.models import Procedure, Split
 
+from .generate_jobs import LIMIT
 from .models import CriticalFailure, Generation, Generator, Judge, Judgment
 
 
@@ -116,11 +118,11 @@ class JobCreateSerializer(serializers.Serializer):
         default=Split.BENCH,
         help_text="generate: procedures of this split (null: every split)",
     )
-    limit = serializers.IntegerField(
-        min_value=1, required=False, allow_null=True, help_text="generate: at most this many procedures"
+    limit = LIMIT.api_field(
+        required=False, allow_null=True, help_text="generate: at most this many procedures"
     )
     procedure_ids = serializers.ListField(
-        child=serializers.IntegerField(min_value=1),
+        child=serializers.IntegerField(min_value=1, max_value=model_range(Procedure, "id").high),
         required=False,
         allow_null=True,
         help_text="generate: only these procedures (ids)",
@@ -139,7 +141,7 @@ class JobCreateSerializer(serializers.Serializer):
         help_text="judge: which generations",
     )
     generation_ids = serializers.ListField(
-        child=serializers.IntegerField(min_value=1),
+        child=serializers.IntegerField(min_value=1, max_value=model_range(Generation, "id").high),
         required=False,
         allow_null=True,
         help_text="judge: only these generations (ids)",

@@ -18,6 +18,7 @@ from h2e_site.jobs.admin import jobs_redirect
 from h2e_site.jobs.models import Job
 from mining.models import Split
 
+from ..generate_jobs import LIMIT
 from ..models import Judge
 
 JUDGE_CONFIG_DIR = Path(settings.BASE_DIR) / "configs" / "judges"
@@ -115,8 +116,8 @@ class GenerateForm(forms.Form):
         required=False,
         help_text="the procedures (L1) to write L2 for; those with a good L2 from the generator are skipped",
     )
-    limit = forms.IntegerField(
-        min_value=1, required=False, help_text="at most this many procedures (first by id); empty: all"
+    limit = LIMIT.form_field(
+        required=False, help_text="at most this many procedures (first by id); empty: all"
     )
 
 

@@ -27,6 +27,12 @@ class RebuildForm(forms.Form):
     name = forms.SlugField(max_length=64, help_text="the new task set's name")
     seed = model_range(TaskSet, "seed").form_field(initial=1)
 
+    def clean_name(self) -> str:
+        name: str = self.cleaned_data["name"]
+        if TaskSet.objects.filter(name=name).exists():
+            raise forms.ValidationError(f"a task set {name!r} exists already")
+        return name
+
 
 @admin.register(TaskSet)
 class TaskSetAdmin(BoundedJSONAdmin, RunActionsMixin, admin.ModelAdmin):
@@ -81,31 +87,31 @@ class TaskSetAdmin(BoundedJSONAdmin, RunActionsMixin, admin.ModelAdmin):
             return None
         origin = queryset.get()
         form = RebuildForm(request.POST if confirmed(request) else None)
-        if not confirmed(request) or not form.is_valid():
-            return self.action_page(
-                request,
-                queryset,
-                action="build_again",
-                title="Build a new task set",
-                submit_label="Build",
-                form=form,
-                intro="A build_tasks job over the same splits and topics, with the name and seed given here.",
-            )
-        selection = origin.selection
-        try:
-            task_set = task_set_create(
-                form.cleaned_data["name"],
-                seed=form.cleaned_data["seed"],
-                splits=selection.get("splits") or [Split.BENCH],
-                topic_ids=selection.get("topics") or [],
-                test_share=float(selection.get("test_share", 0.2)),
-                created_by=request_user(request),
-            )
-        except TaskSetRefused as refused:
-            self.message_user(request, str(refused), messages.ERROR)
-            return None
-        self.message_user(request, f"Task set {task_set.name}: job #{task_set.job_id} started.")
-        return None
+        if confirmed(request) and form.is_valid():
+            selection = origin.selection
+            try:
+                task_set = task_set_create(
+                    form.cleaned_data["name"],
+                    seed=form.cleaned_data["seed"],
+                    splits=selection.get("splits") or [Split.BENCH],
+                    topic_ids=selection.get("topics") or [],
+                    test_share=float(selection.get("test_share", 0.2)),
+                    created_by=request_user(request),
+                )
+            except TaskSetRefused as refused:  # shown on the form, which stays filled in
+                form.add_error(None, str(refused))
+            else:
+                self.message_user(request, f"Task set {task_set.name}: job #{task_set.job_id} started.")
+                return None
+        return self.action_page(
+            request,
+            queryset,
+            action="build_again",
+            title="Build a new task set",
+            submit_label="Build",
+            form=form,
+            intro="A build_tasks job over the same splits and topics, with the name and seed given here.",
+        )
 
 
 @admin.register(TaskExample)

@@ -26,6 +26,7 @@ class TaskSetBuildForm(forms.Form):
     topics = forms.ModelMultipleChoiceField(
         queryset=Topic.objects.order_by("name"),
         required=False,
+        widget=forms.CheckboxSelectMultiple,
         help_text="only these topics (none chosen: every topic, and procedures without one)",
     )
     test_share = forms.FloatField(

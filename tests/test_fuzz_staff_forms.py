@@ -1,0 +1,568 @@
+"""Property-based test (Hypothesis) of every form a staff user can reach (issue #19): the admin's change and
+add forms (found in the admin site's registry, inlines included), the other forms of the site (the study
+builder of every kind, the task-set build form, the admin actions' forms) and the bodies of the API's
+job-starting endpoints (the serializers of POST /api/jobs/, one per kind, found in the job registry). Each
+field gets values chosen by its type: numbers beyond its column's range, NaN and infinities, JSON nested
+50,000 deep, over a megabyte long or holding NUL, NUL in text, empty strings, another row's unique value.
+
+No request may answer 5xx or show a traceback; a value that must be refused (out of the field's range, NUL,
+too deep, a duplicate, ...) is refused with a message under that field, and nothing stored changes. Forms are
+enumerated, so a new admin, a new form or a new kind of job is walked without a change here, and a new form
+class that this module cannot reach fails test_it_knows_every_form_of_the_site.
+
+Bounded in time: a few hundred generated requests (FUZZ_SCALE multiplies them), ~30 s."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import os
+import pkgutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from django import forms
+from django.contrib import admin
+from django.db import models
+from django.forms.models import BaseModelForm
+from django.test import Client
+from django.urls import reverse
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from rest_framework import serializers
+
+from annotation import services
+from annotation.models import Study, StudyKind
+from h2e_site.bounds import model_range
+from h2e_site.jobs.api import _creatable
+from h2e_site.jobs.models import Job
+from mining.config import run_config_from_mapping
+from mining.models import MiningRun, TaskSet
+from mining.runs import mining_run_create
+from tests.annotation.conftest import make_study, no_failure, qualified, read_everything
+from tests.annotation.goal_step.conftest import make_task_set
+from tests.factories import make_procedure, make_scored_world, make_user
+from tests.mining.canned import loopback_config, make_document
+
+pytestmark = pytest.mark.django_db
+SCALE = float(os.environ.get("FUZZ_SCALE", "1"))
+SENT: dict[str, int] = {}
+APPS = ("h2e_site", "mining", "judging", "annotation")
+
+DEEP_ARRAY = "[" * 50_000 + "]" * 50_000
+DEEP_OBJECT = '{"a": ' * 50_000 + "1" + "}" * 50_000
+HUGE_JSON = '["' + "x" * 1_100_000 + '"]'
+NUL_JSON = '["a\\u0000b"]'
+BAD_JSON = [DEEP_ARRAY, DEEP_OBJECT, HUGE_JSON, NUL_JSON, '{"a": NaN}', "[1e999]"]
+BIG_NUMBERS: list[Any] = [2**15, 2**31, -(2**31) - 1, 2**63, -(2**63) - 1, 10**30, -1]
+HUGE_DIGITS = "1" + "0" * 5000
+ODD_NUMBERS = ["1e300", "-1e300", "1e400", "nan", "inf", "-inf", "0x10", "٣", "1.5"]
+DUPLICATE = object()  # another row's value of a unique field
+TEXTS = ["", "   ", "\x00", "a\x00b", "x" * 70_000, "new", "\u202e", "abc def"]
+
+
+def _examples(n: int) -> settings:
+    return settings(
+        max_examples=max(1, int(n * SCALE)),
+        deadline=None,
+        derandomize=bool(os.environ.get("CI")),
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+        database=None,
+        phases=[Phase.explicit, Phase.generate],  # a failure is shown as found: shrinking pages takes minutes
+    )
+
+
+# --- what a value must do to a field ---------------------------------------------------------------------
+
+
+def _number(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number
+
+
+def _must_refuse(form_field: forms.Field, value: Any, bounds: tuple[float, float] | None) -> bool:
+    """Whether a field must refuse the value (a value it may take is not asserted either way)."""
+    text = value if isinstance(value, str) else json.dumps(value)
+    if "\x00" in text or (text in BAD_JSON and isinstance(form_field, forms.JSONField)):
+        return True
+    if isinstance(form_field, forms.IntegerField | forms.FloatField):
+        number = _number(value)
+        if number is None or not math.isfinite(number):
+            return value not in ("", None) or form_field.required
+        low, high = bounds or (-(2**31), 2**31 - 1)
+        return not low <= number <= high
+    max_length = getattr(form_field, "max_length", None)
+    if isinstance(value, str) and max_length is not None and len(value) > max_length:
+        return True
+    return isinstance(value, str) and not value.strip() and form_field.required
+
+
+def _field_values(form_field: forms.Field) -> list[Any]:
+    """The hostile values a field is sent, by its type (none for what a person does not type: hidden
+    fields such as an inline's ids and a formset's counts, files, check boxes, date-and-time pairs)."""
+    if isinstance(form_field, forms.BooleanField | forms.FileField) or isinstance(
+        form_field.widget, forms.HiddenInput | forms.MultiWidget
+    ):
+        return []
+    if isinstance(form_field, forms.IntegerField | forms.FloatField | forms.DecimalField):
+        return [str(n) for n in BIG_NUMBERS] + ODD_NUMBERS + [HUGE_DIGITS, "", "\x00"]
+    if isinstance(form_field, forms.JSONField):
+        return [*BAD_JSON, "", '"a plain string"', "[]", "{}", "\x00"]
+    if isinstance(form_field, forms.ChoiceField | forms.ModelChoiceField):
+        return ["", "\x00", "no-such-choice", "9" * 30, "-1"]
+    return [*TEXTS, DEEP_ARRAY, NUL_JSON]
+
+
+def _refused_on(errors: dict[str, Any], name: str) -> bool:
+    return name in errors or any(name in str(e) for e in errors.get("__all__", []))
+
+
+# --- the admin: every registered model, every editable field ---------------------------------------------
+
+
+@dataclass
+class AdminTarget:
+    model: type[models.Model]
+    model_admin: admin.ModelAdmin  # type: ignore[type-arg]
+    pk: Any  # None: the add page
+
+    @property
+    def label(self) -> str:
+        page = "add" if self.pk is None else "change"
+        return f"admin {self.model._meta.label} {page}"
+
+    @property
+    def url(self) -> str:
+        meta = self.model._meta
+        if self.pk is None:
+            return reverse(f"admin:{meta.app_label}_{meta.model_name}_add")
+        return reverse(f"admin:{meta.app_label}_{meta.model_name}_change", args=[self.pk])
+
+
+def _post_values(bound: forms.BoundField) -> dict[str, Any]:
+    """What a browser posts for a field as it is shown."""
+    widget, value = bound.field.widget, bound.value()
+    if isinstance(bound.field, forms.BooleanField):
+        return {bound.html_name: "on"} if value else {}
+    if isinstance(widget, forms.MultiWidget):
+        parts = value if isinstance(value, list) else widget.decompress(value)
+        return {f"{bound.html_name}_{i}": "" if p is None else str(p) for i, p in enumerate(parts)}
+    if isinstance(value, list | tuple):
+        return {bound.html_name: [str(v) for v in value]}
+    return {bound.html_name: "" if value is None else str(value)}
+
+
+def _admin_forms(response: Any) -> Iterator[forms.BaseForm]:
+    yield response.context["adminform"].form
+    for inline in response.context["inline_admin_formsets"]:
+        yield inline.formset.management_form
+        yield from inline.formset.forms
+
+
+def _admin_post(response: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {"_save": "Save"}
+    for form in _admin_forms(response):
+        for bound in form:
+            if not bound.field.disabled:
+                data.update(_post_values(bound))
+    return data
+
+
+# Issue #19 item 7, fixed on another helper's branch (b: no Add pages in the judging admin): until it is
+# merged these add pages answer 500 and are left out here. Remove this set once it is on main.
+ADD_PAGES_OF_ITEM_7 = {"judging.Generator", "judging.Generation", "judging.Judgment"}
+
+
+def _admin_targets(staff: Client) -> list[AdminTarget]:
+    targets = []
+    for model, model_admin in admin.site._registry.items():
+        obj = model._default_manager.order_by("pk").first()
+        for pk in ([obj.pk] if obj is not None else []) + [None]:
+            target = AdminTarget(model, model_admin, pk)
+            if pk is None and model._meta.label in ADD_PAGES_OF_ITEM_7:
+                continue
+            response = staff.get(target.url)
+            assert response.status_code in (200, 403), (target.label, response.status_code)
+            if response.status_code == 200 and any(
+                not b.field.disabled for f in _admin_forms(response) for b in f
+            ):
+                targets.append(target)
+    return targets
+
+
+def _row(target: AdminTarget) -> Any:
+    rows = target.model._default_manager.order_by("pk")
+    return (rows.count(), list(rows.filter(pk=target.pk).values()) if target.pk is not None else [])
+
+
+def _unique_values(target: AdminTarget, name: str) -> list[Any]:
+    """Another row's value of a unique field (a duplicate)."""
+    try:
+        model_field = target.model._meta.get_field(name)
+    except Exception:
+        return []
+    if not getattr(model_field, "unique", False):
+        return []
+    others = target.model._default_manager.exclude(pk=target.pk).values_list(name, flat=True)[:1]
+    return [str(v) for v in others]
+
+
+def _bounds(target: AdminTarget, name: str) -> tuple[float, float] | None:
+    try:
+        found = model_range(target.model, name)
+    except Exception:
+        return None
+    return (found.low, found.high)
+
+
+def test_it_survives_any_value_in_every_admin_form(
+    admin_world: dict[str, Any], staff: Client, django_capture_on_commit_callbacks: Any
+) -> None:
+    targets = _admin_targets(staff)
+    assert {t.model for t in targets} >= {Study, MiningRun}, [t.label for t in targets]
+    pages = {target.label: staff.get(target.url) for target in targets}
+    for target in targets:  # what a browser posts back unchanged is taken: the baseline is right
+        if target.pk is not None:
+            saved = staff.post(target.url, _admin_post(pages[target.label]))
+            assert saved.status_code == 302, (target.label, _errors(saved))
+
+    @_examples(100)
+    @given(data=st.data())
+    def post(data: st.DataObject) -> None:
+        target = data.draw(st.sampled_from(targets), label="target")
+        page = pages[target.label]
+        fields = [
+            (form, bound)
+            for form in _admin_forms(page)
+            for bound in form
+            if not bound.field.disabled and _field_values(bound.field)
+        ]
+        form, bound = data.draw(st.sampled_from(fields), label="field")
+        name = bound.name
+        taken = _unique_values(target, name)  # drawn as one slot: the draws never depend on the rows
+        value = data.draw(st.sampled_from([*_field_values(bound.field), DUPLICATE]), label="value")
+        value = (taken or [""])[0] if value is DUPLICATE else value
+        posted = {**_admin_post(page), bound.html_name: value}
+        before = _row(target)
+        with django_capture_on_commit_callbacks(execute=False):
+            response = staff.post(target.url, posted)
+        SENT[target.label] = SENT.get(target.label, 0) + 1
+        _assert_no_server_error(response, target.label, name, value)
+        refused = response.status_code != 302
+        bounds = _bounds(target, name) if form is page.context["adminform"].form else None
+        must = _must_refuse(bound.field, value, bounds) or value in taken
+        assert refused or not must, (target.label, name, _shown(value), "was taken")
+        if refused:
+            assert _row(target) == before, (target.label, name, _shown(value))
+        if must:
+            errors = _errors(response)
+            named = any(_refused_on(e, name) for e in errors)
+            assert named, (target.label, name, _shown(value), errors)
+
+    post()
+
+
+def _errors(response: Any) -> list[dict[str, Any]]:
+    """The error dicts of every form on a re-shown admin page."""
+    context = response.context
+    if context is None or "adminform" not in context:
+        return [{"__all__": [response.content[:300]]}]
+    found = [dict(context["adminform"].form.errors)]
+    for inline in context["inline_admin_formsets"]:
+        found += [dict(f.errors) for f in inline.formset.forms]
+        found.append({"__all__": list(inline.formset.non_form_errors())})
+    return found
+
+
+def _assert_no_server_error(response: Any, where: str, name: str, value: Any) -> None:
+    assert response.status_code < 500, (where, name, _shown(value), response.status_code)
+    assert b"Traceback" not in response.content, (where, name, _shown(value))
+
+
+def _shown(value: Any) -> str:
+    text = str(value)
+    return text if len(text) < 60 else f"{text[:40]}... ({len(text)} characters)"
+
+
+# --- the site's other forms ------------------------------------------------------------------------------
+
+
+@dataclass
+class FormTarget:
+    label: str
+    get: Callable[[Client], Any]  # the page whose context has the form
+    post: Callable[[Client, dict[str, Any]], Any]
+    form_class: type[forms.BaseForm]
+    stored: Callable[[], Any] = field(default=lambda: (Study.objects.count(), TaskSet.objects.count()))
+
+
+def _builder(kind: str) -> FormTarget:
+    url = reverse("annotation:study_create") + f"?kind={kind}"
+    from annotation.forms import StudyForm
+
+    return FormTarget(
+        f"study builder ({kind})",
+        lambda c: c.get(url),
+        lambda c, data: c.post(url, data),
+        StudyForm,
+    )
+
+
+def _action(model: type[models.Model], action: str, form_class: type[forms.BaseForm]) -> FormTarget:
+    meta = model._meta
+    url = reverse(f"admin:{meta.app_label}_{meta.model_name}_changelist")
+
+    def selected() -> dict[str, Any]:
+        pk = model._default_manager.order_by("pk").values_list("pk", flat=True).first()
+        return {"action": action, admin.helpers.ACTION_CHECKBOX_NAME: [str(pk)]}
+
+    return FormTarget(
+        f"admin action {meta.label}.{action}",
+        lambda c: c.post(url, selected()),
+        lambda c, data: c.post(url, {**data, **selected(), "apply": "1"}),
+        form_class,
+        lambda: (Job.objects.count(), TaskSet.objects.count(), Study.objects.count()),
+    )
+
+
+def _site_forms() -> list[FormTarget]:
+    from judging.admin.actions import AttachConfigForm, GenerateForm, JudgeWithForm
+    from judging.models import Generator, Judge
+    from mining.goal_step.admin import RebuildForm
+    from mining.goal_step.forms import TaskSetBuildForm
+
+    build_url = reverse("mining:task_set_build")
+    return [
+        *(_builder(kind) for kind in StudyKind.values),
+        FormTarget(
+            "task-set build form",
+            lambda c: c.get(reverse("mining:task_sets")),
+            lambda c, data: c.post(build_url, data),
+            TaskSetBuildForm,
+        ),
+        _action(TaskSet, "build_again", RebuildForm),
+        _action(Generator, "generate_l2", GenerateForm),
+        _action(Generator, "judge_with", JudgeWithForm),
+        _action(Judge, "attach_config", AttachConfigForm),
+    ]
+
+
+# Forms reached another way: the admin's ModelForms (walked above) and the file upload of the h2e import
+# page, whose files are the importers' to check (tests/judging).
+ELSEWHERE = {"MiningRunForm", "ImportForm"}
+
+
+def test_it_knows_every_form_of_the_site() -> None:
+    """Every Form class of the project is walked here (a new one must be added to _site_forms)."""
+    for app in APPS:
+        package = importlib.import_module(app)
+        for module in pkgutil.walk_packages(package.__path__, f"{app}."):
+            if ".migrations" not in module.name and ".management" not in module.name:
+                importlib.import_module(module.name)
+    defined = {
+        cls
+        for cls in _subclasses(forms.BaseForm)
+        if cls.__module__.startswith(APPS)
+        and not issubclass(cls, BaseModelForm)
+        and cls.__name__ not in ELSEWHERE
+    }
+    walked = {target.form_class for target in _site_forms()}
+    assert defined <= walked, sorted(c.__qualname__ for c in defined - walked)
+
+
+def _subclasses(cls: type) -> set[type]:
+    found = set(cls.__subclasses__())
+    return found | {sub for child in found for sub in _subclasses(child)}
+
+
+def _form_post(page: Any, extra: dict[str, Any]) -> tuple[forms.BaseForm, dict[str, Any]]:
+    """The form as shown, filled with its initial values and `extra` (a new slug or name, a choice)."""
+    form = page.context["form"]
+    data: dict[str, Any] = {}
+    for bound in form:
+        data.update(_post_values(bound))
+    return form, {**data, **extra}
+
+
+COUNTER = iter(range(10**9))
+
+
+def _fresh() -> dict[str, Any]:
+    n = next(COUNTER)
+    return {"title": f"Fuzz {n}", "slug": f"fuzz-{n}", "name": f"fuzz-{n}", "task_set": "fuzz-taken"}
+
+
+def test_it_gives_every_number_of_a_site_form_both_ends(admin_world: dict[str, Any], staff: Client) -> None:
+    """Every number a staff user types in a form has a lowest and a highest value (from one place)."""
+    for target in _site_forms():
+        page = target.get(staff)
+        assert page.status_code == 200, target.label
+        for bound in page.context["form"]:
+            if isinstance(bound.field, forms.IntegerField | forms.FloatField):
+                assert bound.field.min_value is not None and bound.field.max_value is not None, (
+                    target.label,
+                    bound.name,
+                )
+                assert bound.field.max_value < 2**31, (target.label, bound.name)
+
+
+def test_it_survives_any_value_in_every_site_form(
+    admin_world: dict[str, Any], staff: Client, django_capture_on_commit_callbacks: Any
+) -> None:
+    targets = _site_forms()
+
+    @_examples(80)
+    @given(data=st.data())
+    def post(data: st.DataObject) -> None:
+        target = data.draw(st.sampled_from(targets), label="form")
+        page = target.get(staff)
+        form, baseline = _form_post(page, _fresh())
+        bound = data.draw(st.sampled_from([b for b in form if _field_values(b.field)]), label="field")
+        values = [*_field_values(bound.field), "fuzz-taken", "new", "build"]
+        value = data.draw(st.sampled_from(values), label="value")
+        before = target.stored()
+        with django_capture_on_commit_callbacks(execute=False):
+            response = target.post(staff, {**baseline, bound.html_name: value})
+        SENT[target.label] = SENT.get(target.label, 0) + 1
+        _assert_no_server_error(response, target.label, bound.name, value)
+        refused = response.status_code != 302
+        if _must_refuse(bound.field, value, None) or (
+            bound.name in ("slug", "name") and value == "fuzz-taken"
+        ):
+            assert refused, (target.label, bound.name, _shown(value), "was taken")
+        if refused:
+            assert target.stored() == before, (target.label, bound.name, _shown(value))
+            errors = (
+                response.context["form"].errors if response.context and "form" in response.context else {}
+            )
+            if _must_refuse(bound.field, value, None):
+                assert _refused_on(errors, bound.name), (target.label, bound.name, _shown(value), errors)
+
+    post()
+
+
+# --- the API's job-starting bodies ----------------------------------------------------------------------
+
+BODY_VALUES: list[Any] = [
+    *BIG_NUMBERS,
+    1e300,
+    "",
+    "\x00",
+    "a\x00b",
+    "x" * 70_000,
+    [],
+    ["\x00"],
+    [2**63],
+    {"a": "\x00"},
+    "fuzz-taken",
+]
+
+
+def _serializer_fields(kind: str) -> dict[str, serializers.Field]:
+    from django.utils.module_loading import import_string
+
+    return dict(import_string(_creatable()[kind].create_serializer)().fields)
+
+
+def _must_refuse_body(serializer_field: serializers.Field, value: Any) -> bool:
+    child = getattr(serializer_field, "child", None)
+    if isinstance(value, list) and child is not None:
+        return any(_must_refuse_body(child, v) for v in value)
+    if "\x00" in json.dumps(value):
+        return True
+    if isinstance(serializer_field, serializers.IntegerField | serializers.FloatField):
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            return not (value == "" and not serializer_field.required)
+        low = serializer_field.min_value if serializer_field.min_value is not None else -(2**31)
+        high = serializer_field.max_value if serializer_field.max_value is not None else 2**31 - 1
+        return not low <= value <= high
+    return False
+
+
+def test_it_survives_any_value_in_every_job_body(
+    admin_world: dict[str, Any], staff: Client, django_capture_on_commit_callbacks: Any
+) -> None:
+    kinds = sorted(_creatable())
+    for kind in kinds:  # every number of a body has both ends
+        for name, serializer_field in _serializer_fields(kind).items():
+            number = getattr(serializer_field, "child", serializer_field)
+            if isinstance(number, serializers.IntegerField | serializers.FloatField):
+                assert number.max_value is not None and number.min_value is not None, (kind, name)
+
+    @_examples(100)
+    @given(data=st.data())
+    def post(data: st.DataObject) -> None:
+        kind = data.draw(st.sampled_from(kinds), label="kind")
+        fields = _serializer_fields(kind)
+        name = data.draw(st.sampled_from(sorted(set(fields) - {"kind"})), label="field")
+        value = data.draw(st.sampled_from(BODY_VALUES), label="value")
+        body = {"kind": kind, **admin_world["bodies"].get(kind, {}), name: value}
+        before = (Job.objects.count(), TaskSet.objects.count())
+        with django_capture_on_commit_callbacks(execute=False):
+            response = staff.post("/api/jobs/", body, content_type="application/json")
+        SENT[f"POST /api/jobs/ {kind}"] = SENT.get(f"POST /api/jobs/ {kind}", 0) + 1
+        _assert_no_server_error(response, kind, name, value)
+        if _must_refuse_body(fields[name], value):
+            assert response.status_code == 400, (kind, name, _shown(value), response.status_code)
+        if response.status_code >= 400:
+            assert (Job.objects.count(), TaskSet.objects.count()) == before
+        if response.status_code == 400 and _must_refuse_body(fields[name], value):
+            assert name in response.json(), (kind, name, _shown(value), response.content[:300])
+
+    post()
+
+
+@pytest.mark.parametrize(
+    "body", [DEEP_ARRAY, DEEP_OBJECT, HUGE_JSON, '{"kind": "build_tasks", "name": "a\\u0000"}']
+)
+def test_it_refuses_a_body_too_deep_too_long_or_holding_nul(staff: Client, body: str) -> None:
+    for path in ("/api/jobs/", "/api/mining/runs/1/rerun/"):
+        response = staff.post(path, body, content_type="application/json")
+        assert response.status_code in (400, 404), (path, body[:40], response.status_code)
+        assert b"Traceback" not in response.content
+
+
+# --- fixtures ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def staff(client: Client) -> Client:
+    user = make_user(username="fuzz-staff", is_staff=True)
+    user.is_superuser = True
+    user.save()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def admin_world() -> dict[str, Any]:
+    """One row of every model the admin edits (a study with a participant's annotation, a task set, a
+    mining run, judgments with failures), and bodies a job-starting request can start from."""
+    world = make_scored_world()
+    study = make_study(n_items=2, k=2, slug="fuzz-taken")
+    participant = qualified(study, 1)
+    assignment = services.assignment_next(participant=participant)
+    assert assignment is not None
+    services.annotation_submit(assignment=read_everything(assignment), submission=no_failure())
+    for i in range(2):
+        make_procedure(goal=f"Step-type procedure {i}", steps=["a", "b", "c", "d"], topic="Home")
+    make_task_set("fuzz-taken")
+    make_document("fuzz-doc")
+    mining_run_create(config=run_config_from_mapping(loopback_config("http://127.0.0.1:9/v1")), enqueue=False)
+    generator = world["generators"][0]
+    return {
+        **world,
+        "bodies": {
+            "build_tasks": {"name": "fuzz-new", "seed": 1, "splits": ["bench"]},
+            "generate": {"generator_id": generator.generator_id, "limit": 1},
+            "judge": {"judge_id": world["judges"][0].judge_id, "generator_id": generator.generator_id},
+            "answer_tasks": {"model_id": "no-such-model", "task_set": "fuzz-taken"},
+            "classify_steps": {"classifier_id": "no-such", "study": "fuzz-taken"},
+        },
+    }
