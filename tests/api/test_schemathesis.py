@@ -28,7 +28,7 @@ from tests.factories import make_job, make_scored_world, make_user
 from tests.mining.canned import loopback_config, make_document
 
 SCHEMA_PATH = "/api/schema/?format=json"
-MAX_EXAMPLES = 8  # per operation and phase
+MAX_EXAMPLES = 5  # per operation and phase
 
 # positive_data_acceptance: a request the schema allows must not be refused with a 400. Four operations can
 # refuse such a request for a reason their schema does not state, and answer 400 naming it: a body naming a
@@ -43,8 +43,11 @@ _REFUSED_FOR_CONTENT = [
     "/api/agreement/step-types/",
 ]
 _ACCEPTED = ["2xx", "3xx", "401", "403", "404", "409", "429"]
+# NUL: h2e_site.middleware.NulMiddleware removes it from query parameters before any view sees them
+# (PostgreSQL cannot hold it; tests/test_fuzz.py sends it everywhere), so "?study=%00" is "?study=", which
+# the API refuses as empty: a rule of the whole site that a schema cannot state. Schemathesis sends no NUL.
 CONFIG = {
-    "generation": {"max-examples": MAX_EXAMPLES, "mode": "all"},
+    "generation": {"max-examples": MAX_EXAMPLES, "mode": "all", "allow-x00": False},
     "checks": {"enabled": True},
     "operations": [
         {
@@ -120,7 +123,7 @@ def test_it_keeps_to_its_schema_under_every_check(case: Any) -> None:
 def test_it_keeps_to_its_schema_in_the_stateful_phase(staff_schema: Any) -> None:
     staff_schema.as_state_machine().run(
         settings=hypothesis.settings(
-            max_examples=6,
+            max_examples=4,
             stateful_step_count=5,
             deadline=None,
             suppress_health_check=list(hypothesis.HealthCheck),
