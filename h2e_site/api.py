@@ -21,6 +21,7 @@ from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ParseError, ValidationError
+from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 
 from h2e_site.bounds import BoundedJSONParser
@@ -65,15 +66,48 @@ def comma_list(help_text: str, **kwargs: Any) -> CommaListField:
 
 
 EMPTY = "empty: give a value or leave the parameter out"
+REPEATED = "given more than once: it takes one value"
+
+
+def refuse_odd_values(data: Any, *, single: Any, lists: Any = ()) -> None:
+    """Form-style data (a query string, a multipart body) as the API reads it: a parameter given empty is
+    refused, not taken as absent (as a web form's blank field would be), and one that takes a single value
+    is refused when repeated, not read as its last value. ValidationError (a 400) naming each one."""
+    if not isinstance(data, QueryDict):
+        return
+    single = list(single)
+    problems: dict[str, list[str]] = {}
+    for name in [*single, *lists]:
+        values = data.getlist(name)
+        if "" in values:
+            problems[name] = [EMPTY]
+        elif name in single and len(values) > 1:
+            problems[name] = [REPEATED]
+    if problems:
+        raise ValidationError(problems)
+
+
+def single_and_list_fields(fields: dict[str, Any]) -> tuple[list[str], list[str]]:
+    lists = [name for name, field in fields.items() if isinstance(field, serializers.ListField)]
+    return [name for name in fields if name not in lists], lists
+
+
+class StrictFormSerializer(serializers.Serializer):
+    """A body that may come as a form (multipart): empty or repeated single values are refused, as in
+    queries (refuse_odd_values); a JSON body is typed already."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        single, lists = single_and_list_fields(dict(self.fields))
+        refuse_odd_values(data, single=single, lists=lists)
+        return super().to_internal_value(data)
 
 
 def query_params(request: Request, serializer_class: type[serializers.Serializer]) -> dict[str, Any]:
-    """The view's query parameters, parsed by its query serializer; a value that does not parse, or is
-    empty, is a 400 naming the parameter (ValidationError). Parameters the serializer does not declare are
-    left alone (pagination's `page`, `format`)."""
-    empty = {name: [EMPTY] for name in serializer_class().fields if "" in request.query_params.getlist(name)}
-    if empty:
-        raise ValidationError(empty)
+    """The view's query parameters, parsed by its query serializer; a value that does not parse, is empty,
+    or is repeated where one is taken, is a 400 naming the parameter (ValidationError). Parameters the
+    serializer does not declare are left alone (`format`; pagination checks `page`)."""
+    single, lists = single_and_list_fields(dict(serializer_class().fields))
+    refuse_odd_values(request.query_params, single=single, lists=lists)
     parsed = serializer_class(data=request.query_params)
     if not parsed.is_valid():
         raise ValidationError(parsed.errors)
@@ -155,13 +189,22 @@ class StrictFilterBackend(DjangoFilterBackend):
     def get_filterset(self, request: Any, queryset: Any, view: Any) -> Any:
         filterset = super().get_filterset(request, queryset, view)
         if filterset is not None:
-            empty = {
+            refuse_odd_values(request.query_params, single=list(filterset.filters))
+            empty_pieces = {
                 name: [EMPTY]
                 for name, declared in filterset.filters.items()
+                if isinstance(declared, django_filters.filters.BaseCSVFilter)
                 for value in request.query_params.getlist(name)
-                if value == ""
-                or (isinstance(declared, django_filters.filters.BaseCSVFilter) and "" in value.split(","))
+                if "" in value.split(",")
             }
-            if empty:
-                raise ValidationError(empty)
+            if empty_pieces:
+                raise ValidationError(empty_pieces)
         return filterset
+
+
+class StrictPageNumberPagination(PageNumberPagination):
+    """DRF's page numbers (settings: DEFAULT_PAGINATION_CLASS), with `page` given once and not empty."""
+
+    def paginate_queryset(self, queryset: Any, request: Any, view: Any = None) -> Any:
+        refuse_odd_values(request.query_params, single=[self.page_query_param])
+        return super().paginate_queryset(queryset, request, view)

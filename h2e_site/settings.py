@@ -141,7 +141,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAdminUser"],
     "DEFAULT_FILTER_BACKENDS": ["h2e_site.api.StrictFilterBackend"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "h2e_site.api.StrictPageNumberPagination",
     "PAGE_SIZE": 50,
     # A JSON body is measured before it is parsed (too deep or too long is a 400: h2e_site/bounds.py) and must
     # be an object (h2e_site/api.py); the schema documents every error answer (api_views.py).

@@ -15,12 +15,11 @@ from django.db.models import Q, QuerySet
 from django.urls import path
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, permissions, serializers, status, viewsets
-from rest_framework.pagination import PageNumberPagination
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from h2e_site.api import IdFilter, StrictBooleanFilter, comma_list, query_params
+from h2e_site.api import IdFilter, StrictBooleanFilter, StrictPageNumberPagination, comma_list, query_params
 from h2e_site.api_views import ComputedView
 from h2e_site.jobs.serializers import JobSerializer
 from h2e_site.web import CanRunJobs, request_user
@@ -56,7 +55,7 @@ class RankCorrelationQuerySerializer(JudgeQuerySerializer):
     )
 
 
-class WholeTable(PageNumberPagination):
+class WholeTable(StrictPageNumberPagination):
     """A leaderboard comes whole, in one page ({count, next, previous, results}, next null): a client that
     reads one page has the table. (Beyond 100,000 rows - generators x judges x topics - `next` links on.)"""
 

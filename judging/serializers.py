@@ -7,7 +7,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from h2e_site.api import FormBooleanField
+from h2e_site.api import FormBooleanField, StrictFormSerializer
 from h2e_site.bounds import model_range
 from mining.models import Procedure, Split
 
@@ -267,7 +267,7 @@ class UploadField(serializers.FileField):
     """A file sent in a multipart body (the schema says binary, not a URL string)."""
 
 
-class ImportRequestSerializer(serializers.Serializer):
+class ImportRequestSerializer(StrictFormSerializer):
     """Multipart body of POST /api/imports/."""
 
     files = serializers.ListField(child=UploadField(), allow_empty=False, min_length=1)

@@ -29,7 +29,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from h2e_site.api import query_params
+from h2e_site.api import StrictFormSerializer, query_params
 from h2e_site.llm.config import ConfigError
 from h2e_site.web import CanRunJobs
 
@@ -155,7 +155,7 @@ class RunRejections(generics.ListAPIView):
         return stage_rejections(run, query["stage"], topic=query.get("topic") or None)
 
 
-class RerunSerializer(serializers.Serializer):
+class RerunSerializer(StrictFormSerializer):
     stage = serializers.ChoiceField(choices=Stage.choices)
     config = serializers.DictField(
         required=False, help_text="a new run config, as the YAML file's mapping (e.g. another prompt_path)"

@@ -15,6 +15,7 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from h2e_site.api import refuse_odd_values, single_and_list_fields
 from h2e_site.web import CanRunJobs, request_user
 
 from . import services
@@ -70,7 +71,10 @@ class JobViewSet(
                 {"kind": [f"{shown} is not a kind of job started here: {expected}"]}
             )
         job_type = creatable[kind]
-        form = import_string(job_type.create_serializer)(data=request.data)
+        form_class = import_string(job_type.create_serializer)
+        single, lists = single_and_list_fields(dict(form_class().fields))
+        refuse_odd_values(request.data, single=single, lists=lists)  # a form body: nothing empty or repeated
+        form = form_class(data=request.data)
         form.is_valid(raise_exception=True)
         assert job_type.api_create is not None
         try:
