@@ -4,31 +4,29 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, QueryDict
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 
 
 class NulMiddleware:
-    """PostgreSQL cannot store or compare text holding NUL, so no NUL may reach a query: NULs are removed
-    from query parameters (a search for "\\x00compost" is a search for "compost"), and a path holding one
-    gets a 400. (Form fields refuse NUL themselves: Django's and DRF's CharFields; the annotator's forms
-    clean it away with h2e_site.inputs.clean_text.)"""
+    """PostgreSQL cannot store or compare text holding NUL, so no NUL may reach a query: a path or a query
+    parameter (its name or a value) holding one gets a 400 naming it, never a silent removal. (Form fields
+    refuse NUL themselves: Django's and DRF's CharFields; the annotator's forms clean it away with
+    h2e_site.inputs.clean_text.)"""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if "\x00" in request.path:
-            return HttpResponseBadRequest("The path contains a NUL character.", content_type="text/plain")
-        if "\x00" in request.META.get("QUERY_STRING", "") or any(
-            "\x00" in key or any("\x00" in value for value in values) for key, values in request.GET.lists()
-        ):
-            request.GET = _without_nul(request.GET)  # type: ignore[assignment]
+            return _refused("The path contains a NUL character.")
+        for key, values in request.GET.lists():
+            if "\x00" in key or any("\x00" in value for value in values):
+                name = key.replace("\x00", "\\x00")[:40]
+                return _refused(f"{name}: the query parameter contains a NUL character.")
+        if "\x00" in request.META.get("QUERY_STRING", ""):
+            return _refused("The query string contains a NUL character.")
         return self.get_response(request)
 
 
-def _without_nul(query: QueryDict) -> QueryDict:
-    cleaned = QueryDict(mutable=True)
-    for key, values in query.lists():
-        cleaned.setlist(key.replace("\x00", ""), [value.replace("\x00", "") for value in values])
-    cleaned._mutable = False
-    return cleaned
+def _refused(message: str) -> HttpResponse:
+    return HttpResponseBadRequest(message, content_type="text/plain")
