@@ -10,8 +10,8 @@ too deep, a duplicate, ...) is refused with a message under that field, and noth
 enumerated, so a new admin, a new form or a new kind of job is walked without a change here, and a new form
 class that this module cannot reach fails test_it_knows_every_form_of_the_site.
 
-Bounded in time: 500 generated requests (FUZZ_SCALE multiplies them), ~25 s; no shrinking (a failure is shown as
-found)."""
+Bounded in time: 500 generated requests (FUZZ_SCALE multiplies them), ~25 s; no shrinking (a failure is
+shown as found)."""
 
 from __future__ import annotations
 
