@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.db import transaction
 
+from h2e_site.bounds import SEED
+
 from .embedding import Embedder, procedure_text
 from .encoders import MiniLMEmbedder
 from .models import Procedure, Split
@@ -58,6 +60,7 @@ def split_make(
     """Draw the topic-balanced bench split from the pool; the rest becomes (deduplicated) train."""
     if per_topic < 1:
         raise ValueError(f"per_topic must be a positive number, got {per_topic}")
+    SEED.check("seed", seed)  # OutOfRange, a ValueError naming the field
     report = SplitReport()
     bench_ids, train_ids = _draw(per_topic, seed, report)
     if dedup and train_ids:

@@ -10,7 +10,8 @@ too deep, a duplicate, ...) is refused with a message under that field, and noth
 enumerated, so a new admin, a new form or a new kind of job is walked without a change here, and a new form
 class that this module cannot reach fails test_it_knows_every_form_of_the_site.
 
-Bounded in time: a few hundred generated requests (FUZZ_SCALE multiplies them), ~30 s."""
+Bounded in time: 500 generated requests (FUZZ_SCALE multiplies them), ~25 s; no shrinking (a failure is
+shown as found)."""
 
 from __future__ import annotations
 
@@ -174,19 +175,12 @@ def _admin_post(response: Any) -> dict[str, Any]:
     return data
 
 
-# Issue #19 item 7, fixed on another helper's branch (b: no Add pages in the judging admin): until it is
-# merged these add pages answer 500 and are left out here. Remove this set once it is on main.
-ADD_PAGES_OF_ITEM_7 = {"judging.Generator", "judging.Generation", "judging.Judgment"}
-
-
 def _admin_targets(staff: Client) -> list[AdminTarget]:
     targets = []
     for model, model_admin in admin.site._registry.items():
         obj = model._default_manager.order_by("pk").first()
         for pk in ([obj.pk] if obj is not None else []) + [None]:
             target = AdminTarget(model, model_admin, pk)
-            if pk is None and model._meta.label in ADD_PAGES_OF_ITEM_7:
-                continue
             response = staff.get(target.url)
             assert response.status_code in (200, 403), (target.label, response.status_code)
             if response.status_code == 200 and any(
@@ -232,7 +226,7 @@ def test_it_survives_any_value_in_every_admin_form(
             saved = staff.post(target.url, _admin_post(pages[target.label]))
             assert saved.status_code == 302, (target.label, _errors(saved))
 
-    @_examples(100)
+    @_examples(250)
     @given(data=st.data())
     def post(data: st.DataObject) -> None:
         target = data.draw(st.sampled_from(targets), label="target")
@@ -417,7 +411,7 @@ def test_it_survives_any_value_in_every_site_form(
 ) -> None:
     targets = _site_forms()
 
-    @_examples(80)
+    @_examples(150)
     @given(data=st.data())
     def post(data: st.DataObject) -> None:
         target = data.draw(st.sampled_from(targets), label="form")

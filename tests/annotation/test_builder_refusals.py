@@ -212,3 +212,8 @@ def test_the_api_names_the_field_that_holds_a_nul(staff: Client) -> None:
     body = '{"kind": "build_tasks", "name": "s", "topics": ["a\\u0000"]}'
     response = staff.post("/api/jobs/", body, content_type="application/json")
     assert response.status_code == 400 and "topics" in response.json()
+
+
+def test_make_split_refuses_a_seed_out_of_range_naming_it() -> None:
+    with pytest.raises(CommandError, match="seed"):
+        call_command("make_split", "--no-dedup", "--seed", str(2**31))

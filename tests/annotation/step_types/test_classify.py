@@ -48,7 +48,7 @@ from h2e_site.llm.config import ConfigError
 from h2e_site.llm.prompts import PromptChanged, prompt_sha256
 from h2e_site.stats import wilson_interval
 from tests.annotation.conftest import qualified, read_everything
-from tests.factories import make_generation, make_procedure, make_topic, make_user
+from tests.factories import make_generation, make_generator, make_procedure, make_topic, make_user
 from tests.llm_server import Fail, LoopbackLLM, llm_server
 
 __all__ = ["llm_server"]
@@ -365,7 +365,7 @@ def test_a_job_only_asks_what_the_classifier_has_not_answered(
     assert job.total == 13 and answered.pk not in job.parameters["items"]
     with pytest.raises(ConfigError, match="imported predictions have no model config"):
         classify_job_create(classifier=other, study=study)
-    make_generation()  # a critical-failures study needs an L2 to annotate (an empty selection is refused)
+    make_generation(generator=make_generator(), procedure=make_procedure(goal="Repot a plant"))  # an item
     critical = services.study_create(
         title="Critical", slug="critical", selection=services.Selection(), attention_check_every=0
     )
