@@ -294,6 +294,7 @@ class FormTarget:
     post: Callable[[Client, dict[str, Any]], Any]
     form_class: type[forms.BaseForm]
     stored: Callable[[], Any] = field(default=lambda: (Study.objects.count(), TaskSet.objects.count()))
+    context_key: str = "form"  # the form's name in the page's context
 
 
 def _builder(kind: str) -> FormTarget:
@@ -327,11 +328,14 @@ def _action(model: type[models.Model], action: str, form_class: type[forms.BaseF
 
 def _site_forms() -> list[FormTarget]:
     from judging.admin.actions import AttachConfigForm, GenerateForm, JudgeWithForm
+    from judging.admin.generate import GenerateFromConfigForm
     from judging.models import Generator, Judge
     from mining.goal_step.admin import RebuildForm
+    from mining.goal_step.answer_forms import AnswerTasksForm
     from mining.goal_step.forms import TaskSetBuildForm
 
     build_url = reverse("mining:task_set_build")
+    generate_url = reverse("admin:judging_generate")
     return [
         *(_builder(kind) for kind in StudyKind.values),
         FormTarget(
@@ -344,6 +348,21 @@ def _site_forms() -> list[FormTarget]:
         _action(Generator, "generate_l2", GenerateForm),
         _action(Generator, "judge_with", JudgeWithForm),
         _action(Judge, "attach_config", AttachConfigForm),
+        FormTarget(
+            "generate L2 from a config",
+            lambda c: c.get(generate_url),
+            lambda c, data: c.post(generate_url, data),
+            GenerateFromConfigForm,
+            lambda: Job.objects.count(),
+        ),
+        FormTarget(
+            "answer a task set with a model",
+            lambda c: c.get(reverse("mining:task_set", args=["fuzz-taken"])),
+            lambda c, data: c.post(reverse("mining:task_set_answer", args=["fuzz-taken"]), data),
+            AnswerTasksForm,
+            lambda: Job.objects.count(),
+            context_key="answer_form",
+        ),
     ]
 
 
@@ -375,9 +394,9 @@ def _subclasses(cls: type) -> set[type]:
     return found | {sub for child in found for sub in _subclasses(child)}
 
 
-def _form_post(page: Any, extra: dict[str, Any]) -> tuple[forms.BaseForm, dict[str, Any]]:
+def _form_post(page: Any, extra: dict[str, Any], key: str = "form") -> tuple[forms.BaseForm, dict[str, Any]]:
     """The form as shown, filled with its initial values and `extra` (a new slug or name, a choice)."""
-    form = page.context["form"]
+    form = page.context[key]
     data: dict[str, Any] = {}
     for bound in form:
         data.update(_post_values(bound))
@@ -397,7 +416,7 @@ def test_it_gives_every_number_of_a_site_form_both_ends(admin_world: dict[str, A
     for target in _site_forms():
         page = target.get(staff)
         assert page.status_code == 200, target.label
-        for bound in page.context["form"]:
+        for bound in page.context[target.context_key]:
             if isinstance(bound.field, forms.IntegerField | forms.FloatField):
                 assert bound.field.min_value is not None and bound.field.max_value is not None, (
                     target.label,
@@ -416,7 +435,7 @@ def test_it_survives_any_value_in_every_site_form(
     def post(data: st.DataObject) -> None:
         target = data.draw(st.sampled_from(targets), label="form")
         page = target.get(staff)
-        form, baseline = _form_post(page, _fresh())
+        form, baseline = _form_post(page, _fresh(), target.context_key)
         bound = data.draw(st.sampled_from([b for b in form if _field_values(b.field)]), label="field")
         values = [*_field_values(bound.field), "fuzz-taken", "new", "build"]
         value = data.draw(st.sampled_from(values), label="value")
@@ -433,7 +452,9 @@ def test_it_survives_any_value_in_every_site_form(
         if refused:
             assert target.stored() == before, (target.label, bound.name, _shown(value))
             errors = (
-                response.context["form"].errors if response.context and "form" in response.context else {}
+                response.context[target.context_key].errors
+                if response.context and target.context_key in response.context
+                else {}
             )
             if _must_refuse(bound.field, value, None):
                 assert _refused_on(errors, bound.name), (target.label, bound.name, _shown(value), errors)
