@@ -8,7 +8,6 @@ examples are derandomized, so a run is repeatable; elsewhere Hypothesis explores
 
 from __future__ import annotations
 
-import os
 from datetime import timedelta
 from typing import Any
 
@@ -16,7 +15,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from annotation import services
@@ -31,9 +30,9 @@ from annotation.models import (
 )
 from tests.annotation.conftest import make_study, pid, qualified
 from tests.factories import make_procedure, make_scored_world, make_user
+from tests.fuzzing import fuzz_settings
 
 pytestmark = pytest.mark.django_db
-SCALE = float(os.environ.get("FUZZ_SCALE", "1"))
 REFUSALS = {400, 403, 404, 405, 409, 410}
 SENT: dict[str, int] = {}
 
@@ -49,13 +48,7 @@ VALUES = st.lists(VALUE, max_size=4)  # a field sent 0 (missing), 1 or several t
 
 
 def _examples(n: int) -> settings:
-    return settings(
-        max_examples=max(1, int(n * SCALE)),
-        deadline=None,
-        derandomize=bool(os.environ.get("CI")),
-        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-        database=None,
-    )
+    return fuzz_settings(n)
 
 
 def _stored() -> tuple[Any, ...]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import importlib
 import json
 import math
-import os
 import pkgutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ from django.db import models
 from django.forms.models import BaseModelForm
 from django.test import Client
 from django.urls import reverse
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from rest_framework import serializers
 
@@ -46,10 +45,10 @@ from mining.runs import mining_run_create
 from tests.annotation.conftest import make_study, no_failure, qualified, read_everything
 from tests.annotation.goal_step.conftest import make_task_set
 from tests.factories import make_procedure, make_scored_world, make_user
+from tests.fuzzing import fuzz_settings
 from tests.mining.canned import loopback_config, make_document
 
 pytestmark = pytest.mark.django_db
-SCALE = float(os.environ.get("FUZZ_SCALE", "1"))
 SENT: dict[str, int] = {}
 APPS = ("h2e_site", "mining", "judging", "annotation")
 
@@ -66,14 +65,7 @@ TEXTS = ["", "   ", "\x00", "a\x00b", "x" * 70_000, "new", "\u202e", "abc def"]
 
 
 def _examples(n: int) -> settings:
-    return settings(
-        max_examples=max(1, int(n * SCALE)),
-        deadline=None,
-        derandomize=bool(os.environ.get("CI")),
-        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-        database=None,
-        phases=[Phase.explicit, Phase.generate],  # a failure is shown as found: shrinking pages takes minutes
-    )
+    return fuzz_settings(n, shrink=False)
 
 
 # --- what a value must do to a field ---------------------------------------------------------------------

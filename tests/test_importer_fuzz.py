@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 from itertools import count
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 
@@ -29,6 +28,7 @@ from judging.models import CriticalFailure, Generation, Judgment
 from mining.goal_step.options import MAX_CANDIDATES
 from mining.models import Procedure, SourceDocument, TaskExample, TaskSet, Topic
 from tests.factories import make_procedure
+from tests.fuzzing import fuzz_settings
 from tests.h2e_trees import (
     EXAMPLES,
     JUDGE_A,
@@ -41,7 +41,6 @@ from tests.h2e_trees import (
 )
 
 pytestmark = pytest.mark.django_db
-SCALE = float(os.environ.get("FUZZ_SCALE", "1"))
 
 TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=12)
 ODD_TEXT = st.sampled_from(["", " ", "\x00", "a\x00b", "\x07", "\u202e", "=cmd", "build", "..", "x" * 300])
@@ -84,13 +83,7 @@ def lines_of(record: st.SearchStrategy[Any]) -> st.SearchStrategy[list[Any]]:
 
 
 def _settings(n: int) -> settings:
-    return settings(
-        max_examples=max(1, int(n * SCALE)),
-        deadline=None,
-        derandomize=bool(os.environ.get("CI")),
-        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-        database=None,
-    )
+    return fuzz_settings(n)
 
 
 def _line(value: Any) -> str:

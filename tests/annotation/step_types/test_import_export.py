@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from django.core.management import CommandError, call_command
 from django.http import HttpResponseBase
 from django.test import Client
 from django.urls import reverse
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from annotation.kinds.step_types import procedure_candidates
@@ -35,6 +34,7 @@ from annotation.step_types.imports import step_type_labels_import, step_type_pre
 from annotation.step_types.measures import TASK_EXPERT
 from mining.models import Procedure
 from tests.factories import make_procedure, make_user
+from tests.fuzzing import fuzz_settings
 
 from .labelled import FOUR_STEPS, pid, table6_study
 
@@ -438,7 +438,6 @@ def test_it_keeps_the_downloads_to_staff(classifier: StepTypeClassifier) -> None
 
 # --- arbitrary rows -----------------------------------------------------------------------------------------
 
-SCALE = float(os.environ.get("FUZZ_SCALE", "1"))
 TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=30)
 NEAR = st.sampled_from(
     ["bad-p", "sequential:0-1", "optional@1:2", "interchangeable@0:1-2", "sequential", "optional", "true",
@@ -481,13 +480,7 @@ ERROR = re.compile(r"^.+:\d+: \S")
 
 
 def _fuzz_settings(n: int) -> settings:
-    return settings(
-        max_examples=max(1, int(n * SCALE)),
-        deadline=None,
-        derandomize=bool(os.environ.get("CI")),
-        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-        database=None,
-    )
+    return fuzz_settings(n)
 
 
 def _check(report: Any, path: Path, label_set: str | None, classifier: str | None) -> None:
