@@ -1,0 +1,454 @@
+"""The human-calibrated How2Score (the statistical core of issue #20): prediction-powered inference of the
+share of examples the human majority finds no critical failure in, from n human-labelled items and the
+judge's labels on the generator's examples.
+
+Notation: Y_i in {0, 1} is the human label of labelled item i (1 = no critical failure), f_i the judge's label
+on the same item, and f~_j (j = 1..N) the judge's labels on the generator's examples (all N of them, or the N
+not labelled by people: PPI treats them as a sample of the same population; with n << N the two are the same).
+
+- **PPI++ estimate** (Angelopoulos, Duchi & Zrnic 2023, "PPI++", the mean case)::
+
+      theta(lam) = lam * mean_j(f~_j) + mean_i(Y_i - lam * f_i)
+
+  with its normal (CLT) 95 % interval theta +- z * se, z = 1.95996 and::
+
+      se^2 = var(lam * f~) / N + var(Y - lam * f) / n      (variances with divisor N and n)
+
+  **lam** is power-tuned to minimise se^2: lam = cov(Y, f) / ((1 + n / N) * var(f, f~)), cov with divisor n
+  over the labelled items, var(f, f~) the sample variance (divisor n + N - 1) of the n + N judge labels,
+  clipped to [0, 1]; a judge whose labels are all one value carries nothing, so its lam is 0. lam = 1 is the
+  classical PPI estimate, lam = 0 the human-only mean. These are exactly ppi-python's `ppi_mean_pointestimate`
+  / `ppi_mean_ci` (tests/judging/test_calibration.py checks it); the closed form is computed here with numpy
+  so that the app does not carry ppi-python's numba / scikit-learn / gdown at run time.
+- **Weights** (a labelled sample drawn with known, unequal inclusion probabilities pi_i, e.g. stratified by
+  topic or over-sampling where judges disagree): w_i = 1 / pi_i, normalised to mean 1 over the labelled items
+  (w~_i = n * w_i / sum w), and the rectifier becomes the Hajek (ratio) mean of the inverse-probability
+  weighted differences::
+
+      theta(lam) = lam * mean_j(f~_j) + sum_i w_i (Y_i - lam f_i) / sum_i w_i
+      se^2       = var(lam * f~) / N + var(w~ * (Y - lam f)) / n
+
+  (the with-replacement, Hansen-Hurwitz variance of the weighted terms, as ppi-python computes it with `w=`;
+  lam is tuned on the weighted gradients w~ (Y - theta_1), w~ (f - theta_1), theta_1 the lam = 1 estimate).
+- **Effective number of human labels**: n * se_0^2 / se_lam^2, se_0 the human-only (lam = 0) standard error
+  on the same items: how many human labels alone would give the interval the judge's labels help reach.
+- **Human-only score**: the share of the n human labels with its Wilson interval (unweighted samples); with
+  weights, the Hajek mean with its normal interval (lam = 0).
+- **Topic-stratified estimate**: theta = sum_h W_h theta_h, se^2 = sum_h W_h^2 se_h^2, W_h = N_h / N the
+  stratum's share of the judge-labelled examples, each theta_h its own PPI++ estimate (own lam).
+
+**Undefined** (fields None, the reason in `undefined`, never an exception for data): fewer than 2 human labels
+(MIN_HUMAN_LABELS) or no judge label; when the estimated variance is 0 (every corrected human label one
+value) the estimate is given but its interval and effective n are None. Estimates and bounds are not clipped
+to [0, 1] (the tests compare them with ppi-python's); a page may clip them for display. Labels that are not 0
+or 1, or lists of different lengths, are the caller's bug and raise ValueError.
+
+numpy is imported inside the functions: start-up stays light (tests/test_startup.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from statistics import NormalDist
+from typing import TYPE_CHECKING
+
+from h2e_site.stats import wilson_interval
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+__all__ = [
+    "MIN_HUMAN_LABELS",
+    "CalibratedScore",
+    "Difference",
+    "LabelPlan",
+    "PPIArrays",
+    "StratifiedScore",
+    "StratumLabels",
+    "calibrated_score",
+    "labels_needed",
+    "labels_needed_from",
+    "minimum_detectable_difference",
+    "ppi_arrays",
+    "stratified_score",
+    "z_value",
+]
+
+MIN_HUMAN_LABELS = 2
+Label = int | bool | float
+
+
+def z_value(alpha: float = 0.05) -> float:
+    """The two-sided normal quantile z_{1 - alpha / 2} (1.95996 for 95 %)."""
+    return NormalDist().inv_cdf(1 - alpha / 2)
+
+
+@dataclass(frozen=True)
+class CalibratedScore:
+    """A calibrated share (of examples with no critical failure) with what a page shows beside it."""
+
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    std_error: float | None
+    n: int
+    N: int
+    lam: float | None
+    effective_n: float | None
+    human_only: float | None
+    human_low: float | None
+    human_high: float | None
+    weighted: bool = False
+    undefined: str = ""
+
+
+@dataclass(frozen=True)
+class PPIArrays:
+    """ppi_arrays' result: one value per row (world) of its inputs."""
+
+    estimate: NDArray[np.float64]
+    std_error: NDArray[np.float64]
+    lam: NDArray[np.float64]
+    human_only: NDArray[np.float64]
+    human_std_error: NDArray[np.float64]
+
+
+def ppi_arrays(
+    human: NDArray[np.float64],
+    judge_labelled: NDArray[np.float64],
+    judge_all: NDArray[np.float64],
+    *,
+    lam: float | None = None,
+    weights: NDArray[np.float64] | None = None,
+) -> PPIArrays:
+    """The PPI estimate of every row at once (the module docstring's formulas): human and judge_labelled of
+    shape (rows, n), judge_all (rows, N), weights (rows, n) of inverse inclusion probabilities or None.
+    lam None is power-tuned per row; a number is used for every row. No checks: calibrated_score makes them,
+    the simulation benchmark calls this directly on thousands of worlds."""
+    import numpy as np
+
+    n, big_n = human.shape[1], judge_all.shape[1]
+    w = np.ones_like(human) if weights is None else weights / weights.mean(axis=1, keepdims=True)
+    imputed = judge_all.mean(axis=1)
+    if lam is None:
+        lams = _tuned_lam(human, judge_labelled, judge_all, w, imputed)
+    else:
+        lams = np.full(human.shape[0], float(lam))
+    rectifier = w * (human - lams[:, None] * judge_labelled)
+    variance = lams**2 * judge_all.var(axis=1) / big_n + rectifier.var(axis=1) / n
+    return PPIArrays(
+        estimate=lams * imputed + rectifier.mean(axis=1),
+        std_error=np.sqrt(variance),
+        lam=lams,
+        human_only=(w * human).mean(axis=1),
+        human_std_error=np.sqrt((w * human).var(axis=1) / n),
+    )
+
+
+def _tuned_lam(
+    human: NDArray[np.float64],
+    judge_labelled: NDArray[np.float64],
+    judge_all: NDArray[np.float64],
+    w: NDArray[np.float64],
+    imputed: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    import numpy as np
+
+    n, big_n = human.shape[1], judge_all.shape[1]
+    theta = (imputed + (w * (human - judge_labelled)).mean(axis=1))[:, None]
+    grads = w * (human - theta)
+    grads_hat = w * (judge_labelled - theta)
+    covariance = (
+        (grads - grads.mean(axis=1, keepdims=True)) * (grads_hat - grads_hat.mean(axis=1, keepdims=True))
+    ).mean(axis=1)
+    spread = np.concatenate([grads_hat, judge_all - theta], axis=1).var(axis=1, ddof=1)
+    safe = np.where(spread > 0, spread, 1.0)
+    lam = np.where(spread > 0, covariance / ((1 + n / big_n) * safe), 0.0)
+    return np.asarray(np.clip(lam, 0.0, 1.0), dtype=np.float64)
+
+
+def _as_labels(values: Sequence[Label], name: str) -> list[float]:
+    labels = [float(v) for v in values]
+    bad = [v for v in labels if v not in (0.0, 1.0)]
+    if bad:
+        raise ValueError(f"{name}: labels must be 0 or 1, got {bad[0]!r}")
+    return labels
+
+
+def _as_weights(inclusion: Sequence[float], n: int) -> list[float]:
+    if len(inclusion) != n:
+        raise ValueError(f"inclusion_probabilities: {len(inclusion)} values for {n} human labels")
+    bad = [p for p in inclusion if not (0 < p <= 1)]
+    if bad:
+        raise ValueError(f"inclusion_probabilities: {bad[0]!r} is not in (0, 1]")
+    return [1 / p for p in inclusion]
+
+
+def _undefined_score(n: int, big_n: int, reason: str, *, weighted: bool) -> CalibratedScore:
+    return CalibratedScore(
+        estimate=None,
+        ci_low=None,
+        ci_high=None,
+        std_error=None,
+        n=n,
+        N=big_n,
+        lam=None,
+        effective_n=None,
+        human_only=None,
+        human_low=None,
+        human_high=None,
+        weighted=weighted,
+        undefined=reason,
+    )
+
+
+def calibrated_score(
+    human: Sequence[Label],
+    judge_labelled: Sequence[Label],
+    judge_all: Sequence[Label],
+    *,
+    lam: float | None = None,
+    inclusion_probabilities: Sequence[float] | None = None,
+    alpha: float = 0.05,
+) -> CalibratedScore:
+    """The PPI++ estimate (lam None, power-tuned) or a fixed-lam one (lam=1: classical PPI) of the human
+    share, with its (1 - alpha) normal interval, the human-only score and the effective number of human labels
+    (module docstring). inclusion_probabilities: each labelled item's known probability of having been drawn
+    (None: a uniform sample, no weights)."""
+    import numpy as np
+
+    y = _as_labels(human, "human")
+    f = _as_labels(judge_labelled, "judge_labelled")
+    f_all = _as_labels(judge_all, "judge_all")
+    if len(y) != len(f):
+        raise ValueError(f"{len(y)} human labels but {len(f)} judge labels on the same items")
+    weighted = inclusion_probabilities is not None
+    w = _as_weights(inclusion_probabilities, len(y)) if inclusion_probabilities is not None else None
+    n, big_n = len(y), len(f_all)
+    if n < MIN_HUMAN_LABELS:
+        reason = f"undefined: {n} human label(s), at least {MIN_HUMAN_LABELS} needed"
+        return _undefined_score(n, big_n, reason, weighted=weighted)
+    if big_n == 0:
+        return _undefined_score(n, big_n, "undefined: no judge label", weighted=weighted)
+    result = ppi_arrays(
+        np.array([y]),
+        np.array([f]),
+        np.array([f_all]),
+        lam=lam,
+        weights=None if w is None else np.array([w]),
+    )
+    return _score(result, n, big_n, weighted=weighted, successes=round(sum(y)), z=z_value(alpha))
+
+
+def _score(
+    result: PPIArrays, n: int, big_n: int, *, weighted: bool, successes: int, z: float
+) -> CalibratedScore:
+    estimate, se = float(result.estimate[0]), float(result.std_error[0])
+    human, human_se = float(result.human_only[0]), float(result.human_std_error[0])
+    human_low: float | None = human - z * human_se
+    human_high: float | None = human + z * human_se
+    if not weighted:
+        human_low, human_high = wilson_interval(successes, n, z=z) or (None, None)
+    defined = se > 0
+    return CalibratedScore(
+        estimate=estimate,
+        ci_low=estimate - z * se if defined else None,
+        ci_high=estimate + z * se if defined else None,
+        std_error=se if defined else None,
+        n=n,
+        N=big_n,
+        lam=float(result.lam[0]),
+        effective_n=n * human_se**2 / se**2 if defined else None,
+        human_only=human,
+        human_low=human_low,
+        human_high=human_high,
+        weighted=weighted,
+        undefined=""
+        if defined
+        else "interval undefined: the estimated variance is 0 (every label one value)",
+    )
+
+
+@dataclass(frozen=True)
+class StratumLabels:
+    """One stratum's (topic's) labels, as calibrated_score takes them."""
+
+    human: Sequence[Label]
+    judge_labelled: Sequence[Label]
+    judge_all: Sequence[Label]
+    inclusion_probabilities: Sequence[float] | None = None
+
+
+@dataclass(frozen=True)
+class StratifiedScore:
+    """The topic-stratified overall estimate: per-stratum estimates combined by their share W_h of N."""
+
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    std_error: float | None
+    n: int
+    N: int
+    effective_n: float | None
+    strata: Mapping[str, CalibratedScore] = field(default_factory=dict)
+    undefined: str = ""
+
+
+def stratified_score(
+    strata: Mapping[str, StratumLabels], *, lam: float | None = None, alpha: float = 0.05
+) -> StratifiedScore:
+    """theta = sum_h W_h theta_h, se^2 = sum_h W_h^2 se_h^2, W_h = N_h / N (module docstring); strata without
+    judge labels have weight 0 and are left out. Undefined when a stratum with judge labels has an undefined
+    estimate (e.g. fewer than 2 human labels: the reason names the stratum); its interval is undefined when
+    the combined variance is 0. Effective n: n * (sum_h W_h^2 se0_h^2) / se^2, se0_h the human-only errors."""
+    scores = {
+        name: calibrated_score(
+            s.human,
+            s.judge_labelled,
+            s.judge_all,
+            lam=lam,
+            inclusion_probabilities=s.inclusion_probabilities,
+            alpha=alpha,
+        )
+        for name, s in strata.items()
+        if len(s.judge_all) > 0
+    }
+    n = sum(s.n for s in scores.values())
+    big_n = sum(s.N for s in scores.values())
+    bad = [f"{name}: {s.undefined}" for name, s in scores.items() if s.estimate is None]
+    if not scores or bad:
+        reason = "; ".join(bad) or "undefined: no stratum has judge labels"
+        return StratifiedScore(None, None, None, None, n, big_n, None, scores, reason)
+    shares = {name: s.N / big_n for name, s in scores.items()}
+    estimate = sum(shares[k] * (s.estimate or 0.0) for k, s in scores.items())
+    variance = sum(shares[k] ** 2 * (s.std_error or 0.0) ** 2 for k, s in scores.items())
+    human_variance = sum(shares[k] ** 2 * _human_variance(s) for k, s in scores.items())
+    if variance <= 0:
+        reason = "interval undefined: the estimated variance is 0 in every stratum"
+        return StratifiedScore(estimate, None, None, None, n, big_n, None, scores, reason)
+    se, z = math.sqrt(variance), z_value(alpha)
+    return StratifiedScore(
+        estimate, estimate - z * se, estimate + z * se, se, n, big_n, n * human_variance / variance, scores
+    )
+
+
+def _human_variance(score: CalibratedScore) -> float:
+    """The human-only (lam = 0) variance of a stratum, recovered from its effective n: n * se0^2 / se^2."""
+    if score.std_error is None or score.effective_n is None:
+        return 0.0
+    return score.effective_n * score.std_error**2 / score.n
+
+
+@dataclass(frozen=True)
+class LabelPlan:
+    """How many human labels reach a target half-width (labels_needed)."""
+
+    n_needed: int | None
+    human_only_n: int | None
+    half_width: float
+    lam: float | None
+    N: int
+    within_N: bool
+    undefined: str = ""
+
+
+def labels_needed(
+    *,
+    half_width: float,
+    human_share: float,
+    judge_share: float,
+    agreement: float,
+    N: int,
+    alpha: float = 0.05,
+) -> LabelPlan:
+    """The smallest n whose PPI++ interval half-width z * se(n) is at most half_width, for a human share p_Y,
+    a judge share p_f and the judge/human agreement a observed (all shares of "no critical failure").
+
+    Closed form of the PPI++ variance at n (binary labels): var_Y = p_Y (1 - p_Y), var_f = p_f (1 - p_f),
+    cov = P(Y=1, f=1) - p_Y p_f with P(Y=1, f=1) = (a + p_Y + p_f - 1) / 2, lam(n) = cov / ((1 + n/N) var_f)
+    clipped to [0, 1], and se(n)^2 = lam^2 var_f / N + (var_Y - 2 lam cov + lam^2 var_f) / n; unclipped this
+    is var_Y (1 - rho^2 N / (N + n)) / n, rho the correlation of Y and f. se(n) decreases in n, so the
+    smallest n is found by bisection between 2 and the human-only n = ceil(z^2 var_Y / h^2). n_needed may
+    exceed N (within_N False: the generator has too few examples for that width). Undefined when var_Y is 0
+    (a human share of 0 or 1: nothing to estimate the variance from); ValueError for shares outside [0, 1]
+    or an agreement the two shares cannot produce."""
+    if half_width <= 0 or N < 1:
+        raise ValueError(f"half_width must be > 0 and N >= 1, got {half_width!r}, {N!r}")
+    for name, value in (("human_share", human_share), ("judge_share", judge_share), ("agreement", agreement)):
+        if not 0 <= value <= 1:
+            raise ValueError(f"{name}: {value!r} is not in [0, 1]")
+    joint = (agreement + human_share + judge_share - 1) / 2
+    if not max(0.0, human_share + judge_share - 1) - 1e-9 <= joint <= min(human_share, judge_share) + 1e-9:
+        raise ValueError(
+            f"agreement {agreement!r} is impossible with shares {human_share!r}, {judge_share!r}"
+        )
+    var_y, var_f = human_share * (1 - human_share), judge_share * (1 - judge_share)
+    if var_y <= 0:
+        reason = f"undefined: a human share of {human_share:g} has variance 0"
+        return LabelPlan(None, None, half_width, None, N, False, reason)
+    z = z_value(alpha)
+    human_n = max(MIN_HUMAN_LABELS, math.ceil(z * z * var_y / half_width**2))
+    cov = joint - human_share * judge_share
+    low, high = MIN_HUMAN_LABELS, human_n
+    while low < high:
+        mid = (low + high) // 2
+        if z * math.sqrt(_plan_variance(mid, N, var_y, var_f, cov)[0]) <= half_width:
+            high = mid
+        else:
+            low = mid + 1
+    return LabelPlan(low, human_n, half_width, _plan_variance(low, N, var_y, var_f, cov)[1], N, low <= N)
+
+
+def _plan_variance(n: int, big_n: int, var_y: float, var_f: float, cov: float) -> tuple[float, float]:
+    lam = min(1.0, max(0.0, cov / ((1 + n / big_n) * var_f))) if var_f > 0 else 0.0
+    return lam * lam * var_f / big_n + (var_y - 2 * lam * cov + lam * lam * var_f) / n, lam
+
+
+def labels_needed_from(
+    human: Sequence[Label], judge_labelled: Sequence[Label], *, N: int, half_width: float, alpha: float = 0.05
+) -> LabelPlan:
+    """labels_needed with the shares and the agreement read from the paired labels already collected
+    (undefined with fewer than 2 of them)."""
+    y, f = _as_labels(human, "human"), _as_labels(judge_labelled, "judge_labelled")
+    if len(y) != len(f):
+        raise ValueError(f"{len(y)} human labels but {len(f)} judge labels on the same items")
+    if len(y) < MIN_HUMAN_LABELS:
+        reason = f"undefined: {len(y)} human label(s), at least {MIN_HUMAN_LABELS} needed"
+        return LabelPlan(None, None, half_width, None, N, False, reason)
+    return labels_needed(
+        half_width=half_width,
+        human_share=sum(y) / len(y),
+        judge_share=sum(f) / len(f),
+        agreement=sum(a == b for a, b in zip(y, f, strict=True)) / len(y),
+        N=N,
+        alpha=alpha,
+    )
+
+
+@dataclass(frozen=True)
+class Difference:
+    """The minimum detectable difference between two independent calibrated scores."""
+
+    minimum: float | None
+    std_error: float | None
+    undefined: str = ""
+
+
+def minimum_detectable_difference(
+    first: CalibratedScore | StratifiedScore,
+    second: CalibratedScore | StratifiedScore,
+    *,
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> Difference:
+    """(z_{1 - alpha/2} + z_power) * sqrt(se_1^2 + se_2^2): the smallest true difference between two
+    generators' human scores that a two-sided level-alpha z-test on their calibrated estimates (independent
+    samples) detects with the given power at the labels collected so far. Undefined when either standard
+    error is."""
+    if first.std_error is None or second.std_error is None:
+        return Difference(None, None, first.undefined or second.undefined)
+    se = math.sqrt(first.std_error**2 + second.std_error**2)
+    return Difference((z_value(alpha) + NormalDist().inv_cdf(power)) * se, se)
