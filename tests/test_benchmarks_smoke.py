@@ -31,6 +31,7 @@ SMOKE: dict[str, list[str]] = {
         "--db", "{db}", "--annotators", "2", "--seconds", "2", "--think", "0.1", "--ramp", "0.5",
         "--items", "6", "--workers", "1", "--port", "{port}",
     ],
+    "calibration_sim.py": ["--worlds", "20", "--n", "50", "--N", "500"],
     "goal_step_build.py": ["--procedures", "80", "--embedding", "words"],
     "import_scale.py": [
         "--out", "{tmp}/tree", "--db", "{db}", "--generators", "2", "--examples", "15", "--judges", "1",
@@ -48,6 +49,7 @@ SMOKE: dict[str, list[str]] = {
 # What each run's output must hold: a figure every script prints when it got to the end.
 EXPECTED = {
     "annotator_load.py": '"errors": []',
+    "calibration_sim.py": '"ppi_coverage"',
     "goal_step_build.py": "peak RSS:",
     "import_scale.py": '"leaderboards_agree": true',
     "judge_throughput.py": '"rpm_observed"',
