@@ -69,6 +69,7 @@ __all__ = [
     "StratifiedScore",
     "StratumLabels",
     "calibrated_score",
+    "expected_half_widths",
     "labels_needed",
     "labels_needed_from",
     "minimum_detectable_difference",
@@ -103,6 +104,7 @@ class CalibratedScore:
     human_high: float | None
     weighted: bool = False
     undefined: str = ""
+    human_std_error: float | None = None
 
 
 @dataclass(frozen=True)
@@ -266,6 +268,7 @@ def _score(
         human_low=human_low,
         human_high=human_high,
         weighted=weighted,
+        human_std_error=human_se,
         undefined=""
         if defined
         else "interval undefined: the estimated variance is 0 (every label one value)",
@@ -325,7 +328,7 @@ def stratified_score(
     shares = {name: s.N / big_n for name, s in scores.items()}
     estimate = sum(shares[k] * (s.estimate or 0.0) for k, s in scores.items())
     variance = sum(shares[k] ** 2 * (s.std_error or 0.0) ** 2 for k, s in scores.items())
-    human_variance = sum(shares[k] ** 2 * _human_variance(s) for k, s in scores.items())
+    human_variance = sum(shares[k] ** 2 * (s.human_std_error or 0.0) ** 2 for k, s in scores.items())
     if variance <= 0:
         reason = "interval undefined: the estimated variance is 0 in every stratum"
         return StratifiedScore(estimate, None, None, None, n, big_n, None, scores, reason)
@@ -333,13 +336,6 @@ def stratified_score(
     return StratifiedScore(
         estimate, estimate - z * se, estimate + z * se, se, n, big_n, n * human_variance / variance, scores
     )
-
-
-def _human_variance(score: CalibratedScore) -> float:
-    """The human-only (lam = 0) variance of a stratum, recovered from its effective n: n * se0^2 / se^2."""
-    if score.std_error is None or score.effective_n is None:
-        return 0.0
-    return score.effective_n * score.std_error**2 / score.n
 
 
 @dataclass(frozen=True)
@@ -377,21 +373,12 @@ def labels_needed(
     or an agreement the two shares cannot produce."""
     if half_width <= 0 or N < 1:
         raise ValueError(f"half_width must be > 0 and N >= 1, got {half_width!r}, {N!r}")
-    for name, value in (("human_share", human_share), ("judge_share", judge_share), ("agreement", agreement)):
-        if not 0 <= value <= 1:
-            raise ValueError(f"{name}: {value!r} is not in [0, 1]")
-    joint = (agreement + human_share + judge_share - 1) / 2
-    if not max(0.0, human_share + judge_share - 1) - 1e-9 <= joint <= min(human_share, judge_share) + 1e-9:
-        raise ValueError(
-            f"agreement {agreement!r} is impossible with shares {human_share!r}, {judge_share!r}"
-        )
-    var_y, var_f = human_share * (1 - human_share), judge_share * (1 - judge_share)
+    var_y, var_f, cov = _moments(human_share, judge_share, agreement)
     if var_y <= 0:
         reason = f"undefined: a human share of {human_share:g} has variance 0"
         return LabelPlan(None, None, half_width, None, N, False, reason)
     z = z_value(alpha)
     human_n = max(MIN_HUMAN_LABELS, math.ceil(z * z * var_y / half_width**2))
-    cov = joint - human_share * judge_share
     low, high = MIN_HUMAN_LABELS, human_n
     while low < high:
         mid = (low + high) // 2
@@ -402,9 +389,54 @@ def labels_needed(
     return LabelPlan(low, human_n, half_width, _plan_variance(low, N, var_y, var_f, cov)[1], N, low <= N)
 
 
+def _moments(human_share: float, judge_share: float, agreement: float) -> tuple[float, float, float]:
+    """var_Y, var_f and cov(Y, f) of binary labels with these shares and this agreement (labels_needed)."""
+    for name, value in (("human_share", human_share), ("judge_share", judge_share), ("agreement", agreement)):
+        if not 0 <= value <= 1:
+            raise ValueError(f"{name}: {value!r} is not in [0, 1]")
+    joint = (agreement + human_share + judge_share - 1) / 2
+    if not max(0.0, human_share + judge_share - 1) - 1e-9 <= joint <= min(human_share, judge_share) + 1e-9:
+        raise ValueError(
+            f"agreement {agreement!r} is impossible with shares {human_share!r}, {judge_share!r}"
+        )
+    return human_share * (1 - human_share), judge_share * (1 - judge_share), joint - human_share * judge_share
+
+
 def _plan_variance(n: int, big_n: int, var_y: float, var_f: float, cov: float) -> tuple[float, float]:
     lam = min(1.0, max(0.0, cov / ((1 + n / big_n) * var_f))) if var_f > 0 else 0.0
     return lam * lam * var_f / big_n + (var_y - 2 * lam * cov + lam * lam * var_f) / n, lam
+
+
+@dataclass(frozen=True)
+class HalfWidths:
+    """The expected 95 % half-widths at n human labels and N judge labels (expected_half_widths)."""
+
+    calibrated: float
+    human_only: float
+    judge_only: float
+    lam: float
+    effective_n: float
+
+
+def expected_half_widths(
+    *, n: int, N: int, human_share: float, judge_share: float, agreement: float, alpha: float = 0.05
+) -> HalfWidths:
+    """What a page can show before any label is collected, e.g. the paper's setting (200 items, a judge at
+    80.5 % agreement): the calibrated half-width z * se(n) of labels_needed's closed form, the human-only one
+    z * sqrt(var_Y / n) and the judge-only one z * sqrt(var_f / N) (normal approximations; the judge-only one
+    is about the judge's score, not the human one). Same checks as labels_needed; n >= 2, N >= 1."""
+    if n < MIN_HUMAN_LABELS or N < 1:
+        raise ValueError(f"need n >= {MIN_HUMAN_LABELS} and N >= 1, got {n!r}, {N!r}")
+    var_y, var_f, cov = _moments(human_share, judge_share, agreement)
+    variance, lam = _plan_variance(n, N, var_y, var_f, cov)
+    z = z_value(alpha)
+    return HalfWidths(
+        calibrated=z * math.sqrt(variance),
+        human_only=z * math.sqrt(var_y / n),
+        judge_only=z * math.sqrt(var_f / N),
+        lam=lam,
+        effective_n=var_y / variance if variance > 0 else float(n),
+    )
 
 
 def labels_needed_from(

@@ -14,6 +14,7 @@ from judging.calibration import (
     CalibratedScore,
     StratumLabels,
     calibrated_score,
+    expected_half_widths,
     labels_needed,
     labels_needed_from,
     minimum_detectable_difference,
@@ -107,6 +108,8 @@ def test_it_combines_strata_by_their_share_of_the_judge_labels() -> None:
     se = math.sqrt((6 / 9) ** 2 * sa.std_error**2 + (3 / 9) ** 2 * sb.std_error**2)
     assert combined.std_error == pytest.approx(se)
     assert (combined.n, combined.N) == (7, 9)
+    human_variance = (6 / 9) ** 2 * (3 / 16) / 4 + (3 / 9) ** 2 * (2 / 9) / 3  # var(Y)/n per stratum
+    assert combined.effective_n == pytest.approx(7 * human_variance / se**2)
     assert combined.ci_low == pytest.approx(combined.estimate - Z * se)
 
 
@@ -193,3 +196,21 @@ def test_it_gives_the_minimum_detectable_difference() -> None:
     )
     assert minimum_detectable_difference(first, undefined).undefined == "why"
     assert z_value() == pytest.approx(Z)
+
+
+def test_it_gives_the_expected_widths_of_the_papers_setting() -> None:
+    """200 items with a human majority, a judge at 80.5 % agreement, 7,000 examples: the calibrated interval
+    is narrower than the human-only one, and labels_needed's n is where the expected half-width crosses a
+    target."""
+    widths = expected_half_widths(n=200, N=7000, human_share=0.6, judge_share=0.6, agreement=0.805)
+    assert widths.human_only == pytest.approx(Z * math.sqrt(0.24 / 200))
+    assert widths.judge_only == pytest.approx(Z * math.sqrt(0.24 / 7000))
+    assert widths.judge_only < widths.calibrated < widths.human_only
+    assert widths.effective_n == pytest.approx(200 * (widths.human_only / widths.calibrated) ** 2)
+    plan = labels_needed(half_width=0.05, human_share=0.6, judge_share=0.6, agreement=0.805, N=7000)
+    assert plan.n_needed is not None
+    at = expected_half_widths(n=plan.n_needed, N=7000, human_share=0.6, judge_share=0.6, agreement=0.805)
+    before = expected_half_widths(
+        n=plan.n_needed - 1, N=7000, human_share=0.6, judge_share=0.6, agreement=0.805
+    )
+    assert at.calibrated <= 0.05 < before.calibrated
