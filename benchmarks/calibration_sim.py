@@ -15,8 +15,10 @@ Reported over the worlds: the coverage of the PPI++ 95 % interval (judging.calib
 tuned, judge labels on all N) and of the classical PPI one (lam = 1); the coverage of the human truth by the
 judge-only Wilson interval on N; the share of worlds where the PPI++ width is at most the human-only Wilson
 width on the n labels, the mean and the range of that ratio; the mean lam and effective number of human
-labels. Computed in chunks of worlds with numpy (1,000 worlds in about a second). --append-doc adds the run
-to docs/benchmarks.md.
+labels. Also a sample stratified by the judge's label (n / 2 among the examples it passes, n / 2 among those
+it fails, inclusion probabilities known): the coverage of the weighted PPI++ interval, of the same estimate
+ignoring the weights, and its width against the uniform sample's. Computed in chunks of worlds with numpy
+(1,000 worlds in about a second). --append-doc adds the run to docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -69,12 +71,31 @@ def worlds(rng: np.random.Generator, count: int, big_n: int) -> tuple[Array, Arr
     return human, judge
 
 
+def judge_stratified_sample(rng: np.random.Generator, judge: Array, n: int) -> tuple[NDArray[np.intp], Array]:
+    """n / 2 examples drawn uniformly among those the judge passes and n / 2 among those it fails: the items
+    (count, n) and their inverse inclusion probabilities N_s / (n / 2)."""
+    half = n // 2
+    picks, weights = [], []
+    for label, size in ((1.0, half), (0.0, n - half)):
+        in_stratum = judge == label
+        stratum_n = in_stratum.sum(axis=1)
+        if (stratum_n < size).any():
+            raise SystemExit(f"a world has fewer than {size} examples the judge labels {label:g}: raise --N")
+        keys = np.where(in_stratum, rng.random(judge.shape), 2.0)
+        picks.append(np.argpartition(keys, size, axis=1)[:, :size])
+        weights.append(np.repeat((stratum_n / size)[:, None], size, axis=1))
+    return np.concatenate(picks, axis=1), np.concatenate(weights, axis=1).astype(np.float64)
+
+
 def run_chunk(rng: np.random.Generator, count: int, n: int, big_n: int, z: float) -> dict[str, Array]:
     human, judge = worlds(rng, count, big_n)
     truth = human.mean(axis=1)
     sample = np.argpartition(rng.random((count, big_n)), n, axis=1)[:, :n]
     y, f = np.take_along_axis(human, sample, axis=1), np.take_along_axis(judge, sample, axis=1)
     tuned, classical = ppi_arrays(y, f, judge), ppi_arrays(y, f, judge, lam=1.0)
+    strata, weights = judge_stratified_sample(rng, judge, n)
+    ys, fs = np.take_along_axis(human, strata, axis=1), np.take_along_axis(judge, strata, axis=1)
+    weighted, ignoring = ppi_arrays(ys, fs, judge, weights=weights), ppi_arrays(ys, fs, judge)
     judge_low, judge_high = wilson(judge.sum(axis=1), big_n, z)
     human_low, human_high = wilson(y.sum(axis=1), n, z)
     return {
@@ -88,6 +109,9 @@ def run_chunk(rng: np.random.Generator, count: int, n: int, big_n: int, z: float
         "classical_ratio": 2 * z * classical.std_error / (human_high - human_low),
         "ppi_width": 2 * z * tuned.std_error,
         "lam": tuned.lam,
+        "weighted_covers": np.abs(weighted.estimate - truth) <= z * weighted.std_error,
+        "ignoring_weights_covers": np.abs(ignoring.estimate - truth) <= z * ignoring.std_error,
+        "weighted_width_ratio": weighted.std_error / tuned.std_error,
         "effective_n": n * tuned.human_std_error**2 / tuned.std_error**2,
     }
 
@@ -115,6 +139,11 @@ def simulate(count: int, seed: int, n: int, big_n: int, chunk: int = 100) -> dic
         "mean_ppi_width": round(float(columns["ppi_width"].mean()), 4),
         "mean_lam": round(float(columns["lam"].mean()), 4),
         "mean_effective_n": round(float(columns["effective_n"].mean()), 1),
+        "judge_stratified_sample": {
+            "weighted_ppi_coverage": round(float(columns["weighted_covers"].mean()), 4),
+            "unweighted_ppi_coverage": round(float(columns["ignoring_weights_covers"].mean()), 4),
+            "mean_width_ratio_to_uniform_ppi": round(float(columns["weighted_width_ratio"].mean()), 4),
+        },
     }
 
 
