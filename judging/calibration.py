@@ -39,9 +39,10 @@ not labelled by people: PPI treats them as a sample of the same population; with
 
 **Undefined** (fields None, the reason in `undefined`, never an exception for data): fewer than 2 human labels
 (MIN_HUMAN_LABELS) or no judge label; when the estimated variance is 0 (every corrected human label one
-value) the estimate is given but its interval and effective n are None. Estimates and bounds are not clipped
-to [0, 1] (the tests compare them with ppi-python's); a page may clip them for display. Labels that are not 0
-or 1, or lists of different lengths, are the caller's bug and raise ValueError.
+value; below ZERO_VARIANCE, what floating-point rounding leaves of a 0) the estimate is given but its
+interval and effective n are None. Estimates and bounds are not clipped to [0, 1] (the tests compare them
+with ppi-python's); a page may clip them for display. Labels that are not 0 or 1, or lists of different
+lengths, are the caller's bug and raise ValueError.
 
 numpy is imported inside the functions: start-up stays light (tests/test_startup.py).
 """
@@ -79,6 +80,7 @@ __all__ = [
 ]
 
 MIN_HUMAN_LABELS = 2
+ZERO_VARIANCE = 1e-24  # a variance below this is 0 left by floating-point rounding (a half-width < 2e-12)
 Label = int | bool | float
 
 
@@ -254,7 +256,7 @@ def _score(
     human_high: float | None = human + z * human_se
     if not weighted:
         human_low, human_high = wilson_interval(successes, n, z=z) or (None, None)
-    defined = se > 0
+    defined = se * se > ZERO_VARIANCE
     return CalibratedScore(
         estimate=estimate,
         ci_low=estimate - z * se if defined else None,
@@ -329,7 +331,7 @@ def stratified_score(
     estimate = sum(shares[k] * (s.estimate or 0.0) for k, s in scores.items())
     variance = sum(shares[k] ** 2 * (s.std_error or 0.0) ** 2 for k, s in scores.items())
     human_variance = sum(shares[k] ** 2 * (s.human_std_error or 0.0) ** 2 for k, s in scores.items())
-    if variance <= 0:
+    if variance <= ZERO_VARIANCE:
         reason = "interval undefined: the estimated variance is 0 in every stratum"
         return StratifiedScore(estimate, None, None, None, n, big_n, None, scores, reason)
     se, z = math.sqrt(variance), z_value(alpha)

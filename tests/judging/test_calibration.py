@@ -9,6 +9,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from judging.calibration import (
     CalibratedScore,
@@ -22,6 +24,7 @@ from judging.calibration import (
     stratified_score,
     z_value,
 )
+from tests.fuzzing import fuzz_settings
 
 Z = 1.959963984540054
 
@@ -214,3 +217,23 @@ def test_it_gives_the_expected_widths_of_the_papers_setting() -> None:
         n=plan.n_needed - 1, N=7000, human_share=0.6, judge_share=0.6, agreement=0.805
     )
     assert at.calibrated <= 0.05 < before.calibrated
+
+
+_pairs = st.lists(st.tuples(st.integers(0, 1), st.integers(0, 1)), max_size=12)
+
+
+@fuzz_settings(60)
+@given(pairs=_pairs, judge_all=st.lists(st.integers(0, 1), max_size=15), lam=st.sampled_from([None, 1.0]))
+def test_it_never_crashes_and_brackets_its_estimate(
+    pairs: list[tuple[int, int]], judge_all: list[int], lam: float | None
+) -> None:
+    """Any 0/1 labels, degenerate ones included: a score, or None fields with a reason, never an exception."""
+    human, judge = [y for y, _ in pairs], [f for _, f in pairs]
+    score = calibrated_score(human, judge, judge_all, lam=lam)
+    if score.estimate is None:
+        assert score.undefined.startswith("undefined: ") and score.ci_low is None
+    elif score.ci_low is None:
+        assert score.undefined.startswith("interval undefined") and score.effective_n is None
+    else:
+        assert score.ci_high is not None and score.ci_low < score.estimate < score.ci_high
+        assert score.lam is not None and 0 <= score.lam <= 1 and score.undefined == ""
