@@ -219,17 +219,25 @@ def test_it_gives_the_expected_widths_of_the_papers_setting() -> None:
     assert at.calibrated <= 0.05 < before.calibrated
 
 
-_pairs = st.lists(st.tuples(st.integers(0, 1), st.integers(0, 1)), max_size=12)
+_items = st.lists(
+    st.tuples(st.integers(0, 1), st.integers(0, 1), st.sampled_from([1.0, 0.5, 0.1, 0.01])), max_size=12
+)
 
 
 @fuzz_settings(60)
-@given(pairs=_pairs, judge_all=st.lists(st.integers(0, 1), max_size=15), lam=st.sampled_from([None, 1.0]))
+@given(
+    items=_items,
+    judge_all=st.lists(st.integers(0, 1), max_size=15),
+    lam=st.sampled_from([None, 1.0]),
+    weighted=st.booleans(),
+)
 def test_it_never_crashes_and_brackets_its_estimate(
-    pairs: list[tuple[int, int]], judge_all: list[int], lam: float | None
+    items: list[tuple[int, int, float]], judge_all: list[int], lam: float | None, weighted: bool
 ) -> None:
-    """Any 0/1 labels, degenerate ones included: a score, or None fields with a reason, never an exception."""
-    human, judge = [y for y, _ in pairs], [f for _, f in pairs]
-    score = calibrated_score(human, judge, judge_all, lam=lam)
+    """Any 0/1 labels, degenerate ones included, weighted or not: a score, or None fields with a reason."""
+    human, judge = [y for y, _, _ in items], [f for _, f, _ in items]
+    inclusion = [p for _, _, p in items] if weighted else None
+    score = calibrated_score(human, judge, judge_all, lam=lam, inclusion_probabilities=inclusion)
     if score.estimate is None:
         assert score.undefined.startswith("undefined: ") and score.ci_low is None
     elif score.ci_low is None:
