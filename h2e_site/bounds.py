@@ -223,9 +223,33 @@ class ValidAutocompleteSelect(AutocompleteSelect):
         return "\x00" not in str(value)
 
 
+class ConstrainedModelForm(forms.ModelForm):  # type: ignore[type-arg]
+    """A ModelForm that checks every constraint of its model before saving, those naming a field the form
+    does not show (read-only in the admin) included: Django's ModelForm skips such a constraint, and the
+    database then refuses the row (an IntegrityError, a 500). A violation is shown under its field when the
+    form has it, else above the form."""
+
+    def _post_clean(self) -> None:
+        super()._post_clean()  # type: ignore[misc]
+        refused = {name for name in self.errors if name in self.fields}  # their values never reached the row
+        try:
+            self.instance.validate_constraints(exclude=refused)
+        except ValidationError as violations:
+            shown = {str(message) for messages in self.errors.values() for message in messages}
+            for name, messages in violations.message_dict.items():
+                for message in messages:
+                    if message not in shown:
+                        self.add_error(name if name in self.fields else None, message)
+
+
 class BoundedJSONAdmin(admin.options.BaseModelAdmin):  # type: ignore[type-arg]
     """Mixed into every ModelAdmin and inline: its JSON fields are BoundedJSONFormFields, its autocomplete
-    fields ValidAutocompleteSelects."""
+    fields ValidAutocompleteSelects, its form checks every constraint of the model (ConstrainedModelForm)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.form is forms.ModelForm:  # a ModelAdmin naming its own form makes it a ConstrainedModelForm
+            self.form = ConstrainedModelForm
 
     def formfield_for_foreignkey(self, db_field: Any, request: Any, **kwargs: Any) -> Any:
         if db_field.name in self.get_autocomplete_fields(request) and "widget" not in kwargs:
@@ -266,6 +290,7 @@ __all__ = [
     "BoundedJSONAdmin",
     "BoundedJSONFormField",
     "BoundedJSONParser",
+    "ConstrainedModelForm",
     "JSONRefused",
     "OutOfRange",
     "Range",

@@ -11,7 +11,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from h2e_site.bounds import BoundedJSONAdmin
+from h2e_site.bounds import BoundedJSONAdmin, ConstrainedModelForm
 from h2e_site.jobs.services import job_cancel
 from h2e_site.web import RUN_PERMISSION, numbered_block, pre_block
 
@@ -134,7 +134,7 @@ def _rerun_action(stage: str) -> Callable[..., None]:
     )(action)
 
 
-class MiningRunForm(forms.ModelForm):
+class MiningRunForm(ConstrainedModelForm):
     """The config is validated as a run config (every stage's model config and prompt file) when saved."""
 
     class Meta:

@@ -134,7 +134,8 @@ def test_it_walks_an_annotator_from_prolific_to_the_completion_code(new_tab: Any
     page.keyboard.press("Enter")
     page.get_by_text("Reading progress: 0/4 steps (0%)").wait_for()
     page.locator("#l2-step-1 button").wait_for()
-    assert page.evaluate("document.activeElement.closest('#l2-step-1') !== null")
+    # The swapped-in step takes the focus once htmx has settled it (a moment after the button appears).
+    page.wait_for_function("document.activeElement && document.activeElement.closest('#l2-step-1') !== null")
     page.keyboard.press("Enter")
     page.get_by_text("Reading progress: 1/4 steps (25%)").wait_for()
     read_steps(page, 3, 4)

@@ -46,6 +46,7 @@ def _crafted(seed: int, n: int, big_n: int) -> tuple[np.ndarray, np.ndarray, np.
 @pytest.mark.parametrize("weighted", [False, True])
 def test_it_equals_ppi_python(seed: int, lam: float | None, weighted: bool) -> None:
     import ppi_py  # the dev extras' reference implementation (imported here: it loads numba)
+
     human, judge, judge_all, inclusion = _crafted(seed, 80, 900)
     w = 1 / inclusion if weighted else None
     score = calibrated_score(
