@@ -19,6 +19,7 @@ from h2e_site.api_views import ComputedView
 
 from ..models import StepTypeLabelSet, Study, StudyKind
 from .agreement import label_set_agreement, study_step_types_agreement
+from .classify_serializers import ShareSerializer
 
 
 class StepTypesAgreementQuerySerializer(serializers.Serializer):
@@ -48,10 +49,16 @@ class TypeCountsSerializer(serializers.Serializer):
 
 
 class StepTypesContradictionSerializer(serializers.Serializer):
+    """measures.Contradiction.as_json(): the counts and the rate on both its bases."""
+
     sequential_and_interchangeable = serializers.IntegerField()
     comparable = serializers.IntegerField()
     sequential = serializers.IntegerField()
-    rate = serializers.FloatField(allow_null=True)
+    rate = serializers.FloatField(allow_null=True, help_text="the same as of_comparable's rate")
+    of_comparable = ShareSerializer(
+        help_text="both / comparable: the first pair (no counterpart) and undecided counterparts left out"
+    )
+    of_sequential = ShareSerializer(help_text="both / sequential: every sequential pair, the paper's base")
 
 
 class AttentionSerializer(serializers.Serializer):
