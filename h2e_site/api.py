@@ -114,19 +114,27 @@ def query_params(request: Request, serializer_class: type[serializers.Serializer
     return dict(parsed.validated_data)
 
 
+def query_bool(value: Any) -> bool | None:
+    """A boolean as a query parameter writes it: true, false, 1, 0, yes, no, on, off (any case); None for
+    anything else (the caller refuses it, naming the parameter)."""
+    text = str(value).strip().lower()
+    if text in {"true", "1", "yes", "on"}:
+        return True
+    if text in {"false", "0", "no", "off"}:
+        return False
+    return None
+
+
 class QueryBooleanField(serializers.BooleanField):
     """true/false as a query parameter: true, false, 1, 0, yes, no (any case); anything else is refused."""
 
     default_error_messages = {"invalid": '"{input}" is not true or false (true, false, 1, 0, yes, no).'}
 
     def to_internal_value(self, data: Any) -> bool:
-        text = str(data).strip().lower()
-        if text in {"true", "1", "yes", "on"}:
-            return True
-        if text in {"false", "0", "no", "off"}:
-            return False
-        self.fail("invalid", input=str(data)[:40])
-        raise AssertionError  # fail() raises
+        value = query_bool(data)
+        if value is None:
+            self.fail("invalid", input=str(data)[:40])
+        return bool(value)
 
 
 class FormBooleanField(serializers.BooleanField):
@@ -152,11 +160,9 @@ class _StrictBooleanField(forms.Field):
     def to_python(self, value: Any) -> bool | None:
         if value in (None, ""):
             return None
-        text = str(value).strip().lower()
-        if text in {"true", "1", "yes", "on"}:
-            return True
-        if text in {"false", "0", "no", "off"}:
-            return False
+        parsed = query_bool(value)
+        if parsed is not None:
+            return parsed
         raise forms.ValidationError(f"{str(value)[:40]!r} is not true or false (true, false, 1, 0, yes, no).")
 
 
