@@ -32,7 +32,7 @@ MIN_AGREEMENT_ITEMS = 2
 _ONE = 1 - 1e-12  # a chance agreement this close to 1 is 1 (floating-point sums of shares)
 
 
-def wilson_interval(successes: int, n: int, *, z: float = 1.959964) -> tuple[float, float] | None:
+def wilson_interval(successes: float, n: int, *, z: float = 1.959964) -> tuple[float, float] | None:
     """The Wilson score 95 % interval of a proportion (None when n is 0)."""
     if n == 0:
         return None

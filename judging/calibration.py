@@ -37,11 +37,17 @@ not labelled by people: PPI treats them as a sample of the same population; with
 - **Topic-stratified estimate**: theta = sum_h W_h theta_h, se^2 = sum_h W_h^2 se_h^2, W_h = N_h / N the
   stratum's share of the judge-labelled examples, each theta_h its own PPI++ estimate (own lam).
 
+**Labels.** A human label is 1 (the majority finds no critical failure), 0, or 0.5 for a tied majority (the
+estimand then counts a tie as half an example with no failure: dropping ties would bias the sample towards
+clear-cut items). A judge label is 1 or 0, or any value in [0, 1] where the judge has no verdict (a parse
+failure: the caller imputes the judge's own score, which carries no information; PPI stays unbiased for any
+prediction). The human-only Wilson interval takes the (possibly half-integer) sum of the human labels.
+
 **Undefined** (fields None, the reason in `undefined`, never an exception for data): fewer than 2 human labels
 (MIN_HUMAN_LABELS) or no judge label; when the estimated variance is 0 (every corrected human label one
 value; below ZERO_VARIANCE, what floating-point rounding leaves of a 0) the estimate is given but its
 interval and effective n are None. Estimates and bounds are not clipped to [0, 1] (the tests compare them
-with ppi-python's); a page may clip them for display. Labels that are not 0 or 1, or lists of different
+with ppi-python's); a page may clip them for display. Labels outside those values, or lists of different
 lengths, are the caller's bug and raise ValueError.
 
 numpy is imported inside the functions: start-up stays light (tests/test_startup.py).
@@ -174,11 +180,19 @@ def _tuned_lam(
     return np.asarray(np.clip(lam, 0.0, 1.0), dtype=np.float64)
 
 
-def _as_labels(values: Sequence[Label], name: str) -> list[float]:
+def _as_labels(values: Sequence[Label], name: str, allowed: str = "binary") -> list[float]:
+    """Labels as floats: 0 or 1; with allowed="tie" also 0.5 (a tied human majority); with allowed="share"
+    any value in [0, 1] (a judge label imputed for a parse failure)."""
     labels = [float(v) for v in values]
-    bad = [v for v in labels if v not in (0.0, 1.0)]
+    if allowed == "share":
+        bad = [v for v in labels if not 0.0 <= v <= 1.0]
+        expected = "in [0, 1]"
+    else:
+        ok = (0.0, 0.5, 1.0) if allowed == "tie" else (0.0, 1.0)
+        bad = [v for v in labels if v not in ok]
+        expected = "0, 0.5 (a tie) or 1" if allowed == "tie" else "0 or 1"
     if bad:
-        raise ValueError(f"{name}: labels must be 0 or 1, got {bad[0]!r}")
+        raise ValueError(f"{name}: labels must be {expected}, got {bad[0]!r}")
     return labels
 
 
@@ -224,9 +238,9 @@ def calibrated_score(
     (None: a uniform sample, no weights)."""
     import numpy as np
 
-    y = _as_labels(human, "human")
-    f = _as_labels(judge_labelled, "judge_labelled")
-    f_all = _as_labels(judge_all, "judge_all")
+    y = _as_labels(human, "human", "tie")
+    f = _as_labels(judge_labelled, "judge_labelled", "share")
+    f_all = _as_labels(judge_all, "judge_all", "share")
     if len(y) != len(f):
         raise ValueError(f"{len(y)} human labels but {len(f)} judge labels on the same items")
     weighted = inclusion_probabilities is not None
@@ -244,11 +258,11 @@ def calibrated_score(
         lam=lam,
         weights=None if w is None else np.array([w]),
     )
-    return _score(result, n, big_n, weighted=weighted, successes=round(sum(y)), z=z_value(alpha))
+    return _score(result, n, big_n, weighted=weighted, successes=sum(y), z=z_value(alpha))
 
 
 def _score(
-    result: PPIArrays, n: int, big_n: int, *, weighted: bool, successes: int, z: float
+    result: PPIArrays, n: int, big_n: int, *, weighted: bool, successes: float, z: float
 ) -> CalibratedScore:
     estimate, se = float(result.estimate[0]), float(result.std_error[0])
     human, human_se = float(result.human_only[0]), float(result.human_std_error[0])
@@ -376,8 +390,14 @@ def labels_needed(
     if half_width <= 0 or N < 1:
         raise ValueError(f"half_width must be > 0 and N >= 1, got {half_width!r}, {N!r}")
     var_y, var_f, cov = _moments(human_share, judge_share, agreement)
+    return _labels_needed(half_width, N, var_y, var_f, cov, alpha)
+
+
+def _labels_needed(
+    half_width: float, N: int, var_y: float, var_f: float, cov: float, alpha: float
+) -> LabelPlan:
     if var_y <= 0:
-        reason = f"undefined: a human share of {human_share:g} has variance 0"
+        reason = "undefined: the human labels have variance 0 (all one value)"
         return LabelPlan(None, None, half_width, None, N, False, reason)
     z = z_value(alpha)
     human_n = max(MIN_HUMAN_LABELS, math.ceil(z * z * var_y / half_width**2))
@@ -444,22 +464,22 @@ def expected_half_widths(
 def labels_needed_from(
     human: Sequence[Label], judge_labelled: Sequence[Label], *, N: int, half_width: float, alpha: float = 0.05
 ) -> LabelPlan:
-    """labels_needed with the shares and the agreement read from the paired labels already collected
-    (undefined with fewer than 2 of them)."""
-    y, f = _as_labels(human, "human"), _as_labels(judge_labelled, "judge_labelled")
+    """labels_needed with the variances and the covariance read from the paired labels already collected
+    (divisor n; ties and imputed judge labels allowed; undefined with fewer than 2 of them). For binary labels
+    these are the shares' and agreement's moments, so the two functions agree."""
+    y, f = _as_labels(human, "human", "tie"), _as_labels(judge_labelled, "judge_labelled", "share")
     if len(y) != len(f):
         raise ValueError(f"{len(y)} human labels but {len(f)} judge labels on the same items")
+    if half_width <= 0 or N < 1:
+        raise ValueError(f"half_width must be > 0 and N >= 1, got {half_width!r}, {N!r}")
     if len(y) < MIN_HUMAN_LABELS:
         reason = f"undefined: {len(y)} human label(s), at least {MIN_HUMAN_LABELS} needed"
         return LabelPlan(None, None, half_width, None, N, False, reason)
-    return labels_needed(
-        half_width=half_width,
-        human_share=sum(y) / len(y),
-        judge_share=sum(f) / len(f),
-        agreement=sum(a == b for a, b in zip(y, f, strict=True)) / len(y),
-        N=N,
-        alpha=alpha,
-    )
+    mean_y, mean_f = sum(y) / len(y), sum(f) / len(f)
+    var_y = sum((v - mean_y) ** 2 for v in y) / len(y)
+    var_f = sum((v - mean_f) ** 2 for v in f) / len(f)
+    cov = sum((a - mean_y) * (b - mean_f) for a, b in zip(y, f, strict=True)) / len(y)
+    return _labels_needed(half_width, N, var_y, var_f, cov, alpha)
 
 
 @dataclass(frozen=True)

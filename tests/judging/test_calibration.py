@@ -141,9 +141,13 @@ def test_it_gives_the_estimate_but_no_interval_when_the_variance_is_zero() -> No
     assert score.ci_low is None and score.effective_n is None and "variance is 0" in score.undefined
 
 
-def test_it_refuses_labels_that_are_not_zero_or_one() -> None:
-    with pytest.raises(ValueError, match=r"human: labels must be 0 or 1, got 2\.0"):
+def test_it_refuses_labels_outside_their_values() -> None:
+    with pytest.raises(ValueError, match=r"human: labels must be 0, 0\.5 \(a tie\) or 1, got 2\.0"):
         calibrated_score([1, 2], [1, 0], [1, 0])
+    with pytest.raises(ValueError, match=r"human: labels must be 0, 0\.5 \(a tie\) or 1, got 0\.3"):
+        calibrated_score([1, 0.3], [1, 0], [1, 0])
+    with pytest.raises(ValueError, match=r"judge_all: labels must be in \[0, 1\], got 1\.5"):
+        calibrated_score([1, 0], [1, 0], [1, 1.5])
     with pytest.raises(ValueError, match=r"inclusion_probabilities: 0\.0 is not in"):
         calibrated_score([1, 0], [1, 0], [1, 0], inclusion_probabilities=[0.5, 0.0])
 
@@ -246,3 +250,17 @@ def test_it_never_crashes_and_brackets_its_estimate(
     else:
         assert score.ci_high is not None and score.ci_low < score.estimate < score.ci_high
         assert score.lam is not None and 0 <= score.lam <= 1 and score.undefined == ""
+
+
+def test_a_tie_counts_half_and_an_imputed_judge_label_is_a_prediction_like_any_other() -> None:
+    """Ties (0.5) and imputed judge labels go through the same formulas: equal to ppi-python on them."""
+    ppi = pytest.importorskip("ppi_py")
+    y = np.array([1, 0.5, 0, 1, 1, 0, 0.5, 1])
+    f = np.array([1, 0.7, 0, 1, 0, 0, 1, 1])
+    f_all = np.array([1, 0.7, 0, 1, 0, 0, 1, 1, 1, 0, 0.7, 1, 1, 0])
+    score = calibrated_score(y, f, f_all)
+    expected = ppi.ppi_mean_pointestimate(y, f, f_all)
+    low, high = ppi.ppi_mean_ci(y, f, f_all, alpha=0.05)
+    assert score.estimate == pytest.approx(float(np.ravel(expected)[0]), abs=1e-12)
+    assert (score.ci_low, score.ci_high) == pytest.approx((float(np.ravel(low)[0]), float(np.ravel(high)[0])))
+    assert score.human_only == pytest.approx(5 / 8)  # 1 + .5 + 1 + 1 + .5 + 1 = 5 of 8

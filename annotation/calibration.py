@@ -1,0 +1,412 @@
+"""The human-calibrated How2Score of each generator x judge (issue #20): the judge's verdicts on a generator's
+examples joined with the human majority on the calibration sample of them (judging/calibration.py has the
+estimator, judging/sampling.py the designs).
+
+Rules (the README repeats them):
+- **Which human labels.** Only a critical-failures study built with a *calibration sample* (its rounds store
+  every frame example's inclusion probability) is used. Any other study is listed with the reason it is not
+  (its selection keeps only where judges disagree, or a topic filter, or no probabilities recorded). Where
+  several calibration studies sampled a generator, the one with the most labelled items of it is used (two
+  independent samples are not pooled).
+- **Population.** The generator's examples in the study's frame: its generations with L2 steps when the study
+  was built. N is their number; the judge's labels are read on those.
+- **An item counts** once all k of its annotations are in (attention checks never count). Its human label Y
+  is the majority: 1 = no critical failure, 0 = a critical failure, 0.5 for a tie (an even split counts half:
+  dropping ties would bias the sample towards clear-cut items). Items still collecting are "pending".
+- **The judge's label** f is 1 (no critical failure) or 0; where the judge has no verdict (a parse failure, or
+  no judgment) f is the judge's own score on the generator's parsed examples in the frame, which carries no
+  information (PPI stays unbiased for any prediction); these are counted as `n_imputed`.
+- **Weights.** pi_i = 1 - prod_r (1 - pi_ir) over the study's rounds; with every pi equal (a uniform sample)
+  no weights are used and the human-only score gets its Wilson interval.
+- **Per topic** where the topic has at least MIN_TOPIC_LABELS counted items; the topic-stratified overall
+  estimate uses those topics as strata and pools the other topics into one stratum.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import F
+
+from judging.calibration import (
+    CalibratedScore,
+    StratifiedScore,
+    StratumLabels,
+    calibrated_score,
+    stratified_score,
+)
+from judging.models import Generation, Generator, Judge, Judgment
+from judging.sampling import inclusion_after_rounds
+
+from .agreement import majority
+from .models import Annotation, CalibrationDraw, Study, StudyItem, StudyKind
+
+MIN_TOPIC_LABELS = 10
+OTHER_TOPICS = "other topics"
+
+
+@dataclass(frozen=True)
+class UnusedStudy:
+    """A critical-failures study the calibrated scores do not use, and why."""
+
+    slug: str
+    title: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Example:
+    """One frame example of a generator: its topic, inclusion probability, judge label, human label."""
+
+    generation_id: int
+    topic: str
+    probability: float
+    judge: float | None = None  # None: no verdict (imputed later)
+    human: float | None = None  # None: not drawn, or pending
+
+
+@dataclass(frozen=True)
+class TopicScore:
+    topic: str
+    score: CalibratedScore | None
+    n_labelled: int
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class CalibratedLine:
+    """A generator x judge: its calibrated How2Score beside the judge-only one."""
+
+    generator_id: str
+    generator_model: str
+    judge_id: str
+    judge_model: str
+    study_slug: str
+    overall: CalibratedScore
+    stratified: StratifiedScore | None
+    topics: list[TopicScore]
+    judge_only: float | None
+    judge_low: float | None
+    judge_high: float | None
+    judge_n: int
+    n_pending: int = 0
+    n_ties: int = 0
+    n_imputed: int = 0
+    reason: str = ""
+    examples: list[Example] = field(default_factory=list, repr=False, compare=False)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "generator_id": self.generator_id,
+            "generator_model": self.generator_model,
+            "judge_id": self.judge_id,
+            "judge_model": self.judge_model,
+            "study": self.study_slug or None,
+            "calibrated": score_json(self.overall),
+            "stratified": stratified_json(self.stratified) if self.stratified else None,
+            "topics": [
+                {
+                    "topic": t.topic,
+                    "n_labelled": t.n_labelled,
+                    "score": score_json(t.score) if t.score else None,
+                    "undefined": t.reason or (t.score.undefined if t.score else ""),
+                }
+                for t in self.topics
+            ],
+            "judge_only": {
+                "score": self.judge_only,
+                "ci_low": self.judge_low,
+                "ci_high": self.judge_high,
+                "n": self.judge_n,
+            },
+            "n_pending": self.n_pending,
+            "n_ties": self.n_ties,
+            "n_imputed": self.n_imputed,
+            "reason": self.reason,
+        }
+
+
+def score_json(score: CalibratedScore) -> dict[str, Any]:
+    return {
+        "estimate": score.estimate,
+        "ci_low": score.ci_low,
+        "ci_high": score.ci_high,
+        "std_error": score.std_error,
+        "n": score.n,
+        "N": score.N,
+        "lam": score.lam,
+        "effective_n": score.effective_n,
+        "human_only": score.human_only,
+        "human_ci_low": score.human_low,
+        "human_ci_high": score.human_high,
+        "weighted": score.weighted,
+        "undefined": score.undefined,
+    }
+
+
+def stratified_json(score: StratifiedScore) -> dict[str, Any]:
+    return {
+        "estimate": score.estimate,
+        "ci_low": score.ci_low,
+        "ci_high": score.ci_high,
+        "std_error": score.std_error,
+        "n": score.n,
+        "N": score.N,
+        "effective_n": score.effective_n,
+        "strata": sorted(score.strata),
+        "undefined": score.undefined,
+    }
+
+
+# --- which studies ---------------------------------------------------------------------------------------
+
+
+def calibration_studies() -> list[Study]:
+    """Critical-failures studies with a calibration sample (at least one round)."""
+    return list(
+        Study.objects.filter(kind=StudyKind.CRITICAL_FAILURES, calibration_rounds__isnull=False)
+        .distinct()
+        .order_by("-created_at", "-pk")
+    )
+
+
+def unused_studies() -> list[UnusedStudy]:
+    """The critical-failures studies without a calibration sample, each with why it cannot calibrate."""
+    studies = Study.objects.filter(kind=StudyKind.CRITICAL_FAILURES, calibration_rounds__isnull=True)
+    return [UnusedStudy(s.slug, s.title, not_calibration_reason(s)) for s in studies.order_by("-created_at")]
+
+
+def not_calibration_reason(study: Study) -> str:
+    selection = study.selection or {}
+    if selection.get("disagreeing_judge_ids"):
+        judges = ", ".join(map(str, selection["disagreeing_judge_ids"]))
+        return (
+            f"its selection keeps only the examples where judges {judges} disagree: an example's chance of "
+            "being labelled is unknown, so its labels are not a probability sample"
+        )
+    if selection.get("topic_ids"):
+        return (
+            "its selection is limited to some topics: the other topics' examples could not be drawn, so its "
+            "labels are not a probability sample of the generators' examples"
+        )
+    return (
+        "it was built without a calibration sample, so the inclusion probabilities of its items were not "
+        "recorded; build a study with a calibration sample to calibrate"
+    )
+
+
+# --- the join --------------------------------------------------------------------------------------------
+
+
+def calibrated_lines(*, judge_ids: Iterable[str] | None = None) -> list[CalibratedLine]:
+    """One line per generator x judge that has judgments and a calibration sample, best calibrated score
+    first within each judge; a generator judged but never sampled gets a line with its reason."""
+    judges = list(Judge.objects.all() if judge_ids is None else Judge.objects.filter(judge_id__in=judge_ids))
+    samples = generator_samples()
+    pairs = (
+        Judgment.objects.filter(judge__in=judges)
+        .values_list("judge_id", "generator_id")
+        .distinct()
+        .order_by()
+    )
+    by_judge: dict[int, list[int]] = defaultdict(list)
+    for judge_pk, generator_pk in pairs:
+        by_judge[judge_pk].append(generator_pk)
+    generators = Generator.objects.in_bulk({g for gs in by_judge.values() for g in gs})
+    lines = []
+    for judge in judges:
+        for generator_pk in by_judge.get(judge.pk, []):
+            lines.append(_line(judge, generators[generator_pk], samples.get(generator_pk)))
+    return sorted(lines, key=_line_order)
+
+
+def _line_order(line: CalibratedLine) -> tuple[Any, ...]:
+    estimate = line.overall.estimate
+    return (line.judge_model, line.judge_id, estimate is None, -(estimate or 0.0), line.generator_model)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A generator's calibration sample in one study: its frame examples with their probabilities and
+    human labels."""
+
+    study: Study
+    examples: list[Example]
+    n_pending: int
+
+
+def generator_samples() -> dict[int, Sample]:
+    """Per generator pk: the calibration study with the most counted items of it (newest on a tie)."""
+    best: dict[int, Sample] = {}
+    for study in calibration_studies():
+        for generator_pk, sample in _study_samples(study).items():
+            counted = sum(e.human is not None for e in sample.examples)
+            if generator_pk not in best or counted > sum(
+                e.human is not None for e in best[generator_pk].examples
+            ):
+                best[generator_pk] = sample
+    return best
+
+
+def _study_samples(study: Study) -> dict[int, Sample]:
+    probabilities: dict[int, list[float]] = defaultdict(list)
+    for generation_id, p in CalibrationDraw.objects.filter(round__study=study).values_list(
+        "generation_id", "probability"
+    ):
+        probabilities[generation_id].append(p)
+    frame = Generation.objects.filter(pk__in=list(probabilities)).values_list(
+        "pk", "generator_id", "procedure__topic__name"
+    )
+    humans, pending = _human_majorities(study)
+    by_generator: dict[int, list[Example]] = defaultdict(list)
+    pending_by_generator: dict[int, int] = defaultdict(int)
+    for generation_id, generator_pk, topic in frame:
+        by_generator[generator_pk].append(
+            Example(
+                generation_id,
+                topic or "(no topic)",
+                inclusion_after_rounds(probabilities[generation_id]),
+                human=humans.get(generation_id),
+            )
+        )
+        pending_by_generator[generator_pk] += generation_id in pending
+    return {g: Sample(study, examples, pending_by_generator[g]) for g, examples in by_generator.items()}
+
+
+def _human_majorities(study: Study) -> tuple[dict[int, float], set[int]]:
+    """The human label per generation of the study's complete items (module docstring), and the generations
+    whose items are still collecting."""
+    items = StudyItem.objects.filter(study=study).not_attention_checks()
+    complete = items.filter(completed_count__gte=F("target_annotations"))
+    pending = set(items.exclude(pk__in=complete.values("pk")).values_list("generation_id", flat=True))
+    verdicts: dict[int, list[bool]] = defaultdict(list)
+    for generation_id, has_failure in Annotation.objects.filter(item__in=complete).values_list(
+        "item__generation_id", "has_failure"
+    ):
+        if has_failure is not None:
+            verdicts[generation_id].append(has_failure)
+    labels = {}
+    for generation_id, values in verdicts.items():
+        verdict = majority(values)
+        labels[generation_id] = 0.5 if verdict is None else (0.0 if verdict else 1.0)
+    return labels, pending
+
+
+def _judge_labels(judge: Judge, generation_ids: list[int]) -> dict[int, float]:
+    """1 = no critical failure, 0 = a critical failure; parse failures left out (imputed by the caller)."""
+    rows = Judgment.objects.filter(judge=judge, generation_id__in=generation_ids, parse_failed=False)
+    return {
+        g: 0.0 if has_failure else 1.0 for g, has_failure in rows.values_list("generation_id", "has_failure")
+    }
+
+
+def _line(judge: Judge, generator: Generator, sample: Sample | None) -> CalibratedLine:
+    from judging.selectors import how2score_leaderboard
+
+    rows = how2score_leaderboard(judge_ids=[judge.judge_id], generator_ids=[generator.generator_id])
+    score = rows[0].score if rows else None
+    interval = score.interval_percent if score else None
+    head: dict[str, Any] = {
+        "generator_id": generator.generator_id,
+        "generator_model": generator.model,
+        "judge_id": judge.judge_id,
+        "judge_model": judge.model,
+        "judge_only": score.how2score if score and score.n_examples else None,
+        "judge_low": interval[0] / 100 if interval else None,
+        "judge_high": interval[1] / 100 if interval else None,
+        "judge_n": score.n_examples if score else 0,
+    }
+    if sample is None:
+        reason = "no calibration sample has drawn this generator's examples"
+        return CalibratedLine(**head, study_slug="", overall=_empty(0, 0, reason), stratified=None, topics=[],
+                              reason=reason)  # fmt: skip
+    examples = _with_judge_labels(judge, sample.examples)
+    return CalibratedLine(
+        **head,
+        study_slug=sample.study.slug,
+        overall=score_of(examples),
+        stratified=stratified_of(examples),
+        topics=topic_scores(examples),
+        n_pending=sample.n_pending,
+        n_ties=sum(e.human == 0.5 for e in examples),
+        n_imputed=sum(e.judge is None for e in examples),
+        examples=examples,
+    )
+
+
+def _with_judge_labels(judge: Judge, examples: list[Example]) -> list[Example]:
+    labels = _judge_labels(judge, [e.generation_id for e in examples])
+    return [
+        Example(e.generation_id, e.topic, e.probability, labels.get(e.generation_id), e.human)
+        for e in examples
+    ]
+
+
+def _empty(n: int, big_n: int, reason: str) -> CalibratedScore:
+    return CalibratedScore(None, None, None, None, n, big_n, None, None, None, None, None, undefined=reason)
+
+
+def _imputed(examples: list[Example]) -> float:
+    """The judge's score on the parsed examples (what a missing verdict is imputed with); 0.5 if none."""
+    parsed = [e.judge for e in examples if e.judge is not None]
+    return sum(parsed) / len(parsed) if parsed else 0.5
+
+
+def stratum_labels(examples: list[Example]) -> StratumLabels:
+    """The estimator's inputs from examples (weights only where the probabilities differ)."""
+    fill = _imputed(examples)
+    judge = [fill if e.judge is None else e.judge for e in examples]
+    labelled = [(e, j) for e, j in zip(examples, judge, strict=True) if e.human is not None]
+    probabilities = [e.probability for e, _ in labelled]
+    equal = len({round(p, 12) for p in probabilities}) <= 1
+    return StratumLabels(
+        human=[e.human for e, _ in labelled if e.human is not None],
+        judge_labelled=[j for _, j in labelled],
+        judge_all=judge,
+        inclusion_probabilities=None if equal else probabilities,
+    )
+
+
+def score_of(examples: list[Example]) -> CalibratedScore:
+    if not any(e.judge is not None for e in examples):
+        return _empty(
+            sum(e.human is not None for e in examples), len(examples), "undefined: no judge verdict"
+        )
+    s = stratum_labels(examples)
+    return calibrated_score(
+        s.human, s.judge_labelled, s.judge_all, inclusion_probabilities=s.inclusion_probabilities
+    )
+
+
+def _by_topic(examples: list[Example]) -> dict[str, list[Example]]:
+    topics: dict[str, list[Example]] = defaultdict(list)
+    for e in examples:
+        topics[e.topic].append(e)
+    return dict(sorted(topics.items()))
+
+
+def topic_scores(examples: list[Example]) -> list[TopicScore]:
+    result = []
+    for topic, members in _by_topic(examples).items():
+        n = sum(e.human is not None for e in members)
+        if n < MIN_TOPIC_LABELS:
+            reason = f"{n} human label(s) in this topic; a topic's own estimate needs {MIN_TOPIC_LABELS}"
+            result.append(TopicScore(topic, None, n, reason))
+        else:
+            result.append(TopicScore(topic, score_of(members), n))
+    return result
+
+
+def stratified_of(examples: list[Example]) -> StratifiedScore | None:
+    """Topics with MIN_TOPIC_LABELS counted items are strata; the rest are pooled into one (module doc).
+    None when there is no judge verdict at all."""
+    if not any(e.judge is not None for e in examples):
+        return None
+    strata: dict[str, list[Example]] = defaultdict(list)
+    for topic, members in _by_topic(examples).items():
+        enough = sum(e.human is not None for e in members) >= MIN_TOPIC_LABELS
+        strata[topic if enough else OTHER_TOPICS].extend(members)
+    return stratified_score({name: stratum_labels(members) for name, members in strata.items()})
