@@ -9,9 +9,9 @@ probability exactly pi_i, the size is fixed):
 - `uniform`: pi_i = n / N (a simple random sample of n).
 - `stratified` (by topic, equal allocation): n_h = n / H per topic, more where a topic has fewer examples
   than its share (its surplus is shared among the others), pi_i = n_h / N_h: every topic gets labels.
-- `disagreement` and routing rounds: pi_i proportional to the judge's uncertainty u_i on example i
-  (judges that disagree, a verdict that flipped on a re-run: u_i = sqrt(s (1 - s)), s the share of "has
-  failure" among the verdicts on it), mixed with the uniform design so that no example's pi is tiny (weights stay bounded):
+- `disagreement` and routing rounds: pi_i proportional to the judge's uncertainty u_i on example i (judges
+  that disagree, a verdict that flipped on a re-run: u_i = sqrt(s (1 - s)), s the share of "has failure" among
+  the verdicts on it), mixed with the uniform design so that no example's pi is tiny (weights stay bounded):
   pi_i = n (MIX / N + (1 - MIX) u_i / sum u), capped at 1 with the excess spread over the others. Where a
   human label shrinks the interval most is where the judge is least sure (Zrnic & Candes 2024, "Active
   statistical inference": the optimal pi is proportional to the conditional spread of the human label given
