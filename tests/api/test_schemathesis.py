@@ -10,6 +10,7 @@ Bounded: a few examples per operation and a few stateful scenarios (about a minu
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,6 +30,7 @@ from tests.mining.canned import loopback_config, make_document
 
 SCHEMA_PATH = "/api/schema/?format=json"
 MAX_EXAMPLES = 5  # per operation and phase
+DERANDOMIZE = bool(os.environ.get("CI"))  # as tests/fuzzing.py: CI sends the same examples on every run
 
 # positive_data_acceptance: a request the schema allows must not be refused with a 400. Four operations can
 # refuse such a request for a reason their schema does not state, and answer 400 naming it: a body naming a
@@ -113,6 +115,7 @@ schema = schemathesis.pytest.from_fixture("staff_schema")
 @hypothesis.settings(
     max_examples=MAX_EXAMPLES,
     deadline=None,
+    derandomize=DERANDOMIZE,
     suppress_health_check=list(hypothesis.HealthCheck),
     database=None,
 )
@@ -126,6 +129,7 @@ def test_it_keeps_to_its_schema_in_the_stateful_phase(staff_schema: Any) -> None
             max_examples=4,
             stateful_step_count=5,
             deadline=None,
+            derandomize=DERANDOMIZE,
             suppress_health_check=list(hypothesis.HealthCheck),
             database=None,
         )
