@@ -10,11 +10,16 @@ from collections.abc import Mapping, Sequence
 from annotation import services
 from annotation.models import CalibrationDesign, CalibrationDraw, CalibrationRound, Study, StudyItem
 from judging.models import Generation, Generator, Judge
+from judging.sampling import stratified_probabilities, uniform_probabilities
 from tests.annotation.conftest import qualified, read_everything
-from tests.factories import make_generation, make_judgment, make_procedure
+from tests.factories import make_generation, make_generator, make_judge, make_judgment, make_procedure
 
 FAIL = True  # a vote "has a critical failure"
 PASS = False
+
+
+def pks(generations: Sequence[Generation]) -> list[int]:
+    return [g.pk for g in generations]
 
 
 def frame_of(generator: Generator, topics: Sequence[str]) -> list[Generation]:
@@ -83,3 +88,45 @@ def judge_verdicts(judge: Judge, verdicts: Mapping[Generation, bool | None]) -> 
     for generation, verdict in verdicts.items():
         failures = [("Wrong order", [1], [1])] if verdict else []
         make_judgment(judge=judge, generation=generation, failures=failures, parse_failed=verdict is None)
+
+
+def small_world() -> dict[str, object]:
+    """Generator A: a uniform sample of 5 of its 8 examples (one item still collecting), a judge parse
+    failure and an example without a judgment. Generator B: a sample stratified by topic (Health 2 of 2,
+    Religion 2 of 6: unequal probabilities). Generator C: judged, never sampled."""
+    judge = make_judge(model="org/how2judge")
+    a, b, c = (make_generator(model=m) for m in ("model-a", "model-b", "model-c"))
+    frame_a = frame_of(a, ["Health"] * 8)
+    study_a = calibration_study("cal-a", frame_a, uniform_probabilities(pks(frame_a), 5), frame_a[:5], k=3)
+    StudyItem.objects.filter(study=study_a, generation=frame_a[4]).update(target_annotations=4)
+    annotate_votes(
+        study_a,
+        {
+            frame_a[0].pk: [PASS, PASS, FAIL],  # majority: no failure, Y = 1
+            frame_a[1].pk: [PASS, PASS, PASS],  # Y = 1
+            frame_a[2].pk: [FAIL, FAIL, PASS],  # Y = 0
+            frame_a[3].pk: [PASS, FAIL, PASS],  # Y = 1
+            frame_a[4].pk: [FAIL, FAIL, FAIL],  # 3 of 4 annotations: pending
+        },
+    )
+    # f: 1, 0, 0, parse failure, 1, 1, no judgment, 0 -> parsed score 3 / 6 = 0.5 imputed twice.
+    judge_verdicts(judge, dict(zip(frame_a, [PASS, FAIL, FAIL, None, PASS, PASS], strict=False)))
+    judge_verdicts(judge, {frame_a[7]: FAIL})
+    frame_b = frame_of(b, ["Health"] * 2 + ["Religion"] * 6)
+    topics = {g.pk: g.procedure.topic.name for g in frame_b}
+    drawn_b = frame_b[:4]
+    study_b = calibration_study(
+        "cal-b", frame_b, stratified_probabilities(topics, 4), drawn_b, design=CalibrationDesign.STRATIFIED
+    )
+    annotate_votes(
+        study_b,
+        {
+            frame_b[0].pk: [PASS] * 3,
+            frame_b[1].pk: [FAIL] * 3,
+            frame_b[2].pk: [PASS, PASS, FAIL],
+            frame_b[3].pk: [FAIL, FAIL, PASS],
+        },
+    )
+    judge_verdicts(judge, dict(zip(frame_b, [PASS, PASS, PASS, FAIL, PASS, FAIL, PASS, PASS], strict=True)))
+    judge_verdicts(judge, {g: PASS for g in frame_of(c, ["Health"] * 3)})
+    return {"judge": judge, "study_a": study_a, "study_b": study_b, "frame_a": frame_a}
