@@ -293,6 +293,47 @@ class CostSerializer(serializers.Serializer):
     usd_per_judgment = serializers.FloatField(allow_null=True)
 
 
+class MeanDifferenceSerializer(serializers.Serializer):
+    estimate = serializers.FloatField(allow_null=True, help_text="mean of judge - human label (weighted)")
+    ci_low = serializers.FloatField(allow_null=True, help_text="95 % normal interval")
+    ci_high = serializers.FloatField(allow_null=True)
+    std_error = serializers.FloatField(allow_null=True)
+    n = serializers.IntegerField(help_text="labelled items with the judge's verdict")
+    weighted = serializers.BooleanField()
+    undefined = serializers.CharField(allow_blank=True)
+
+
+class BiasClassSerializer(serializers.Serializer):
+    k = serializers.IntegerField(help_text="items the judge labels the other way")
+    n = serializers.IntegerField(help_text="items of this human class")
+    rate = serializers.FloatField(allow_null=True)
+    ci_low = serializers.FloatField(allow_null=True, help_text="Wilson (weighted: normal)")
+    ci_high = serializers.FloatField(allow_null=True)
+    contribution = serializers.FloatField(allow_null=True, help_text="signed contribution to the bias")
+    weighted = serializers.BooleanField()
+
+
+class TopicBiasSerializer(serializers.Serializer):
+    topic = serializers.CharField()
+    n = serializers.IntegerField()
+    bias = MeanDifferenceSerializer(allow_null=True, help_text="null below MIN_TOPIC_LABELS items")
+    undefined = serializers.CharField(allow_blank=True)
+
+
+class CalibrationBiasSerializer(serializers.Serializer):
+    """The judge's bias (judge - human) on the calibration samples (issue #20)."""
+
+    bias = MeanDifferenceSerializer()
+    missed_failures = BiasClassSerializer(help_text="humans: a failure; the judge passes it")
+    false_alarms = BiasClassSerializer(help_text="humans: none; the judge fails it")
+    n_ties = serializers.IntegerField()
+    ties_contribution = serializers.FloatField(allow_null=True)
+    topics = TopicBiasSerializer(many=True)
+    studies = serializers.ListField(child=serializers.CharField())
+    n_generators = serializers.IntegerField()
+    n_no_verdict = serializers.IntegerField(help_text="labelled items without the judge's verdict: left out")
+
+
 class ReportCardSerializer(serializers.Serializer):
     """Shape of report_card.ReportCard.as_json() (the README defines every figure)."""
 
@@ -305,13 +346,15 @@ class ReportCardSerializer(serializers.Serializer):
     other_judges = OtherJudgeSerializer(many=True)
     cost = CostSerializer()
     flips = ShareSerializer()
+    calibration_bias = CalibrationBiasSerializer(allow_null=True)
+    no_calibration_bias_reason = serializers.CharField(allow_blank=True)
 
 
 class JudgeReportCardView(ComputedView):
     """A judge's report card: instrument failures, agreement with the human majority per study (with its
     Wilson intervals, Cohen's kappa, Gwet's AC1, the human leave-one-out band and trivial baselines on the
-    same items), length bias (§D.5 regression), agreement with the other judges, cost, latency and flips.
-    The README defines every figure."""
+    same items), length bias (§D.5 regression), agreement with the other judges, cost, latency and flips,
+    and its bias against people on the calibration samples. The README defines every figure."""
 
     serializer_class = ReportCardSerializer
 

@@ -345,7 +345,7 @@ def _line(judge: Judge, generator: Generator, score: How2Score, sample: Sample |
         reason = "no calibration sample has drawn this generator's examples"
         return CalibratedLine(**head, study_slug="", overall=_empty(0, 0, reason), stratified=None, topics=[],
                               reason=reason)  # fmt: skip
-    examples = _with_judge_labels(judge, sample.examples)
+    examples = with_judge_labels(judge, sample.examples)
     common: dict[str, Any] = {
         **head,
         "study_slug": sample.study.slug,
@@ -368,7 +368,7 @@ def _line(judge: Judge, generator: Generator, score: How2Score, sample: Sample |
     )
 
 
-def _with_judge_labels(judge: Judge, examples: list[Example]) -> list[Example]:
+def with_judge_labels(judge: Judge, examples: list[Example]) -> list[Example]:
     """The examples with the judge's label, a missing verdict imputed with the judge's score on the parsed
     examples of the frame (judge None when it has none at all)."""
     labels = _judge_labels(judge, [e.generation_id for e in examples])

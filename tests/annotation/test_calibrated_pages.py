@@ -41,7 +41,7 @@ def test_the_page_shows_each_line_with_its_bounds_clipped(
     low, high = line_a.overall.ci_low, line_a.overall.ci_high
     assert low is not None and high is not None and high > 1  # the raw upper bound is above 100 %
     assert f"{100 * line_a.overall.estimate:.1f}%" in html  # type: ignore[operator]
-    assert f"{100 * low:.1f}–100.0" in html
+    assert f"{100 * low:.1f}\u2013100.0" in html  # an en dash
     assert "clipped to 0-100 %" in html
     assert "no calibration sample has drawn this generator&#x27;s examples" in html  # model-c
     assert "1 pending · 0 ties · 2 imputed" in html
@@ -116,3 +116,51 @@ def test_the_api_refuses_unknown_and_empty_judges(admin_client: Client, world: d
     assert missing.status_code == 404
     assert "ghost" in missing.json()["detail"]
     assert admin_client.get(API, {"judge": ""}).status_code == 400
+
+
+def test_the_report_card_shows_the_judges_bias_on_the_calibration_samples(
+    admin_client: Client, world: dict[str, object]
+) -> None:
+    from annotation.report_card import calibration_bias
+    from judging.calibration import judge_bias, weighted_mean_difference
+
+    judge = world["judge"]
+    result = calibration_bias(judge)  # type: ignore[arg-type]
+    assert not isinstance(result, str)
+    # Labelled items with a verdict: A's items 0-2 (item 3 is a parse failure: left out) and B's 4 items.
+    # A: (f, Y, pi) = (1, 1, 5/8), (0, 1, 5/8), (0, 0, 5/8);
+    # B: (1, 1, 1), (1, 0, 1), (1, 1, 1/3), (0, 0, 1/3).
+    f, y = [1, 0, 0, 1, 1, 1, 0], [1, 1, 0, 1, 0, 1, 0]
+    pi = [5 / 8] * 3 + [1, 1, 1 / 3, 1 / 3]
+    expected = judge_bias(f, y, inclusion_probabilities=pi)
+    for name in ("estimate", "ci_low", "ci_high", "std_error"):  # the items' order differs: approx
+        assert getattr(result.bias.overall, name) == pytest.approx(getattr(expected.overall, name)), name
+    for part in ("missed", "false_alarms"):
+        got, want = getattr(result.bias, part), getattr(expected, part)
+        for name in ("rate", "ci_low", "ci_high", "contribution"):
+            assert getattr(got, name) == pytest.approx(getattr(want, name)), (part, name)
+    assert result.n_no_verdict == 1
+    assert result.studies == ["cal-a", "cal-b"]
+    assert (result.bias.missed.k, result.bias.missed.n) == (1, 3)  # B's item 1
+    assert (result.bias.false_alarms.k, result.bias.false_alarms.n) == (1, 4)  # A's item 1
+    (health, religion) = result.topics
+    assert (health.topic, health.n, health.bias) == ("Health", 5, None)
+    assert health.reason == "5 human label(s) in this topic; a topic's own estimate needs 10"
+    assert religion.n == 2
+    overall = weighted_mean_difference(f, y, inclusion_probabilities=pi)
+    assert overall.estimate == pytest.approx(expected.overall.estimate)
+    page = admin_client.get(reverse("judges:report_card", args=[judge.judge_id])).content.decode()  # type: ignore[attr-defined]
+    assert "Bias against people" in page
+    assert f"{expected.overall.estimate:.3f}" in page
+    api = admin_client.get(f"/api/judges/{judge.judge_id}/report-card/").json()  # type: ignore[attr-defined]
+    assert api["calibration_bias"]["bias"]["estimate"] == pytest.approx(expected.overall.estimate)
+    assert api["calibration_bias"]["missed_failures"]["k"] == 1
+
+
+def test_without_a_calibration_sample_the_card_says_why(admin_client: Client) -> None:
+    judge = make_judge()
+    make_judgment(judge=judge, generation=make_generation())
+    page = admin_client.get(reverse("judges:report_card", args=[judge.judge_id])).content.decode()
+    assert "No calibration sample covers a generator this judge judged" in page
+    api = admin_client.get(f"/api/judges/{judge.judge_id}/report-card/").json()
+    assert api["calibration_bias"] is None and api["no_calibration_bias_reason"]
