@@ -130,3 +130,57 @@ def small_world() -> dict[str, object]:
     judge_verdicts(judge, dict(zip(frame_b, [PASS, PASS, PASS, FAIL, PASS, FAIL, PASS, PASS], strict=True)))
     judge_verdicts(judge, {g: PASS for g in frame_of(c, ["Health"] * 3)})
     return {"judge": judge, "study_a": study_a, "study_b": study_b, "frame_a": frame_a}
+
+
+REAL_GENERATORS = {  # model: (human share of "no critical failure", judge's agreement with people)
+    "gpt-4.1": (0.72, 0.85),
+    "Qwen2.5-7B-Instruct": (0.55, 0.8),
+    "Llama-3.1-8B-Instruct": (0.48, 0.78),
+    "OLMo-2-1124-7B-Instruct": (0.4, 0.82),
+}
+REAL_TOPICS = ["Cooking"] * 14 + ["Health"] * 10 + ["Home & Hobbies"] * 8 + ["Religion"] * 4
+
+
+def realistic_world(seed: int = 20) -> dict[str, object]:
+    """Four generators x 36 examples over four topics, the paper's judge and a demo judge on all of them, one
+    calibration study drawing 28 examples of each (uniform; k = 3, a few items still collecting), a plain
+    study that cannot calibrate, and a generator the judges judged but no sample drew."""
+    import random
+
+    rng = random.Random(seed)
+    judge = make_judge(model="how2everything/how2judge-8b")
+    demo = make_judge(model="demo/echo-judge", is_demo=True)
+    frames, truth = [], {}
+    for model, (share, agreement) in REAL_GENERATORS.items():
+        frame = frame_of(make_generator(model=model), REAL_TOPICS)
+        frames.extend(frame)
+        for g in frame:
+            passes = rng.random() < share
+            truth[g.pk] = passes
+            judge_says_pass = passes if rng.random() < agreement else not passes
+            verdict: bool | None = None if rng.random() < 0.03 else not judge_says_pass
+            judge_verdicts(judge, {g: verdict})
+            judge_verdicts(demo, {g: rng.random() < 0.3})
+    drawn = [g for i in range(0, len(frames), len(REAL_TOPICS))
+             for g in rng.sample(frames[i:i + len(REAL_TOPICS)], 28)]  # fmt: skip
+    probabilities = {g.pk: 28 / len(REAL_TOPICS) for g in frames}
+    study = calibration_study("calibration-2025-06", frames, probabilities, drawn, k=3)
+    StudyItem.objects.filter(study=study, generation__in=[g.pk for g in drawn[:3]]).update(
+        target_annotations=4
+    )
+    votes = {}
+    for g in drawn:
+        clear = rng.random() < 0.8
+        majority = [not truth[g.pk]] * 3
+        votes[g.pk] = majority if clear else [majority[0], majority[0], not majority[0]]
+    annotate_votes(study, votes)
+    unsampled = make_generator(model="Mistral-7B-Instruct-v0.3")
+    judge_verdicts(judge, {g: rng.random() < 0.5 for g in frame_of(unsampled, REAL_TOPICS[:12])})
+    plain = frame_of(make_generator(model="pilot-generator"), ["Cooking"] * 2)
+    services.study_create(
+        title="Pilot study",
+        slug="pilot",
+        selection=services.Selection(generator_ids=[plain[0].generator_id]),
+        attention_check_every=0,
+    )
+    return {"judge": judge, "demo": demo, "study": study}
