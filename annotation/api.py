@@ -5,6 +5,7 @@ GET /api/agreement/?study=<slug>            one study, with every judge that jud
 GET /api/agreement/?study=a&study=b         several studies pooled (an item of each is a unit of its own)
 GET /api/agreement/                         every study pooled
 GET /api/failures/?topic=&generator=&judge=&study=&source=&q=&cursor=&counts=
+GET /api/leaderboard/calibrated/?judge=      the human-calibrated How2Score per generator x judge (#20)
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from rest_framework.response import Response
 
 from h2e_site.api import QueryBooleanField, comma_list, query_params
 from h2e_site.api_views import ComputedView
+from judging.api import JudgeQuerySerializer
 from judging.models import Judge
 
-from . import failures
+from . import calibration, failures
 from .agreement import Agreement
 from .agreement_data import JudgeFigures, StudyAgreement, studies_agreement, study_agreement
 from .kinds import kind_for
@@ -291,6 +293,47 @@ class CostSerializer(serializers.Serializer):
     usd_per_judgment = serializers.FloatField(allow_null=True)
 
 
+class MeanDifferenceSerializer(serializers.Serializer):
+    estimate = serializers.FloatField(allow_null=True, help_text="mean of judge - human label (weighted)")
+    ci_low = serializers.FloatField(allow_null=True, help_text="95 % normal interval")
+    ci_high = serializers.FloatField(allow_null=True)
+    std_error = serializers.FloatField(allow_null=True)
+    n = serializers.IntegerField(help_text="labelled items with the judge's verdict")
+    weighted = serializers.BooleanField()
+    undefined = serializers.CharField(allow_blank=True)
+
+
+class BiasClassSerializer(serializers.Serializer):
+    k = serializers.IntegerField(help_text="items the judge labels the other way")
+    n = serializers.IntegerField(help_text="items of this human class")
+    rate = serializers.FloatField(allow_null=True)
+    ci_low = serializers.FloatField(allow_null=True, help_text="Wilson (weighted: normal)")
+    ci_high = serializers.FloatField(allow_null=True)
+    contribution = serializers.FloatField(allow_null=True, help_text="signed contribution to the bias")
+    weighted = serializers.BooleanField()
+
+
+class TopicBiasSerializer(serializers.Serializer):
+    topic = serializers.CharField()
+    n = serializers.IntegerField()
+    bias = MeanDifferenceSerializer(allow_null=True, help_text="null below MIN_TOPIC_LABELS items")
+    undefined = serializers.CharField(allow_blank=True)
+
+
+class CalibrationBiasSerializer(serializers.Serializer):
+    """The judge's bias (judge - human) on the calibration samples (issue #20)."""
+
+    bias = MeanDifferenceSerializer()
+    missed_failures = BiasClassSerializer(help_text="humans: a failure; the judge passes it")
+    false_alarms = BiasClassSerializer(help_text="humans: none; the judge fails it")
+    n_ties = serializers.IntegerField()
+    ties_contribution = serializers.FloatField(allow_null=True)
+    topics = TopicBiasSerializer(many=True)
+    studies = serializers.ListField(child=serializers.CharField())
+    n_generators = serializers.IntegerField()
+    n_no_verdict = serializers.IntegerField(help_text="labelled items without the judge's verdict: left out")
+
+
 class ReportCardSerializer(serializers.Serializer):
     """Shape of report_card.ReportCard.as_json() (the README defines every figure)."""
 
@@ -303,13 +346,15 @@ class ReportCardSerializer(serializers.Serializer):
     other_judges = OtherJudgeSerializer(many=True)
     cost = CostSerializer()
     flips = ShareSerializer()
+    calibration_bias = CalibrationBiasSerializer(allow_null=True)
+    no_calibration_bias_reason = serializers.CharField(allow_blank=True)
 
 
 class JudgeReportCardView(ComputedView):
     """A judge's report card: instrument failures, agreement with the human majority per study (with its
     Wilson intervals, Cohen's kappa, Gwet's AC1, the human leave-one-out band and trivial baselines on the
-    same items), length bias (§D.5 regression), agreement with the other judges, cost, latency and flips.
-    The README defines every figure."""
+    same items), length bias (§D.5 regression), agreement with the other judges, cost, latency and flips,
+    and its bias against people on the calibration samples. The README defines every figure."""
 
     serializer_class = ReportCardSerializer
 
@@ -321,6 +366,105 @@ class JudgeReportCardView(ComputedView):
         return Response(report_card(judge).as_json())
 
 
+class CalibratedScoreSerializer(serializers.Serializer):
+    """judging.calibration.CalibratedScore: shares in [0, 1]; null with the reason in `undefined`."""
+
+    estimate = serializers.FloatField(allow_null=True, help_text="PPI++ estimate of the human-majority share")
+    ci_low = serializers.FloatField(allow_null=True, help_text="95 % normal interval (not clipped to [0, 1])")
+    ci_high = serializers.FloatField(allow_null=True)
+    std_error = serializers.FloatField(allow_null=True)
+    n = serializers.IntegerField(help_text="human-labelled items")
+    N = serializers.IntegerField(help_text="examples with a judge label (the sample's frame)")
+    lam = serializers.FloatField(allow_null=True, help_text="power-tuning weight in [0, 1]")
+    effective_n = serializers.FloatField(allow_null=True, help_text="human labels the interval is worth")
+    human_only = serializers.FloatField(allow_null=True)
+    human_ci_low = serializers.FloatField(allow_null=True, help_text="Wilson (weighted: normal)")
+    human_ci_high = serializers.FloatField(allow_null=True)
+    weighted = serializers.BooleanField(help_text="inverse-probability weights (unequal probabilities)")
+    undefined = serializers.CharField(allow_blank=True)
+
+
+class StratifiedScoreSerializer(serializers.Serializer):
+    estimate = serializers.FloatField(allow_null=True)
+    ci_low = serializers.FloatField(allow_null=True)
+    ci_high = serializers.FloatField(allow_null=True)
+    std_error = serializers.FloatField(allow_null=True)
+    n = serializers.IntegerField()
+    N = serializers.IntegerField()
+    effective_n = serializers.FloatField(allow_null=True)
+    strata = serializers.ListField(child=serializers.CharField(), help_text='topics, and "other topics"')
+    undefined = serializers.CharField(allow_blank=True)
+
+
+class CalibratedTopicSerializer(serializers.Serializer):
+    topic = serializers.CharField()
+    n_labelled = serializers.IntegerField()
+    n_examples = serializers.IntegerField()
+    score = CalibratedScoreSerializer(allow_null=True, help_text="null below MIN_TOPIC_LABELS labels")
+    undefined = serializers.CharField(allow_blank=True)
+
+
+class JudgeOnlySerializer(serializers.Serializer):
+    score = serializers.FloatField(allow_null=True, help_text="the leaderboard's How2Score, as a share")
+    ci_low = serializers.FloatField(allow_null=True, help_text="95 % Wilson")
+    ci_high = serializers.FloatField(allow_null=True)
+    n = serializers.IntegerField(help_text="scored examples")
+
+
+class CalibratedLineSerializer(serializers.Serializer):
+    generator_id = serializers.CharField()
+    generator_model = serializers.CharField()
+    judge_id = serializers.CharField()
+    judge_model = serializers.CharField()
+    study = serializers.CharField(allow_null=True, help_text="the calibration study used")
+    calibrated = CalibratedScoreSerializer()
+    stratified = StratifiedScoreSerializer(allow_null=True)
+    topics = CalibratedTopicSerializer(many=True)
+    judge_only = JudgeOnlySerializer()
+    n_pending = serializers.IntegerField(help_text="drawn items still collecting annotations")
+    n_ties = serializers.IntegerField(help_text="items whose human majority ties (counted as 0.5)")
+    n_imputed = serializers.IntegerField(help_text="examples without a judge verdict (imputed)")
+    reason = serializers.CharField(allow_blank=True, help_text="why the line has no calibrated score")
+
+
+class UnusedStudySerializer(serializers.Serializer):
+    study = serializers.CharField(source="slug")
+    title = serializers.CharField(allow_blank=True)
+    reason = serializers.CharField()
+
+
+class CalibratedLeaderboardSerializer(serializers.Serializer):
+    min_topic_labels = serializers.IntegerField(help_text="a topic's own estimate needs this many labels")
+    lines = CalibratedLineSerializer(many=True)
+    unused_studies = UnusedStudySerializer(many=True)
+
+
+class CalibratedLeaderboardView(ComputedView):
+    """The human-calibrated How2Score (PPI++) per generator x judge, with the judge-only and human-only
+    scores, per topic and topic-stratified; every judge without ?judge=. Raw values (not clipped)."""
+
+    serializer_class = CalibratedLeaderboardSerializer
+
+    @extend_schema(parameters=[JudgeQuerySerializer], responses=CalibratedLeaderboardSerializer)
+    def get(self, request: Request) -> Response:
+        judge_ids = query_params(request, JudgeQuerySerializer).get("judge", [])
+        known = set(Judge.objects.filter(judge_id__in=judge_ids).values_list("judge_id", flat=True))
+        unknown = [j for j in judge_ids if j not in known]
+        if unknown:
+            raise NotFound(f"judge: no judge with judge_id {', '.join(map(repr, unknown))}")
+        samples = calibration.generator_samples()
+        lines = calibration.calibrated_lines(judge_ids=judge_ids or None, samples=samples)
+        data = {
+            "min_topic_labels": calibration.MIN_TOPIC_LABELS,
+            "lines": [line.as_json() for line in lines],
+            "unused_studies": [
+                {"study": u.slug, "title": u.title, "reason": u.reason}
+                for u in calibration.unused_studies(samples)
+            ],
+        }
+        return Response(data)
+
+
 urlpatterns = [
     # Before "agreement/": a step-types study's Table 6 figures (annotation/step_types/agreement_api.py).
     path("agreement/step-types/", StepTypesAgreementView.as_view(), name="step-types-agreement-api"),
@@ -328,4 +472,7 @@ urlpatterns = [
     path("judges/<str:judge_id>/report-card/", JudgeReportCardView.as_view(), name="judge-report-card-api"),
 ]
 # Mounted by h2e_site/urls.py under the "api" namespace: /api/failures/.
-api_urlpatterns = [path("failures/", FailureListView.as_view(), name="failures")]
+api_urlpatterns = [
+    path("failures/", FailureListView.as_view(), name="failures"),
+    path("leaderboard/calibrated/", CalibratedLeaderboardView.as_view(), name="calibrated-leaderboard"),
+]

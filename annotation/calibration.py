@@ -6,8 +6,9 @@ Rules (the README repeats them):
 - **Which human labels.** Only a critical-failures study built with a *calibration sample* (its rounds store
   every frame example's inclusion probability) is used. Any other study is listed with the reason it is not
   (its selection keeps only where judges disagree, or a topic filter, or no probabilities recorded). Where
-  several calibration studies sampled a generator, the one with the most labelled items of it is used (two
-  independent samples are not pooled).
+  several calibration studies sampled a generator, the one with the most labelled items of it is used (the
+  newest on a tie; two independent samples are not pooled); a calibration study used for no generator is
+  listed too, with that reason.
 - **Population.** The generator's examples in the study's frame: its generations with L2 steps when the study
   was built. N is their number; the judge's labels are read on those.
 - **An item counts** once all k of its annotations are in (attention checks never count). Its human label Y
@@ -15,7 +16,8 @@ Rules (the README repeats them):
   dropping ties would bias the sample towards clear-cut items). Items still collecting are "pending".
 - **The judge's label** f is 1 (no critical failure) or 0; where the judge has no verdict (a parse failure, or
   no judgment) f is the judge's own score on the generator's parsed examples in the frame, which carries no
-  information (PPI stays unbiased for any prediction); these are counted as `n_imputed`.
+  information (PPI stays unbiased for any prediction); these are counted as `n_imputed`. The same value is
+  used in every topic. Without any verdict on the frame the line is undefined, with that reason.
 - **Weights.** pi_i = 1 - prod_r (1 - pi_ir) over the study's rounds; with every pi equal (a uniform sample)
   no weights are used and the human-only score gets its Wilson interval.
 - **Per topic** where the topic has at least MIN_TOPIC_LABELS counted items; the topic-stratified overall
@@ -25,7 +27,7 @@ Rules (the README repeats them):
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,12 +42,14 @@ from judging.calibration import (
 )
 from judging.models import Generation, Generator, Judge, Judgment
 from judging.sampling import inclusion_after_rounds
+from judging.selectors import How2Score
 
 from .agreement import majority
 from .models import Annotation, CalibrationDraw, Study, StudyItem, StudyKind
 
 MIN_TOPIC_LABELS = 10
 OTHER_TOPICS = "other topics"
+NO_TOPIC = "(no topic)"
 
 
 @dataclass(frozen=True)
@@ -64,8 +68,9 @@ class Example:
     generation_id: int
     topic: str
     probability: float
-    judge: float | None = None  # None: no verdict (imputed later)
+    judge: float | None = None  # the judge's label (imputed where it has no verdict); None before the join
     human: float | None = None  # None: not drawn, or pending
+    imputed: bool = False  # the judge has no verdict here (a parse failure or no judgment)
 
 
 @dataclass(frozen=True)
@@ -73,7 +78,8 @@ class TopicScore:
     topic: str
     score: CalibratedScore | None
     n_labelled: int
-    reason: str = ""
+    n_examples: int
+    reason: str = ""  # why the topic has no estimate of its own (the per-topic rule)
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,7 @@ class CalibratedLine:
     """A generator x judge: its calibrated How2Score beside the judge-only one."""
 
     generator_id: str
+    generator_pk: int
     generator_model: str
     judge_id: str
     judge_model: str
@@ -96,6 +103,7 @@ class CalibratedLine:
     n_ties: int = 0
     n_imputed: int = 0
     reason: str = ""
+    study_title: str = ""
     examples: list[Example] = field(default_factory=list, repr=False, compare=False)
 
     def as_json(self) -> dict[str, Any]:
@@ -111,6 +119,7 @@ class CalibratedLine:
                 {
                     "topic": t.topic,
                     "n_labelled": t.n_labelled,
+                    "n_examples": t.n_examples,
                     "score": score_json(t.score) if t.score else None,
                     "undefined": t.reason or (t.score.undefined if t.score else ""),
                 }
@@ -165,7 +174,7 @@ def stratified_json(score: StratifiedScore) -> dict[str, Any]:
 
 
 def calibration_studies() -> list[Study]:
-    """Critical-failures studies with a calibration sample (at least one round)."""
+    """Critical-failures studies with a calibration sample (at least one round), newest first."""
     return list(
         Study.objects.filter(kind=StudyKind.CRITICAL_FAILURES, calibration_rounds__isnull=False)
         .distinct()
@@ -173,10 +182,26 @@ def calibration_studies() -> list[Study]:
     )
 
 
-def unused_studies() -> list[UnusedStudy]:
-    """The critical-failures studies without a calibration sample, each with why it cannot calibrate."""
+def unused_studies(samples: Mapping[int, Sample] | None = None) -> list[UnusedStudy]:
+    """The critical-failures studies the calibrated scores do not use, each with why: those without a
+    calibration sample, and calibration studies that another calibration study outnumbers on every
+    generator they sampled (`samples`: generator_samples(), computed when not given)."""
     studies = Study.objects.filter(kind=StudyKind.CRITICAL_FAILURES, calibration_rounds__isnull=True)
-    return [UnusedStudy(s.slug, s.title, not_calibration_reason(s)) for s in studies.order_by("-created_at")]
+    unused = [
+        UnusedStudy(s.slug, s.title, not_calibration_reason(s)) for s in studies.order_by("-created_at")
+    ]
+    samples = generator_samples() if samples is None else samples
+    used = {sample.study.pk for sample in samples.values()}
+    for study in calibration_studies():
+        if study.pk not in used:
+            unused.append(UnusedStudy(study.slug, study.title, OUTNUMBERED))
+    return unused
+
+
+OUTNUMBERED = (
+    "another calibration study has more labelled items of each generator it sampled: one sample per "
+    "generator is used (two independent samples are not pooled)"
+)
 
 
 def not_calibration_reason(study: Study) -> str:
@@ -201,25 +226,24 @@ def not_calibration_reason(study: Study) -> str:
 # --- the join --------------------------------------------------------------------------------------------
 
 
-def calibrated_lines(*, judge_ids: Iterable[str] | None = None) -> list[CalibratedLine]:
-    """One line per generator x judge that has judgments and a calibration sample, best calibrated score
-    first within each judge; a generator judged but never sampled gets a line with its reason."""
-    judges = list(Judge.objects.all() if judge_ids is None else Judge.objects.filter(judge_id__in=judge_ids))
-    samples = generator_samples()
-    pairs = (
-        Judgment.objects.filter(judge__in=judges)
-        .values_list("judge_id", "generator_id")
-        .distinct()
-        .order_by()
-    )
-    by_judge: dict[int, list[int]] = defaultdict(list)
-    for judge_pk, generator_pk in pairs:
-        by_judge[judge_pk].append(generator_pk)
-    generators = Generator.objects.in_bulk({g for gs in by_judge.values() for g in gs})
+def calibrated_lines(
+    *, judge_ids: Iterable[str] | None = None, samples: Mapping[int, Sample] | None = None
+) -> list[CalibratedLine]:
+    """One line per generator x judge the judge-only leaderboard has, best calibrated score first within
+    each judge (undefined ones last); a generator judged but never sampled gets a line with its reason.
+    `samples`: generator_samples(), computed when not given."""
+    from judging.selectors import how2score_leaderboard
+
+    rows = how2score_leaderboard(judge_ids=None if judge_ids is None else list(judge_ids))
+    judges = {j.judge_id: j for j in Judge.objects.filter(judge_id__in={r.judge_id for r in rows})}
+    generators = {
+        g.generator_id: g for g in Generator.objects.filter(generator_id__in={r.generator_id for r in rows})
+    }
+    samples = generator_samples() if samples is None else samples
     lines = []
-    for judge in judges:
-        for generator_pk in by_judge.get(judge.pk, []):
-            lines.append(_line(judge, generators[generator_pk], samples.get(generator_pk)))
+    for row in rows:
+        generator = generators[row.generator_id]
+        lines.append(_line(judges[row.judge_id], generator, row.score, samples.get(generator.pk)))
     return sorted(lines, key=_line_order)
 
 
@@ -237,16 +261,17 @@ class Sample:
     examples: list[Example]
     n_pending: int
 
+    @property
+    def n_labelled(self) -> int:
+        return sum(e.human is not None for e in self.examples)
+
 
 def generator_samples() -> dict[int, Sample]:
-    """Per generator pk: the calibration study with the most counted items of it (newest on a tie)."""
+    """Per generator pk: the calibration study with the most counted items of it (the newest on a tie)."""
     best: dict[int, Sample] = {}
-    for study in calibration_studies():
+    for study in calibration_studies():  # newest first: a later study replaces it only with more labels
         for generator_pk, sample in _study_samples(study).items():
-            counted = sum(e.human is not None for e in sample.examples)
-            if generator_pk not in best or counted > sum(
-                e.human is not None for e in best[generator_pk].examples
-            ):
+            if generator_pk not in best or sample.n_labelled > best[generator_pk].n_labelled:
                 best[generator_pk] = sample
     return best
 
@@ -263,11 +288,11 @@ def _study_samples(study: Study) -> dict[int, Sample]:
     humans, pending = _human_majorities(study)
     by_generator: dict[int, list[Example]] = defaultdict(list)
     pending_by_generator: dict[int, int] = defaultdict(int)
-    for generation_id, generator_pk, topic in frame:
+    for generation_id, generator_pk, topic in frame.order_by("pk"):
         by_generator[generator_pk].append(
             Example(
                 generation_id,
-                topic or "(no topic)",
+                topic or NO_TOPIC,
                 inclusion_after_rounds(probabilities[generation_id]),
                 human=humans.get(generation_id),
             )
@@ -303,44 +328,60 @@ def _judge_labels(judge: Judge, generation_ids: list[int]) -> dict[int, float]:
     }
 
 
-def _line(judge: Judge, generator: Generator, sample: Sample | None) -> CalibratedLine:
-    from judging.selectors import how2score_leaderboard
-
-    rows = how2score_leaderboard(judge_ids=[judge.judge_id], generator_ids=[generator.generator_id])
-    score = rows[0].score if rows else None
-    interval = score.interval_percent if score else None
+def _line(judge: Judge, generator: Generator, score: How2Score, sample: Sample | None) -> CalibratedLine:
+    interval = score.interval_percent
     head: dict[str, Any] = {
         "generator_id": generator.generator_id,
+        "generator_pk": generator.pk,
         "generator_model": generator.model,
         "judge_id": judge.judge_id,
         "judge_model": judge.model,
-        "judge_only": score.how2score if score and score.n_examples else None,
+        "judge_only": score.how2score if score.n_examples else None,
         "judge_low": interval[0] / 100 if interval else None,
         "judge_high": interval[1] / 100 if interval else None,
-        "judge_n": score.n_examples if score else 0,
+        "judge_n": score.n_examples,
     }
     if sample is None:
         reason = "no calibration sample has drawn this generator's examples"
         return CalibratedLine(**head, study_slug="", overall=_empty(0, 0, reason), stratified=None, topics=[],
                               reason=reason)  # fmt: skip
-    examples = _with_judge_labels(judge, sample.examples)
-    return CalibratedLine(
+    examples = with_judge_labels(judge, sample.examples)
+    common: dict[str, Any] = {
         **head,
-        study_slug=sample.study.slug,
+        "study_slug": sample.study.slug,
+        "study_title": sample.study.title,
+        "n_pending": sample.n_pending,
+        "n_ties": sum(e.human == 0.5 for e in examples),
+        "n_imputed": sum(e.imputed for e in examples),
+        "examples": examples,
+    }
+    if not any(e.judge is not None for e in examples):
+        reason = "undefined: the judge has no verdict on this generator's examples in the calibration sample"
+        n = sum(e.human is not None for e in examples)
+        overall = _empty(n, len(examples), reason)
+        return CalibratedLine(**common, overall=overall, stratified=None, topics=[], reason=reason)
+    return CalibratedLine(
+        **common,
         overall=score_of(examples),
         stratified=stratified_of(examples),
         topics=topic_scores(examples),
-        n_pending=sample.n_pending,
-        n_ties=sum(e.human == 0.5 for e in examples),
-        n_imputed=sum(e.judge is None for e in examples),
-        examples=examples,
     )
 
 
-def _with_judge_labels(judge: Judge, examples: list[Example]) -> list[Example]:
+def with_judge_labels(judge: Judge, examples: list[Example]) -> list[Example]:
+    """The examples with the judge's label, a missing verdict imputed with the judge's score on the parsed
+    examples of the frame (judge None when it has none at all)."""
     labels = _judge_labels(judge, [e.generation_id for e in examples])
+    fill = sum(labels.values()) / len(labels) if labels else None
     return [
-        Example(e.generation_id, e.topic, e.probability, labels.get(e.generation_id), e.human)
+        Example(
+            e.generation_id,
+            e.topic,
+            e.probability,
+            labels.get(e.generation_id, fill),
+            e.human,
+            imputed=e.generation_id not in labels,
+        )
         for e in examples
     ]
 
@@ -349,16 +390,10 @@ def _empty(n: int, big_n: int, reason: str) -> CalibratedScore:
     return CalibratedScore(None, None, None, None, n, big_n, None, None, None, None, None, undefined=reason)
 
 
-def _imputed(examples: list[Example]) -> float:
-    """The judge's score on the parsed examples (what a missing verdict is imputed with); 0.5 if none."""
-    parsed = [e.judge for e in examples if e.judge is not None]
-    return sum(parsed) / len(parsed) if parsed else 0.5
-
-
 def stratum_labels(examples: list[Example]) -> StratumLabels:
-    """The estimator's inputs from examples (weights only where the probabilities differ)."""
-    fill = _imputed(examples)
-    judge = [fill if e.judge is None else e.judge for e in examples]
+    """The estimator's inputs from examples with judge labels (weights only where the probabilities
+    differ)."""
+    judge = [e.judge if e.judge is not None else 0.5 for e in examples]
     labelled = [(e, j) for e, j in zip(examples, judge, strict=True) if e.human is not None]
     probabilities = [e.probability for e, _ in labelled]
     equal = len({round(p, 12) for p in probabilities}) <= 1
@@ -371,10 +406,6 @@ def stratum_labels(examples: list[Example]) -> StratumLabels:
 
 
 def score_of(examples: list[Example]) -> CalibratedScore:
-    if not any(e.judge is not None for e in examples):
-        return _empty(
-            sum(e.human is not None for e in examples), len(examples), "undefined: no judge verdict"
-        )
     s = stratum_labels(examples)
     return calibrated_score(
         s.human, s.judge_labelled, s.judge_all, inclusion_probabilities=s.inclusion_probabilities
@@ -388,23 +419,24 @@ def _by_topic(examples: list[Example]) -> dict[str, list[Example]]:
     return dict(sorted(topics.items()))
 
 
+def topic_reason(n: int) -> str:
+    """Why a topic with n counted items has no estimate of its own (the per-topic rule)."""
+    return f"{n} human label(s) in this topic; a topic's own estimate needs {MIN_TOPIC_LABELS}"
+
+
 def topic_scores(examples: list[Example]) -> list[TopicScore]:
     result = []
     for topic, members in _by_topic(examples).items():
         n = sum(e.human is not None for e in members)
         if n < MIN_TOPIC_LABELS:
-            reason = f"{n} human label(s) in this topic; a topic's own estimate needs {MIN_TOPIC_LABELS}"
-            result.append(TopicScore(topic, None, n, reason))
+            result.append(TopicScore(topic, None, n, len(members), topic_reason(n)))
         else:
-            result.append(TopicScore(topic, score_of(members), n))
+            result.append(TopicScore(topic, score_of(members), n, len(members)))
     return result
 
 
-def stratified_of(examples: list[Example]) -> StratifiedScore | None:
-    """Topics with MIN_TOPIC_LABELS counted items are strata; the rest are pooled into one (module doc).
-    None when there is no judge verdict at all."""
-    if not any(e.judge is not None for e in examples):
-        return None
+def stratified_of(examples: list[Example]) -> StratifiedScore:
+    """Topics with MIN_TOPIC_LABELS counted items are strata; the rest are pooled into one (module doc)."""
     strata: dict[str, list[Example]] = defaultdict(list)
     for topic, members in _by_topic(examples).items():
         enough = sum(e.human is not None for e in members) >= MIN_TOPIC_LABELS

@@ -17,6 +17,14 @@ Per study, on the items with a human majority (ties left out, as on the agreemen
   "has failure" when the generation is shorter than its reference by more than a share s of tokens, s fitted
   on these very items to agree best with the majority (so an optimistic baseline; items without token
   counts are left out of it).
+
+**Bias against people (#20)**, on the calibration samples (annotation/calibration.py: per generator the sample
+the calibrated leaderboard uses) of every generator the judge judged: the labelled items (complete, human
+majority Y with 0.5 for a tie) on which the judge has a verdict f (parse failures and unjudged items left
+out: an imputed label would say nothing about the judge), pooled over the generators with weights 1 / pi.
+judging.calibration.judge_bias gives the bias (the Hajek mean of f - Y, its normal interval), missed failures
+and false alarms with their intervals and contributions; per topic the bias where the topic has at least
+MIN_TOPIC_LABELS such items, else the rule's reason.
 """
 
 from __future__ import annotations
@@ -26,11 +34,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judging import judge_figures, versions
+from judging.calibration import ClassShare, JudgeBias, MeanDifference, judge_bias, weighted_mean_difference
 from judging.judge_figures import Share
 from judging.models import Generation, Judge, Judgment
 
 from .agreement import JudgeAgreement, Label, by_unit, human_ceiling, judge_agreement, majority, pooled
 from .agreement_data import study_labels
+from .calibration import MIN_TOPIC_LABELS, Example, generator_samples, topic_reason, with_judge_labels
 from .models import Study, StudyKind
 from .selectors import study_unlabelled_reason
 
@@ -108,6 +118,8 @@ class ReportCard:
     studies: list[StudyCard] = field(default_factory=list)
     skipped: list[SkippedStudy] = field(default_factory=list)
     no_study_reason: str = ""  # why no study is compared at all ("" when one is, or skipped)
+    bias: CalibrationBias | None = None  # None: no calibration sample of a generator it judged
+    no_bias_reason: str = ""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -122,6 +134,8 @@ class ReportCard:
             "other_judges": [p.as_json() for p in self.other_judges],
             "cost": self.cost.as_json(),
             "flips": self.flips.as_json(),
+            "calibration_bias": self.bias.as_json() if self.bias else None,
+            "no_calibration_bias_reason": self.no_bias_reason,
         }
 
 
@@ -133,6 +147,7 @@ def report_card(judge: Judge) -> ReportCard:
     )
     judged = _studies_judged(judge)
     rows = [study_card(judge, study) for study in judged]
+    bias = calibration_bias(judge)
     return ReportCard(
         judge=judge,
         instrument=instrument,
@@ -143,7 +158,140 @@ def report_card(judge: Judge) -> ReportCard:
         studies=[row for row in rows if isinstance(row, StudyCard)],
         skipped=[row for row in rows if isinstance(row, SkippedStudy)],
         no_study_reason="" if judged else no_study_reason(judge),
+        bias=bias if isinstance(bias, CalibrationBias) else None,
+        no_bias_reason=bias if isinstance(bias, str) else "",
     )
+
+
+# --- bias against people on the calibration samples ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TopicBias:
+    topic: str
+    n: int
+    bias: MeanDifference | None
+    reason: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "n": self.n,
+            "bias": _difference_json(self.bias),
+            "undefined": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class CalibrationBias:
+    """The judge's bias (judge - human) on the calibration samples (module docstring)."""
+
+    bias: JudgeBias
+    topics: list[TopicBias]
+    studies: list[str]
+    n_generators: int
+    n_no_verdict: int  # labelled items without the judge's verdict, left out
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "bias": _difference_json(self.bias.overall),
+            "missed_failures": _class_json(self.bias.missed),
+            "false_alarms": _class_json(self.bias.false_alarms),
+            "n_ties": self.bias.n_ties,
+            "ties_contribution": self.bias.ties_contribution,
+            "topics": [t.as_json() for t in self.topics],
+            "studies": self.studies,
+            "n_generators": self.n_generators,
+            "n_no_verdict": self.n_no_verdict,
+        }
+
+
+def _difference_json(d: MeanDifference | None) -> dict[str, Any] | None:
+    if d is None:
+        return None
+    return {
+        "estimate": d.estimate,
+        "ci_low": d.ci_low,
+        "ci_high": d.ci_high,
+        "std_error": d.std_error,
+        "n": d.n,
+        "weighted": d.weighted,
+        "undefined": d.undefined,
+    }
+
+
+def _class_json(c: ClassShare) -> dict[str, Any]:
+    return {
+        "k": c.k,
+        "n": c.n,
+        "rate": c.rate,
+        "ci_low": c.ci_low,
+        "ci_high": c.ci_high,
+        "contribution": c.contribution,
+        "weighted": c.weighted,
+    }
+
+
+def calibration_bias(judge: Judge) -> CalibrationBias | str:
+    """The judge's bias on the calibration samples of the generators it judged, or why there is none."""
+    generator_pks = set(Judgment.objects.filter(judge=judge).values_list("generator_id", flat=True))
+    samples = {g: s for g, s in generator_samples().items() if g in generator_pks}
+    if not samples:
+        return (
+            "No calibration sample covers a generator this judge judged: build a study with a calibration "
+            "sample (Studies, New study) and have it labelled to measure its bias against people."
+        )
+    items: list[Example] = []
+    n_no_verdict = 0
+    for sample in samples.values():
+        examples = [e for e in with_judge_labels(judge, sample.examples) if e.human is not None]
+        n_no_verdict += sum(e.imputed for e in examples)
+        items.extend(e for e in examples if not e.imputed)
+    if not items:
+        return (
+            f"None of the {n_no_verdict} labelled item(s) of the calibration samples has a verdict of this "
+            "judge yet (parse failures are no verdict)."
+        )
+    return CalibrationBias(
+        bias=_judge_bias(items),
+        topics=_topic_biases(items),
+        studies=sorted({s.study.slug for s in samples.values()}),
+        n_generators=len(samples),
+        n_no_verdict=n_no_verdict,
+    )
+
+
+def _pairs(items: list[Example]) -> tuple[list[float], list[float], list[float] | None]:
+    """(judge labels, human labels, inclusion probabilities or None when they are all equal)."""
+    probabilities = [e.probability for e in items]
+    equal = len({round(p, 12) for p in probabilities}) <= 1
+    judge = [e.judge if e.judge is not None else 0.0 for e in items]
+    return judge, [e.human if e.human is not None else 0.0 for e in items], None if equal else probabilities
+
+
+def _judge_bias(items: list[Example]) -> JudgeBias:
+    judge, human, probabilities = _pairs(items)
+    return judge_bias(judge, human, inclusion_probabilities=probabilities)
+
+
+def _topic_biases(items: list[Example]) -> list[TopicBias]:
+    topics: dict[str, list[Example]] = {}
+    for e in items:
+        topics.setdefault(e.topic, []).append(e)
+    result = []
+    for topic, members in sorted(topics.items()):
+        if len(members) < MIN_TOPIC_LABELS:
+            result.append(TopicBias(topic, len(members), None, topic_reason(len(members))))
+            continue
+        judge, human, probabilities = _pairs(members)
+        result.append(
+            TopicBias(
+                topic,
+                len(members),
+                weighted_mean_difference(judge, human, inclusion_probabilities=probabilities),
+            )
+        )
+    return result
 
 
 def no_study_reason(judge: Judge) -> str:
@@ -280,10 +428,12 @@ def fit_length_threshold(items: list[tuple[float, bool]]) -> tuple[float, int]:
 
 __all__ = [
     "Baseline",
+    "CalibrationBias",
     "ReportCard",
     "SkippedStudy",
     "StudyCard",
     "baselines",
+    "calibration_bias",
     "fit_length_threshold",
     "no_study_reason",
     "report_card",

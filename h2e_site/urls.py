@@ -60,6 +60,7 @@ urlpatterns = [
     path("jobs/", include("h2e_site.jobs.urls")),
     path("", include("mining.urls")),  # /tasks/: goal-step task sets
     path("", include("annotation.urls.failures")),
+    path("leaderboard/calibrated/", include("annotation.urls.calibrated")),  # before judging's leaderboard/
     path("", include("judging.urls")),
     path("judges/", include("annotation.urls.judges")),  # after judging's judges/rank-correlation/
 ]

@@ -408,15 +408,15 @@ class ForestAxis:
         if interval is None:
             return None
         low, high = interval
-        return ForestMark(
-            point=self.x(score.how2score_percent),
-            low=self.x(low),
-            high=self.x(high),
-            title=(
-                f"How2Score {score.how2score_percent:.1f}% (95 % Wilson interval {low:.1f}-{high:.1f}, "
-                f"n = {score.n_examples:,})"
-            ),
+        title = (
+            f"How2Score {score.how2score_percent:.1f}% (95 % Wilson interval {low:.1f}-{high:.1f}, "
+            f"n = {score.n_examples:,})"
         )
+        return self.mark_interval(score.how2score_percent, low, high, title)
+
+    def mark_interval(self, point: float, low: float, high: float, title: str) -> ForestMark:
+        """Any point and interval in percent (clamped to the axis), with its tooltip."""
+        return ForestMark(point=self.x(point), low=self.x(low), high=self.x(high), title=title)
 
 
 def _axis_range(low: float, high: float) -> tuple[int, int, int]:
@@ -433,7 +433,12 @@ def _axis_range(low: float, high: float) -> tuple[int, int, int]:
 def forest_axis(scores: Iterable[How2Score]) -> ForestAxis:
     """The shared axis of a forest plot: from the lowest interval bound to the highest, widened to whole
     ticks and to at least 10 points, within 0-100 (the whole 0-100 when nothing has an interval)."""
-    intervals = [i for i in (s.interval_percent for s in scores) if i is not None]
+    return forest_axis_of(i for i in (s.interval_percent for s in scores) if i is not None)
+
+
+def forest_axis_of(percent_intervals: Iterable[tuple[float, float]]) -> ForestAxis:
+    """forest_axis over any (low, high) intervals in percent (bounds outside 0-100 are clipped to it)."""
+    intervals = [(max(0.0, low), min(100.0, high)) for low, high in percent_intervals]
     low = min((i[0] for i in intervals), default=0.0)
     high = max((i[1] for i in intervals), default=100.0)
     start, end, step = _axis_range(low, high)

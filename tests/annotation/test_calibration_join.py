@@ -1,0 +1,196 @@
+"""The join of judge verdicts and human majorities into the calibrated How2Score (annotation/calibration.py),
+on small worlds annotated through the real services: each figure equals judging.calibration's estimator on
+the labels the module docstring's rules give, listed here by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from annotation import calibration, services
+from annotation.calibration import OTHER_TOPICS, CalibratedLine, calibrated_lines, unused_studies
+from annotation.models import CalibrationDraw, CalibrationRound
+from judging.calibration import StratumLabels, calibrated_score, stratified_score
+from judging.models import Generation
+from judging.sampling import inclusion_after_rounds, uniform_probabilities
+from judging.stats import wilson_interval
+from tests.annotation.calibration_world import (
+    FAIL,
+    PASS,
+    annotate_votes,
+    calibration_study,
+    frame_of,
+    judge_verdicts,
+    pks,
+    small_world,
+)
+from tests.annotation.conftest import make_study
+from tests.factories import make_generator, make_judge
+
+pytestmark = pytest.mark.django_db
+
+
+def line_of(lines: list[CalibratedLine], model: str) -> CalibratedLine:
+    (line,) = [line for line in lines if line.generator_model == model]
+    return line
+
+
+def assert_same(actual: object, expected: object) -> None:
+    """Two CalibratedScores (or StratifiedScores) equal field by field, floats to 1e-12."""
+    for name in ("estimate", "ci_low", "ci_high", "std_error", "lam", "effective_n", "human_only"):
+        if hasattr(expected, name):
+            assert getattr(actual, name) == pytest.approx(getattr(expected, name), abs=1e-12), name
+    for name in ("n", "N", "weighted", "undefined"):
+        if hasattr(expected, name):
+            assert getattr(actual, name) == getattr(expected, name), name
+
+
+@pytest.fixture
+def world() -> dict[str, object]:
+    return small_world()
+
+
+def test_the_calibrated_score_is_the_estimator_on_the_majorities_with_imputed_judge_labels(
+    world: dict[str, object],
+) -> None:
+    line = line_of(calibrated_lines(), "model-a")
+    expected = calibrated_score([1, 1, 0, 1], [1, 0, 0, 0.5], [1, 0, 0, 0.5, 1, 1, 0.5, 0])
+    assert_same(line.overall, expected)
+    assert (line.overall.n, line.overall.N, line.overall.weighted) == (4, 8, False)
+    assert (line.n_pending, line.n_imputed, line.n_ties) == (1, 2, 0)
+    assert line.study_slug == "cal-a"
+    assert (line.overall.human_low, line.overall.human_high) == pytest.approx(wilson_interval(3, 4))
+    # Judge-only: the leaderboard's score, 3 of its 6 scored examples, with the Wilson interval.
+    assert line.judge_only == pytest.approx(0.5)
+    assert (line.judge_low, line.judge_high) == pytest.approx(wilson_interval(3, 6))
+    assert line.judge_n == 6
+
+
+def test_unequal_probabilities_weight_the_labelled_items(world: dict[str, object]) -> None:
+    line = line_of(calibrated_lines(), "model-b")
+    # Health: 2 of 2 drawn (pi = 1); Religion: 2 of 6 (pi = 1/3), equal allocation of 4.
+    expected = calibrated_score(
+        [1, 0, 1, 0], [1, 1, 1, 0], [1, 1, 1, 0, 1, 0, 1, 1], inclusion_probabilities=[1, 1, 1 / 3, 1 / 3]
+    )
+    assert line.overall.weighted
+    assert_same(line.overall, expected)
+    # The weighted human-only score is the Hajek mean: (1 + 0 + 3 + 0) / (1 + 1 + 3 + 3) = 0.5.
+    assert line.overall.human_only == pytest.approx(0.5)
+
+
+def test_a_generator_never_sampled_has_its_reason(world: dict[str, object]) -> None:
+    line = line_of(calibrated_lines(), "model-c")
+    assert line.overall.estimate is None
+    assert line.reason == "no calibration sample has drawn this generator's examples"
+    assert line.judge_only == pytest.approx(1.0)
+
+
+def test_lines_follow_the_judge_asked_for(world: dict[str, object]) -> None:
+    other = make_judge(model="judge-z")
+    assert calibrated_lines(judge_ids=[other.judge_id]) == []
+    assert {line.generator_model for line in calibrated_lines(judge_ids=[world["judge"].judge_id])} == {  # type: ignore[attr-defined]
+        "model-a",
+        "model-b",
+        "model-c",
+    }
+
+
+def test_a_tied_majority_counts_half() -> None:
+    judge, generator = make_judge(), make_generator(model="model-t")
+    frame = frame_of(generator, ["Health"] * 4)
+    study = calibration_study("cal-tie", frame, uniform_probabilities(pks(frame), 3), frame[:3], k=2)
+    annotate_votes(study, {frame[0].pk: [PASS, FAIL], frame[1].pk: [PASS, PASS], frame[2].pk: [FAIL, FAIL]})
+    judge_verdicts(judge, dict(zip(frame, [FAIL, PASS, FAIL, PASS], strict=True)))
+    (line,) = calibrated_lines()
+    assert line.n_ties == 1
+    assert_same(line.overall, calibrated_score([0.5, 1, 0], [0, 1, 0], [0, 1, 0, 1]))
+    assert (line.overall.human_low, line.overall.human_high) == pytest.approx(wilson_interval(1.5, 3))
+
+
+def test_the_study_with_more_labelled_items_of_a_generator_is_used(world: dict[str, object]) -> None:
+    frame_a: list[Generation] = world["frame_a"]  # type: ignore[assignment]
+    newer = calibration_study("cal-a-newer", frame_a, uniform_probabilities(pks(frame_a), 2), frame_a[5:7])
+    annotate_votes(newer, {frame_a[5].pk: [PASS] * 3, frame_a[6].pk: [FAIL] * 3})
+    assert line_of(calibrated_lines(), "model-a").study_slug == "cal-a"  # 4 labelled items against 2
+    (unused,) = unused_studies()
+    assert unused.slug == "cal-a-newer"
+    assert unused.reason == calibration.OUTNUMBERED
+
+
+def test_rounds_combine_into_one_inclusion_probability(world: dict[str, object]) -> None:
+    """A second round over the same frame: pi_i = 1 - (1 - pi_i1)(1 - pi_i2) for every example, and the
+    labelled items' probabilities now differ, so they are weighted."""
+    study, frame_a = world["study_a"], world["frame_a"]
+    assert isinstance(frame_a, list)
+    second = CalibrationRound.objects.create(study=study, number=2, design="disagreement", size=3, seed=2)
+    CalibrationDraw.objects.bulk_create(
+        CalibrationDraw(round=second, generation=g, probability=0.25 if i < 2 else 0.5)
+        for i, g in enumerate(frame_a)
+    )
+    p1, p2 = inclusion_after_rounds([5 / 8, 0.25]), inclusion_after_rounds([5 / 8, 0.5])
+    sample = calibration.generator_samples()[frame_a[0].generator_id]
+    assert [e.probability for e in sample.examples] == pytest.approx([p1] * 2 + [p2] * 6)
+    line = line_of(calibrated_lines(), "model-a")
+    assert line.overall.weighted
+    expected = calibrated_score(
+        [1, 1, 0, 1], [1, 0, 0, 0.5], [1, 0, 0, 0.5, 1, 1, 0.5, 0], inclusion_probabilities=[p1, p1, p2, p2]
+    )
+    assert_same(line.overall, expected)
+
+
+def test_per_topic_rule_and_stratified_pooling() -> None:
+    """Cooking: 11 labelled items (>= MIN_TOPIC_LABELS): its own estimate and its own stratum; Health (2) and
+    Religion (1) have the rule's reason and are pooled into "other topics"."""
+    assert calibration.MIN_TOPIC_LABELS == 10
+    judge, generator = make_judge(), make_generator(model="model-p")
+    frame = frame_of(generator, ["Cooking"] * 12 + ["Health"] * 2 + ["Religion"] * 2)
+    cooking, health, religion = frame[:12], frame[12:14], frame[14:]
+    drawn = [*cooking[:11], *health, religion[0]]
+    study = calibration_study("cal-topics", frame, uniform_probabilities(pks(frame), 14), drawn, k=1)
+    cooking_y = [0 if i in {1, 4, 7} else 1 for i in range(11)]
+    votes = {g.pk: [not y] for g, y in zip(cooking, cooking_y, strict=False)}
+    votes |= {health[0].pk: [PASS], health[1].pk: [FAIL], religion[0].pk: [PASS]}
+    annotate_votes(study, votes)
+    cooking_f = [0 if i in {1, 4, 9, 11} else 1 for i in range(12)]
+    judge_verdicts(judge, {g: not f for g, f in zip(cooking, cooking_f, strict=True)})
+    judge_verdicts(judge, {health[0]: PASS, health[1]: PASS, religion[0]: FAIL, religion[1]: PASS})
+    (line,) = calibrated_lines()
+    topics = {t.topic: t for t in line.topics}
+    assert list(topics) == ["Cooking", "Health", "Religion"]
+    assert_same(topics["Cooking"].score, calibrated_score(cooking_y, cooking_f[:11], cooking_f))
+    assert (topics["Health"].score, topics["Health"].n_labelled, topics["Health"].n_examples) == (None, 2, 2)
+    assert topics["Health"].reason == "2 human label(s) in this topic; a topic's own estimate needs 10"
+    assert topics["Religion"].reason.startswith("1 human label(s)")
+    expected = stratified_score(
+        {
+            "Cooking": StratumLabels(cooking_y, cooking_f[:11], cooking_f),
+            OTHER_TOPICS: StratumLabels([1, 0, 1], [1, 1, 0], [1, 1, 0, 1]),
+        }
+    )
+    assert line.stratified is not None
+    assert sorted(line.stratified.strata) == ["Cooking", OTHER_TOPICS]
+    assert_same(line.stratified, expected)
+    assert_same(line.overall, calibrated_score([*cooking_y, 1, 0, 1], [*cooking_f[:11], 1, 1, 0],
+                                               [*cooking_f, 1, 1, 0, 1]))  # fmt: skip
+
+
+def test_studies_without_a_probability_sample_are_listed_with_their_reason() -> None:
+    plain = make_study(n_items=2, slug="plain")
+    judge_1, judge_2 = make_judge(model="j1"), make_judge(model="j2")
+    generation = Generation.objects.filter(generator__model="model-under-test").first()
+    assert generation is not None
+    judge_verdicts(judge_1, {generation: FAIL})
+    judge_verdicts(judge_2, {generation: PASS})
+    disagreeing = services.study_create(
+        title="Where judges disagree",
+        slug="disagree",
+        selection=services.Selection(disagreeing_judge_ids=[judge_1.pk, judge_2.pk]),
+        attention_check_every=0,
+    )
+    reasons = {u.slug: u.reason for u in unused_studies()}
+    assert set(reasons) == {plain.slug, disagreeing.slug}
+    assert reasons["disagree"].startswith(
+        f"its selection keeps only the examples where judges {judge_1.pk}, "
+    )
+    assert "not a probability sample" in reasons["disagree"]
+    assert "built without a calibration sample" in reasons["plain"]
+    assert calibrated_lines() == [] or all(line.overall.estimate is None for line in calibrated_lines())
