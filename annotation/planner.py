@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from django.db.models import Avg, Case, Count, FloatField, Q, Value, When
+from django.db.models import Avg, Case, Count, Field, FloatField, Q, Value, When
 from django.db.models.functions import Coalesce
 
 from judging.calibration import (
@@ -286,7 +286,10 @@ def _study(line: CalibratedLine, other: CalibratedLine | None) -> Study | None:
 
 
 def _default(name: str) -> Any:
-    return Study._meta.get_field(name).get_default()
+    """The Study model's default of a field (annotators_per_item, items_per_participant, ...)."""
+    model_field = Study._meta.get_field(name)
+    assert isinstance(model_field, Field)
+    return model_field.get_default()
 
 
 def _items_per_participant(inputs: PlanInput, study: Study | None) -> tuple[int, list[str]]:

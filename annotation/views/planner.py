@@ -87,9 +87,14 @@ class PlanForm(forms.Form):
             (g.generator_id, f"{g.model} ({g.generator_id})")
             for g in Generator.objects.order_by("model", "generator_id")
         ]
-        self.fields["judge"].choices = judges
-        self.fields["generator"].choices = generators
-        self.fields["other_generator"].choices = [("", "—"), *generators]
+        for name, choices in (
+            ("judge", judges),
+            ("generator", generators),
+            ("other_generator", [("", "—"), *generators]),
+        ):
+            choice_field = self.fields[name]
+            assert isinstance(choice_field, forms.ChoiceField)
+            choice_field.choices = choices
 
     def plan_input(self) -> PlanInput:
         return plan_input(self.cleaned_data)
