@@ -269,6 +269,8 @@ class PlanView(ComputedView):
         try:
             result = planner.plan(planner.plan_input(params))
         except planner.PlanError as error:
+            if error.missing:
+                return Response({error.field: [error.message]}, status=status.HTTP_404_NOT_FOUND)
             raise ValidationError({error.field: [error.message]}) from error
         return Response({**result.as_json(), "paper_example": planner.paper_example()})
 

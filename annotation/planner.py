@@ -70,12 +70,14 @@ BOUNDS: dict[str, tuple[float, float]] = {
 
 
 class PlanError(ValueError):
-    """An input the plan cannot use, with the field it names (a 400 on the page and in the API)."""
+    """An input the plan cannot use, with the field it names: a 400 on the page and in the API, or in the API
+    a 404 where it names a judge or generator that does not exist (missing), as its other filters do."""
 
-    def __init__(self, field_name: str, message: str) -> None:
+    def __init__(self, field_name: str, message: str, *, missing: bool = False) -> None:
         super().__init__(message)
         self.field = field_name
         self.message = message
+        self.missing = missing
 
 
 @dataclass(frozen=True)
@@ -268,7 +270,7 @@ def cost(hours: float, hourly_rate: float, fee_percent: float) -> float:
 def _judge(judge_id: str) -> Judge:
     judge = Judge.objects.filter(judge_id=judge_id).first()
     if judge is None:
-        raise PlanError("judge", f"no judge {judge_id!r}")
+        raise PlanError("judge", f"no judge {judge_id!r}", missing=True)
     return judge
 
 
@@ -277,7 +279,7 @@ def _line(lines: dict[str, CalibratedLine], generator_id: str, name: str, judge:
         return lines[generator_id]
     if Generator.objects.filter(generator_id=generator_id).exists():
         raise PlanError(name, f"judge {judge.judge_id!r} has not judged generator {generator_id!r}")
-    raise PlanError(name, f"no generator {generator_id!r}")
+    raise PlanError(name, f"no generator {generator_id!r}", missing=True)
 
 
 def _study(line: CalibratedLine, other: CalibratedLine | None) -> Study | None:

@@ -17,7 +17,10 @@ PAGE_OVERFLOW = "document.documentElement.scrollWidth - document.documentElement
 
 @pytest.mark.parametrize("width", [1440, 390])
 def test_it_plans_in_the_browser_without_sideways_scrolling(
-    staff_page: Any, live_server: Any, world: dict[str, Any], width: int  # noqa: F811
+    staff_page: Any,
+    live_server: Any,
+    world: dict[str, Any],  # noqa: F811 (the fixture imported above)
+    width: int,
 ) -> None:
     page = staff_page
     page.set_viewport_size({"width": width, "height": 900})
