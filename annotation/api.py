@@ -6,6 +6,7 @@ GET /api/agreement/?study=a&study=b         several studies pooled (an item of e
 GET /api/agreement/                         every study pooled
 GET /api/failures/?topic=&generator=&judge=&study=&source=&q=&cursor=&counts=
 GET /api/leaderboard/calibrated/?judge=      the human-calibrated How2Score per generator x judge (#20)
+GET /api/calibration/plan/?judge=&generator=&scope=&half_width_pp=&hourly_rate=...   the budget planner
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.urls import path, reverse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound, ValidationError
@@ -24,7 +26,7 @@ from h2e_site.api_views import ComputedView
 from judging.api import JudgeQuerySerializer
 from judging.models import Judge
 
-from . import calibration, failures
+from . import calibration, failures, planner
 from .agreement import Agreement
 from .agreement_data import JudgeFigures, StudyAgreement, studies_agreement, study_agreement
 from .kinds import kind_for
@@ -228,6 +230,51 @@ class FailureListView(ComputedView):
                 for c in failures.failure_counts_by_topic(filters=filters)
             ]
         return Response(data)
+
+
+def _bounded(
+    name: str, help_text: str, *, integer: bool = False, required: bool = False
+) -> serializers.Field:
+    low, high = planner.BOUNDS[name]
+    if integer:
+        return serializers.IntegerField(
+            min_value=int(low), max_value=int(high), required=required, help_text=help_text
+        )
+    return serializers.FloatField(min_value=low, max_value=high, required=required, help_text=help_text)
+
+
+class PlanQuerySerializer(serializers.Serializer):
+    judge = serializers.CharField(max_length=200, help_text="judge_id")
+    generator = serializers.CharField(max_length=200, help_text="generator_id")
+    scope = serializers.ChoiceField(
+        choices=list(planner.SCOPES), required=False, default="generator", help_text="what the target is for"
+    )
+    other_generator = _name("the second generator_id (scope=difference)")
+    half_width_pp = _bounded("half_width_pp", "target 95 % half-width, percentage points", required=True)
+    hourly_rate = _bounded("hourly_rate", "annotator pay per hour (currency)", required=True)
+    currency = serializers.ChoiceField(choices=list(planner.CURRENCIES), required=False, default="GBP")
+    fee_percent = _bounded("fee_percent", "platform service fee on the pay, %; absent: not included")
+    k = _bounded("k", "annotators per item; absent: the calibration study's", integer=True)
+    items_per_participant = _bounded("items_per_participant", "absent: the calibration study's", integer=True)
+    human_share_pp = _bounded("human_share_pp", "assumed human share, % (where < 2 labels)")
+    agreement_pp = _bounded("agreement_pp", "assumed judge agreement with the human majority, %")
+
+
+class PlanView(ComputedView):
+    """The budget planner (annotation/planner.py; README "Budget planner"): the human labels, annotations,
+    participants, minutes and cost to reach a target half-width, the minimum detectable differences at the
+    labels collected, and the paper's setting as a fixed example."""
+
+    @extend_schema(parameters=[PlanQuerySerializer], responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request) -> Response:
+        params = query_params(request, PlanQuerySerializer)
+        try:
+            result = planner.plan(planner.plan_input(params))
+        except planner.PlanError as error:
+            if error.missing:
+                return Response({error.field: [error.message]}, status=status.HTTP_404_NOT_FOUND)
+            raise ValidationError({error.field: [error.message]}) from error
+        return Response({**result.as_json(), "paper_example": planner.paper_example()})
 
 
 def _next_url(request: Request, cursor: str | None) -> str | None:
@@ -475,4 +522,5 @@ urlpatterns = [
 api_urlpatterns = [
     path("failures/", FailureListView.as_view(), name="failures"),
     path("leaderboard/calibrated/", CalibratedLeaderboardView.as_view(), name="calibrated-leaderboard"),
+    path("calibration/plan/", PlanView.as_view(), name="calibration-plan"),
 ]

@@ -2,7 +2,7 @@
 a judge agrees with the humans ~80 % of the time with errors that differ by class and by topic.
 
     .venv/bin/python benchmarks/calibration_sim.py [--worlds 1000] [--seed 0] [--n 200] [--N 7000]
-        [--append-doc]
+        [--mix 0.8] [--append-doc]
 
 Each world: N examples over 8 topics (shares drawn per world); per topic a human share of "no critical
 failure" drawn in [0.35, 0.85] and the human label Y of every example drawn from it; the judge's label
@@ -18,7 +18,18 @@ width on the n labels, the mean and the range of that ratio; the mean lam and ef
 labels. Also a sample stratified by the judge's label (n / 2 among the examples it passes, n / 2 among those
 it fails, inclusion probabilities known): the coverage of the weighted PPI++ interval, of the same estimate
 ignoring the weights, and its width against the uniform sample's. Computed in chunks of worlds with numpy
-(1,000 worlds in about a second). --append-doc adds the run to docs/benchmarks.md.
+(1,000 worlds in about a second).
+
+Routing (issue #20 item 3; "routing" in the output): other worlds (routing_worlds), in which a second judge
+(or a re-run) disagrees with the first on ~29 % of the examples and the first judge's errors concentrate
+there (right ~55 % where the two disagree, ~90 % where they agree, ~80 % overall, shifted by class and
+topic). At the same n: a uniform sample (PPI++, unweighted) against a routed one, drawn with
+judging.sampling.disagreement_probabilities (uncertainty judge_uncertainty of the two verdicts, --mix the
+uniform share) and systematic_pps, estimated with inverse-probability weights (ppi_arrays' weights, what
+calibrated_score(inclusion_probabilities=pi) computes); the same routed sample post-stratified on the
+judges' agreement (an estimator the app does not use: for comparison); and two rounds (n / 2 uniform, then
+n / 2 routed; pi = inclusion_after_rounds). About 15 s for 1,000 worlds (the draws are judging.sampling's
+own, in Python). --append-doc adds the run to docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -41,6 +52,13 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.results_doc import insert_into_section  # noqa: E402
 from judging.calibration import ppi_arrays, z_value  # noqa: E402
+from judging.sampling import (  # noqa: E402
+    MIX,
+    disagreement_probabilities,
+    inclusion_after_rounds,
+    judge_uncertainty,
+    systematic_pps,
+)
 
 TOPICS = 8
 HEADING = "## Human-calibrated How2Score in simulation (issue #20)"
@@ -147,6 +165,159 @@ def simulate(count: int, seed: int, n: int, big_n: int, chunk: int = 100) -> dic
     }
 
 
+# --- routing (issue #20 item 3) ----------------------------------------------------------------------------
+
+
+def routing_worlds(rng: np.random.Generator, count: int, big_n: int) -> tuple[Array, Array, Array]:
+    """count worlds in which a second judge (or a re-run) disagrees with the first on ~29 % of the examples,
+    and the first judge's errors concentrate there: right ~55 % where the two disagree, ~90 % where they
+    agree (~80 % overall), each rate shifted by class and by topic. The human labels, the first judge's and
+    the second's, each (count, big_n)."""
+    shares = rng.dirichlet(np.full(TOPICS, 2.0), size=count)
+    topic = (rng.random((count, big_n))[:, :, None] > np.cumsum(shares, axis=1)[:, None, :]).sum(axis=2)
+    topic = np.minimum(topic, TOPICS - 1)
+    pick = np.take_along_axis
+    human_share = rng.uniform(0.35, 0.85, size=(count, TOPICS))
+    human = (rng.random((count, big_n)) < pick(human_share, topic, axis=1)).astype(np.float64)
+    by_class = np.where(human == 1, 1.0, -1.0)  # "no failure" or "failure": the rates shift with the class
+    shift = pick(rng.uniform(-1, 1, size=(count, TOPICS)), topic, axis=1)
+    disagree = rng.random((count, big_n)) < 0.29 - 0.05 * by_class + 0.06 * shift
+    right = np.where(disagree, 0.55 + 0.05 * by_class + 0.08 * shift, 0.90 + 0.03 * by_class - 0.04 * shift)
+    first = np.where(rng.random((count, big_n)) < right, human, 1 - human)
+    second = np.where(disagree, 1 - first, first)
+    return human, first, second
+
+
+def routed_probabilities(first: Array, second: Array, n: int, mix: float) -> Array:
+    """One world's inclusion probabilities of the disagreement / routing design (judging.sampling): the
+    uncertainty of each example from its two verdicts ("has failure" = label 0)."""
+    verdicts = np.stack([first == 0, second == 0], axis=1)
+    uncertainty = {i: judge_uncertainty(v.tolist()) for i, v in enumerate(verdicts)}
+    probabilities = disagreement_probabilities(uncertainty, n, mix=mix)
+    return np.array([probabilities[i] for i in range(len(first))])
+
+
+def routed_sample(
+    probabilities: Array, seed: int, previous: Array | None = None
+) -> tuple[NDArray[np.intp], Array]:
+    """The systematic PPS draw (judging.sampling.systematic_pps) from these probabilities, united with an
+    earlier round's (previous: its probabilities and the items it drew), with each item's inclusion
+    probability after the rounds (judging.sampling.inclusion_after_rounds)."""
+    drawn = set(systematic_pps(dict(enumerate(probabilities.tolist())), seed))
+    rounds = [probabilities]
+    if previous is not None:
+        drawn |= set(systematic_pps(dict(enumerate(previous.tolist())), seed + 1))
+        rounds.append(previous)
+    items = np.array(sorted(drawn), dtype=np.intp)
+    pi = np.array([inclusion_after_rounds([r[i] for r in rounds]) for i in items])
+    return items, pi
+
+
+def routed_items(probabilities: Array, seed: int) -> NDArray[np.intp]:
+    return np.array(systematic_pps(dict(enumerate(probabilities.tolist())), seed), dtype=np.intp)
+
+
+def post_stratified(
+    human: Array, first: Array, second: Array, items: NDArray[np.intp], z: float
+) -> tuple[float, float]:
+    """The routed sample estimated with the judges' agreement as strata (agree / disagree; every example of
+    a stratum has the same inclusion probability, so each stratum's PPI++ estimate is unweighted), combined
+    by the strata's shares of N as judging.calibration.stratified_score does: the estimate and half-width."""
+    estimate, variance = 0.0, 0.0
+    for stratum in (first == second, first != second):
+        labelled = items[stratum[items]]
+        result = ppi_arrays(human[labelled][None, :], first[labelled][None, :], first[stratum][None, :])
+        share = stratum.mean()
+        estimate += share * float(result.estimate[0])
+        variance += share**2 * float(result.std_error[0]) ** 2
+    return estimate, z * variance**0.5
+
+
+def routing_chunk(
+    rng: np.random.Generator, count: int, n: int, big_n: int, z: float, mix: float
+) -> dict[str, Array]:
+    human, first, second = routing_worlds(rng, count, big_n)
+    truth = human.mean(axis=1)
+    sample = np.argpartition(rng.random((count, big_n)), n, axis=1)[:, :n]
+    y, f = np.take_along_axis(human, sample, axis=1), np.take_along_axis(first, sample, axis=1)
+    uniform = ppi_arrays(y, f, first)
+    judge_low, judge_high = wilson(first.sum(axis=1), big_n, z)
+    out: dict[str, list[float]] = {key: [] for key in ("routed", "two", "post", "n2")}
+    out.update({f"{key}_covers": [] for key in ("routed", "two", "post")})
+    seeds = rng.integers(0, 2**31, size=count)
+    for w in range(count):
+        pi = routed_probabilities(first[w], second[w], n, mix)
+        for key, (items, incl) in (
+            ("routed", routed_sample(pi, int(seeds[w]))),  # the same draw as routed_items(pi, seed)
+            ("two", routed_sample(
+                routed_probabilities(first[w], second[w], n - n // 2, mix),
+                int(seeds[w]),
+                previous=np.full(big_n, (n // 2) / big_n),
+            )),
+        ):  # fmt: skip
+            result = ppi_arrays(
+                human[w, items][None, :],
+                first[w, items][None, :],
+                first[w][None, :],
+                weights=1 / incl[None, :],
+            )
+            half = z * float(result.std_error[0])
+            out[key].append(2 * half)
+            out[f"{key}_covers"].append(float(abs(float(result.estimate[0]) - truth[w]) <= half))
+            if key == "two":
+                out["n2"].append(len(items))
+        estimate, half = post_stratified(human[w], first[w], second[w], routed_items(pi, int(seeds[w])), z)
+        out["post"].append(2 * half)
+        out["post_covers"].append(float(abs(estimate - truth[w]) <= half))
+    return {
+        "agreement": (first == human).mean(axis=1),
+        "disagreement": (first != second).mean(axis=1),
+        "uniform_width": 2 * z * uniform.std_error,
+        "uniform_covers": np.abs(uniform.estimate - truth) <= z * uniform.std_error,
+        "judge_covers": (judge_low <= truth) & (truth <= judge_high),
+        **{key: np.array(values) for key, values in out.items()},
+    }
+
+
+def simulate_routing(
+    count: int, seed: int, n: int, big_n: int, mix: float, chunk: int = 50
+) -> dict[str, Any]:
+    rng, z = np.random.default_rng(seed), z_value(0.05)
+    parts = [
+        routing_chunk(rng, min(chunk, count - start), n, big_n, z, mix) for start in range(0, count, chunk)
+    ]
+    c = {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
+
+    def r(x: Any) -> float:
+        return round(float(x), 4)
+
+    return {
+        "worlds": count,
+        "mix": mix,
+        "mean_agreement": r(c["agreement"].mean()),
+        "mean_disagreement_between_judges": r(c["disagreement"].mean()),
+        "uniform": {"coverage": r(c["uniform_covers"].mean()), "mean_width": r(c["uniform_width"].mean())},
+        "routed": {
+            "coverage": r(c["routed_covers"].mean()),
+            "mean_width": r(c["routed"].mean()),
+            "mean_width_ratio_to_uniform": r((c["routed"] / c["uniform_width"]).mean()),
+            "share_narrower_than_uniform": r((c["routed"] < c["uniform_width"]).mean()),
+        },
+        "routed_post_stratified_on_agreement": {
+            "coverage": r(c["post_covers"].mean()),
+            "mean_width": r(c["post"].mean()),
+            "mean_width_ratio_to_uniform": r((c["post"] / c["uniform_width"]).mean()),
+        },
+        "two_rounds": {
+            "coverage": r(c["two_covers"].mean()),
+            "mean_width": r(c["two"].mean()),
+            "mean_width_ratio_to_uniform": r((c["two"] / c["uniform_width"]).mean()),
+            "mean_distinct_items": r(c["n2"].mean()),
+        },
+        "judge_only_wilson_coverage": r(c["judge_covers"].mean()),
+    }
+
+
 def doc_text(figures: dict[str, Any], seconds: float, argv: list[str]) -> str:
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -167,13 +338,15 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--n", type=int, default=200, help="human labels per world")
     parser.add_argument("--N", type=int, default=7000, help="judge labels (examples) per world")
+    parser.add_argument("--mix", type=float, default=MIX, help="the routing design's uniform share")
     parser.add_argument("--append-doc", action="store_true", help="add the run to docs/benchmarks.md")
     args = parser.parse_args()
-    if not 2 <= args.n < args.N or args.worlds < 1:
-        parser.error("need --worlds >= 1 and 2 <= --n < --N")
+    if not 4 <= args.n < args.N or args.worlds < 1 or not 0 < args.mix <= 1:
+        parser.error("need --worlds >= 1, 4 <= --n < --N and 0 < --mix <= 1")
     load = os.getloadavg()
     started = time.perf_counter()
     figures = simulate(args.worlds, args.seed, args.n, args.N)
+    figures["routing"] = simulate_routing(args.worlds, args.seed, args.n, args.N, args.mix)
     seconds = time.perf_counter() - started
     print(json.dumps({**figures, "seconds": round(seconds, 2), "load_average": load}, indent=2))
     if args.append_doc:

@@ -57,6 +57,7 @@ urlpatterns = [
     path("a/", include("annotation.urls.annotator")),
     path("studies/", include("annotation.urls.studies")),
     path("agreement/", include("annotation.urls.agreement")),
+    path("calibration/plan/", include("annotation.urls.planner")),
     path("jobs/", include("h2e_site.jobs.urls")),
     path("", include("mining.urls")),  # /tasks/: goal-step task sets
     path("", include("annotation.urls.failures")),

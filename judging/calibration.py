@@ -78,16 +78,20 @@ __all__ = [
     "CalibratedScore",
     "ClassShare",
     "Difference",
+    "DifferencePlan",
     "JudgeBias",
     "LabelPlan",
     "MeanDifference",
     "PPIArrays",
+    "PlanMoments",
     "StratifiedScore",
     "StratumLabels",
     "calibrated_score",
+    "difference_half_width",
     "expected_half_widths",
     "judge_bias",
     "labels_needed",
+    "labels_needed_for_difference",
     "labels_needed_from",
     "minimum_detectable_difference",
     "ppi_arrays",
@@ -648,3 +652,90 @@ def judge_bias(
     ties = [i for i, v in enumerate(y) if v == 0.5]
     ties_contribution = sum(w[i] * (f[i] - 0.5) for i in ties) / total if y else None
     return JudgeBias(overall, part(0.0, 1.0, 1.0), part(1.0, 0.0, -1.0), len(ties), ties_contribution)
+
+
+@dataclass(frozen=True)
+class PlanMoments:
+    """What the planner's closed form needs of one generator: var_Y, var_f, cov(Y, f) (labels_needed)."""
+
+    var_y: float
+    var_f: float
+    cov: float
+
+    @classmethod
+    def from_shares(cls, *, human_share: float, judge_share: float, agreement: float) -> PlanMoments:
+        """Binary labels with these shares of "no critical failure" and this judge/human agreement."""
+        return cls(*_moments(human_share, judge_share, agreement))
+
+    @classmethod
+    def from_labels(cls, human: Sequence[Label], judge_labelled: Sequence[Label]) -> PlanMoments:
+        """The paired labels collected so far (divisor n, as labels_needed_from); ValueError with fewer than
+        MIN_HUMAN_LABELS of them."""
+        y, f = _as_labels(human, "human", "tie"), _as_labels(judge_labelled, "judge_labelled", "share")
+        if len(y) != len(f) or len(y) < MIN_HUMAN_LABELS:
+            raise ValueError(f"need >= {MIN_HUMAN_LABELS} paired labels, got {len(y)} and {len(f)}")
+        mean_y, mean_f = sum(y) / len(y), sum(f) / len(f)
+        return cls(
+            sum((v - mean_y) ** 2 for v in y) / len(y),
+            sum((v - mean_f) ** 2 for v in f) / len(f),
+            sum((a - mean_y) * (b - mean_f) for a, b in zip(y, f, strict=True)) / len(y),
+        )
+
+
+@dataclass(frozen=True)
+class DifferencePlan:
+    """How many human labels per generator reach a target half-width of the difference between two
+    generators' calibrated scores (labels_needed_for_difference)."""
+
+    n_needed: int | None  # per generator
+    human_only_n: int | None  # per generator, human labels alone
+    half_width: float
+    lams: tuple[float, float] | None
+    within_N: bool
+    undefined: str = ""
+
+
+def difference_half_width(
+    n: int, first: PlanMoments, second: PlanMoments, *, N_first: int, N_second: int, alpha: float = 0.05
+) -> float:
+    """z * sqrt(se_1(n)^2 + se_2(n)^2): the expected half-width of the difference of two independent
+    calibrated scores with n human labels each (labels_needed's closed form for each se)."""
+    first_var = _plan_variance(n, N_first, first.var_y, first.var_f, first.cov)[0]
+    second_var = _plan_variance(n, N_second, second.var_y, second.var_f, second.cov)[0]
+    return z_value(alpha) * math.sqrt(first_var + second_var)
+
+
+def labels_needed_for_difference(
+    *,
+    half_width: float,
+    first: PlanMoments,
+    second: PlanMoments,
+    N_first: int,
+    N_second: int,
+    alpha: float = 0.05,
+) -> DifferencePlan:
+    """The smallest n (the same for both generators) with difference_half_width(n) <= half_width, by
+    bisection between 2 and the human-only n = ceil(z^2 (var_Y1 + var_Y2) / h^2) (the difference's
+    half-width decreases in n as each se does). within_N: n fits in both generators' examples. Undefined
+    when both generators' human labels have variance 0."""
+    if half_width <= 0 or N_first < 1 or N_second < 1:
+        raise ValueError(f"half_width must be > 0 and N >= 1, got {half_width!r}, {N_first!r}, {N_second!r}")
+    if first.var_y <= 0 and second.var_y <= 0:
+        reason = "undefined: both generators' human labels have variance 0 (all one value)"
+        return DifferencePlan(None, None, half_width, None, False, reason)
+    z = z_value(alpha)
+    human_n = max(MIN_HUMAN_LABELS, math.ceil(z * z * (first.var_y + second.var_y) / half_width**2))
+    low, high = MIN_HUMAN_LABELS, human_n
+    while low < high:
+        mid = (low + high) // 2
+        if difference_half_width(mid, first, second, N_first=N_first, N_second=N_second, alpha=alpha) <= (
+            half_width
+        ):
+            high = mid
+        else:
+            low = mid + 1
+    lams = (
+        _plan_variance(low, N_first, first.var_y, first.var_f, first.cov)[1],
+        _plan_variance(low, N_second, second.var_y, second.var_f, second.cov)[1],
+    )
+    return DifferencePlan(low, human_n, half_width, lams, low <= min(N_first, N_second))

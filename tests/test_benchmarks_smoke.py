@@ -49,7 +49,7 @@ SMOKE: dict[str, list[str]] = {
 # What each run's output must hold: a figure every script prints when it got to the end.
 EXPECTED = {
     "annotator_load.py": '"errors": []',
-    "calibration_sim.py": '"ppi_coverage"',
+    "calibration_sim.py": '"two_rounds"',  # the routing comparison, printed last
     "goal_step_build.py": "peak RSS:",
     "import_scale.py": '"leaderboards_agree": true',
     "judge_throughput.py": '"rpm_observed"',

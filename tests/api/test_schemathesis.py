@@ -32,17 +32,20 @@ SCHEMA_PATH = "/api/schema/?format=json"
 MAX_EXAMPLES = 5  # per operation and phase
 DERANDOMIZE = bool(os.environ.get("CI"))  # as tests/fuzzing.py: CI sends the same examples on every run
 
-# positive_data_acceptance: a request the schema allows must not be refused with a 400. Four operations can
+# positive_data_acceptance: a request the schema allows must not be refused with a 400. Five operations can
 # refuse such a request for a reason their schema does not state, and answer 400 naming it: a body naming a
 # row that must exist or a name that must be new (POST /api/jobs/: a generator_id, a task set's name), an
 # upload whose content is not an import (POST /api/imports/: a PNG named bench.jsonl), a run config checked
 # by the config loader (POST .../rerun/), and "exactly one of two parameters" (GET
-# /api/agreement/step-types/: study or label_set). Every other operation must accept what its schema allows.
+# /api/agreement/step-types/: study or label_set); and the budget planner (GET /api/calibration/plan/: a
+# judge that has not judged the generator, a difference without its second generator, an assumed agreement the
+# shares cannot produce). Every other operation must accept what its schema allows.
 _REFUSED_FOR_CONTENT = [
     "/api/jobs/",
     "/api/imports/",
     "/api/mining/runs/{id}/rerun/",
     "/api/agreement/step-types/",
+    "/api/calibration/plan/",
 ]
 _ACCEPTED = ["2xx", "3xx", "401", "403", "404", "409", "429"]
 # NUL: h2e_site.middleware.NulMiddleware refuses a query parameter holding one with a 400 before any view
