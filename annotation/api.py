@@ -20,7 +20,7 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from h2e_site.api import QueryBooleanField, StrictFormSerializer, comma_list, query_params
+from h2e_site.api import ObjectJSONParser, QueryBooleanField, StrictFormSerializer, comma_list, query_params
 from h2e_site.api_views import ComputedView
 from h2e_site.bounds import SEED
 from judging.models import Judge
@@ -334,7 +334,7 @@ class CalibrationRoundRequestSerializer(StrictFormSerializer):
         help_text="absent: disagreement when the study has judges, else uniform",
     )
     judge_ids = serializers.ListField(
-        child=serializers.CharField(max_length=200),
+        child=serializers.CharField(min_length=1, max_length=200),
         required=False,
         max_length=100,
         help_text="judge_id of each judge whose verdicts give the uncertainty; absent: the study's judges",
@@ -369,6 +369,7 @@ class CalibrationRoundView(ComputedView):
     not have yet (annotation/calibration_sample.py; the README defines the designs)."""
 
     serializer_class = CalibrationRoundSerializer
+    parser_classes = [ObjectJSONParser]  # a JSON object: a list of judges has no unambiguous form encoding
 
     @extend_schema(
         request=CalibrationRoundRequestSerializer,
@@ -376,11 +377,11 @@ class CalibrationRoundView(ComputedView):
         operation_id="study_calibration_round_create",
     )
     def post(self, request: Request, slug: str) -> Response:
+        body = CalibrationRoundRequestSerializer(data=request.data)  # the body first: a 400 names it
+        body.is_valid(raise_exception=True)
         study = Study.objects.filter(slug=slug).first()
         if study is None:
             raise NotFound(f"no study {slug!r}")
-        body = CalibrationRoundRequestSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
         data = body.validated_data
         judges = _judge_pks(data["judge_ids"]) if "judge_ids" in data else None
         round_request = calibration_sample.RoundRequest(

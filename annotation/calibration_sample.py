@@ -349,7 +349,7 @@ def calibration_summary(study: Study) -> CalibrationSummary | None:
         rounds=[
             RoundRow(
                 r.number,
-                r.get_design_display(),
+                r.design,
                 r.size,
                 r.new_items,
                 [names.get(int(j), f"#{j}") for j in r.judge_ids],

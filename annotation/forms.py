@@ -185,7 +185,7 @@ class StudyForm(forms.Form):
 class CalibrationRoundForm(forms.Form):
     """The next round of a calibration study (its page): size, design, judges, seed."""
 
-    size = SAMPLE_SIZE.form_field(help_text="examples this round draws from the frame (n)")
+    size = SAMPLE_SIZE.form_field(initial=10, help_text="examples this round draws from the frame (n)")
     design = forms.ChoiceField(
         choices=[("", "default: disagreement with judges, else uniform"), *CalibrationDesign.choices],
         required=False,
