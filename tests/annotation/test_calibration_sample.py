@@ -335,6 +335,7 @@ def test_a_study_without_a_calibration_sample_says_why(staff: Client) -> None:
     assert "Not used for calibration" in page and "disagree" in page
     response = staff.post(reverse("annotation:study_calibration_round", args=[study.slug]), {"size": "1"})
     assert response.status_code == 400 and not CalibrationRound.objects.exists()
+    assert "was not built with a calibration sample" in response.content.decode()
 
 
 def test_the_round_pages_are_for_staff(client: Client) -> None:
