@@ -11,7 +11,16 @@ from django.http import HttpRequest
 
 from h2e_site.bounds import BoundedJSONAdmin
 
-from .models import AnnotatedFailure, Annotation, Assignment, Participant, Study, StudyItem
+from .models import (
+    AnnotatedFailure,
+    Annotation,
+    Assignment,
+    CalibrationDraw,
+    CalibrationRound,
+    Participant,
+    Study,
+    StudyItem,
+)
 
 
 @admin.register(Study)
@@ -130,3 +139,33 @@ class AnnotationAdmin(BoundedJSONAdmin, admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # submitted by participants through the gates, never typed in
+
+
+class ReadOnlyAdmin(BoundedJSONAdmin, admin.ModelAdmin):
+    """Rows that are facts of a draw: listed and shown, never added, changed or deleted by hand (an inclusion
+    probability changed after the draw would bias the calibrated How2Score)."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(CalibrationRound)
+class CalibrationRoundAdmin(ReadOnlyAdmin):
+    list_display = ["study", "number", "design", "size", "new_items", "seed", "created_at"]
+    list_filter = ["design", "study"]
+    list_select_related = ["study"]
+    search_fields = ["study__slug"]
+
+
+@admin.register(CalibrationDraw)
+class CalibrationDrawAdmin(ReadOnlyAdmin):
+    list_display = ["round", "generation", "probability", "drawn"]
+    list_filter = ["drawn", "round__study"]
+    list_select_related = ["round", "generation"]
+    raw_id_fields = ["round", "generation"]

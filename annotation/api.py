@@ -7,12 +7,14 @@ GET /api/agreement/                         every study pooled
 GET /api/failures/?topic=&generator=&judge=&study=&source=&q=&cursor=&counts=
 GET /api/leaderboard/calibrated/?judge=      the human-calibrated How2Score per generator x judge (#20)
 GET /api/calibration/plan/?judge=&generator=&scope=&half_width_pp=&hourly_rate=...   the budget planner
+POST /api/studies/<slug>/calibration-rounds/    {size, design?, judge_ids?, seed?}: the next round
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.urls import path, reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
@@ -21,16 +23,17 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from h2e_site.api import QueryBooleanField, comma_list, query_params
+from h2e_site.api import ObjectJSONParser, QueryBooleanField, StrictFormSerializer, comma_list, query_params
 from h2e_site.api_views import ComputedView
+from h2e_site.bounds import SEED
 from judging.api import JudgeQuerySerializer
 from judging.models import Judge
 
-from . import calibration, failures, planner
+from . import calibration, calibration_sample, failures, planner
 from .agreement import Agreement
 from .agreement_data import JudgeFigures, StudyAgreement, studies_agreement, study_agreement
 from .kinds import kind_for
-from .models import Study, StudyKind
+from .models import CalibrationDesign, CalibrationRound, Study, StudyKind
 from .report_card import report_card
 from .step_types.agreement_api import StepTypesAgreementView
 from .step_types.classify_serializers import ShareSerializer
@@ -512,6 +515,94 @@ class CalibratedLeaderboardView(ComputedView):
         return Response(data)
 
 
+class CalibrationRoundRequestSerializer(StrictFormSerializer):
+    size = serializers.IntegerField(
+        min_value=1, max_value=1_000_000, help_text="examples the round draws (n)"
+    )
+    design = serializers.ChoiceField(
+        choices=CalibrationDesign.choices,
+        required=False,
+        help_text="absent: disagreement when the study has judges, else uniform",
+    )
+    judge_ids = serializers.ListField(
+        child=serializers.CharField(min_length=1, max_length=200),
+        required=False,
+        max_length=100,
+        help_text="judge_id of each judge whose verdicts give the uncertainty; absent: the study's judges",
+    )
+    seed = SEED.api_field(required=False, help_text="absent: a random seed (stored with the round)")
+
+
+class CalibrationRoundSerializer(serializers.Serializer):
+    study = serializers.CharField(source="study.slug")
+    number = serializers.IntegerField()
+    design = serializers.CharField()
+    size = serializers.IntegerField(help_text="examples drawn (some may have been drawn in earlier rounds)")
+    new_items = serializers.IntegerField(help_text="items this round added to the study")
+    seed = serializers.IntegerField()
+    judge_ids = serializers.SerializerMethodField(
+        help_text="judge_id of the judges that gave the uncertainty"
+    )
+    frame_size = serializers.SerializerMethodField()
+    created_at = serializers.DateTimeField()
+
+    def get_judge_ids(self, calibration_round: CalibrationRound) -> list[str]:
+        names = dict(Judge.objects.filter(pk__in=calibration_round.judge_ids).values_list("pk", "judge_id"))
+        return [names.get(int(pk), str(pk)) for pk in calibration_round.judge_ids]
+
+    def get_frame_size(self, calibration_round: CalibrationRound) -> int:
+        return calibration_round.draws.count()
+
+
+class CalibrationRoundView(ComputedView):
+    """Draw the next round of a calibration study: every frame generation's inclusion probability from the
+    judges' verdicts only, a systematic PPS draw, and an item for each generation drawn that the study does
+    not have yet (annotation/calibration_sample.py; the README defines the designs)."""
+
+    serializer_class = CalibrationRoundSerializer
+    parser_classes = [ObjectJSONParser]  # a JSON object: a list of judges has no unambiguous form encoding
+
+    @extend_schema(
+        request=CalibrationRoundRequestSerializer,
+        responses={201: CalibrationRoundSerializer},
+        operation_id="study_calibration_round_create",
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        body = CalibrationRoundRequestSerializer(data=request.data)  # the body first: a 400 names it
+        body.is_valid(raise_exception=True)
+        study = Study.objects.filter(slug=slug).first()
+        if study is None:
+            raise NotFound(f"no study {slug!r}")
+        data = body.validated_data
+        judges = _judge_pks(data["judge_ids"]) if "judge_ids" in data else None
+        round_request = calibration_sample.RoundRequest(
+            data["size"], data.get("design"), judges, data.get("seed")
+        )
+        try:
+            drawn = calibration_sample.next_round(study=study, request=round_request)
+        except DjangoValidationError as refused:
+            raise ValidationError(refused.message_dict) from None
+        return Response(self.get_serializer(drawn).data, status=status.HTTP_201_CREATED)
+
+
+def _judge_pks(values: list[str]) -> list[int]:
+    """The judges named by judge_id (or database id); a 400 naming judge_ids for one that is not there."""
+    by_name = dict(Judge.objects.filter(judge_id__in=values).values_list("judge_id", "pk"))
+    numbers = [int(v) for v in values if v.isascii() and v.isdigit() and v not in by_name and len(v) < 19]
+    by_pk = set(Judge.objects.filter(pk__in=numbers).values_list("pk", flat=True))
+    pks, missing = [], []
+    for value in values:
+        if value in by_name:
+            pks.append(by_name[value])
+        elif value.isascii() and value.isdigit() and len(value) < 19 and int(value) in by_pk:
+            pks.append(int(value))
+        else:
+            missing.append(value)
+    if missing:
+        raise ValidationError({"judge_ids": [f"no judge with judge_id {', '.join(map(repr, missing))}"]})
+    return pks
+
+
 urlpatterns = [
     # Before "agreement/": a step-types study's Table 6 figures (annotation/step_types/agreement_api.py).
     path("agreement/step-types/", StepTypesAgreementView.as_view(), name="step-types-agreement-api"),
@@ -523,4 +614,9 @@ api_urlpatterns = [
     path("failures/", FailureListView.as_view(), name="failures"),
     path("leaderboard/calibrated/", CalibratedLeaderboardView.as_view(), name="calibrated-leaderboard"),
     path("calibration/plan/", PlanView.as_view(), name="calibration-plan"),
+    path(
+        "studies/<slug:slug>/calibration-rounds/",
+        CalibrationRoundView.as_view(),
+        name="study-calibration-rounds",
+    ),
 ]

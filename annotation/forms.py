@@ -15,7 +15,7 @@ from mining.models import GoalStepTask, Split, TaskSet, Topic
 from . import codebook
 from .comprehension import comprehension_questions_parse, comprehension_questions_text
 from .kinds import kind_for
-from .models import PROLIFIC_STUDY_ID, Study, StudyKind, study_slug_free
+from .models import PROLIFIC_STUDY_ID, CalibrationDesign, Study, StudyKind, study_slug_free
 from .services import ATTENTION_CHECKS, SAMPLE_SIZE
 
 KIND_TEXTS = (
@@ -28,7 +28,12 @@ KIND_TEXTS = (
 )
 # Selection fields that apply to one kind only (the others select items for every kind).
 KIND_ONLY_FIELDS = {
-    StudyKind.CRITICAL_FAILURES: ("generators", "disagreeing_judges"),
+    StudyKind.CRITICAL_FAILURES: (
+        "generators",
+        "disagreeing_judges",
+        "calibration_design",
+        "calibration_judges",
+    ),
     StudyKind.STEP_TYPES: ("splits",),
     StudyKind.MULTIPLE_CHOICE: ("task_set", "tasks"),
 }
@@ -76,7 +81,27 @@ class StudyForm(forms.Form):
         required=False,
         help_text="two or more: only generations these judges disagree on",
     )
-    sample_size = SAMPLE_SIZE.form_field(required=False, help_text="seeded random sample; empty: all")
+    calibration_design = forms.ChoiceField(
+        choices=[
+            ("", "none: the items are the selection (or its seeded sample)"),
+            *CalibrationDesign.choices,
+        ],
+        required=False,
+        label="Calibration sample",
+        help_text="draw the items with known inclusion probabilities (stored), so the human labels can "
+        "calibrate the judges' How2Score; the sample size is the round's n. Not with a topic filter or "
+        "“disagreeing judges”",
+    )
+    calibration_judges = forms.ModelMultipleChoiceField(
+        Judge.objects.all(),
+        required=False,
+        label="Judges of the disagreement design",
+        help_text="their verdicts (and re-runs' flips) give each generation's uncertainty: two or more, "
+        "or one judge with re-run verdicts",
+    )
+    sample_size = SAMPLE_SIZE.form_field(
+        required=False, help_text="seeded random sample; empty: all. With a calibration sample: its size n"
+    )
     seed = SEED.form_field(initial=0, help_text="the same seed and selection draw the same items")
     annotators_per_item = model_range(Study, "annotators_per_item").form_field(
         initial=3, label="Annotators per item (k)"
@@ -155,3 +180,17 @@ class StudyForm(forms.Form):
 
     def clean_comprehension_questions(self) -> list[dict[str, Any]]:
         return comprehension_questions_parse(self.cleaned_data["comprehension_questions"])
+
+
+class CalibrationRoundForm(forms.Form):
+    """The next round of a calibration study (its page): size, design, judges, seed."""
+
+    size = SAMPLE_SIZE.form_field(initial=10, help_text="examples this round draws from the frame (n)")
+    design = forms.ChoiceField(
+        choices=[("", "default: disagreement with judges, else uniform"), *CalibrationDesign.choices],
+        required=False,
+    )
+    judges = forms.ModelMultipleChoiceField(
+        Judge.objects.all(), required=False, help_text="none: the study's judges"
+    )
+    seed = SEED.form_field(required=False, help_text="empty: a random seed (stored with the round)")

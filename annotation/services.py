@@ -75,6 +75,11 @@ class Selection:
     splits: list[str] = field(default_factory=list)
     task_set: str = ""  # multiple choice: the task set whose test examples are validated
     tasks: list[str] = field(default_factory=list)
+    # A calibration sample (critical failures; annotation/calibration_sample.py): "" = none, else a design of
+    # judging/sampling.py; the round's size n is sample_size, the judges give the disagreement design's
+    # uncertainty.
+    calibration_design: str = ""
+    calibration_judge_ids: list[int] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -86,6 +91,8 @@ class Selection:
             "disagreeing_judge_ids": self.disagreeing_judge_ids,
             "sample_size": self.sample_size,
             "seed": self.seed,
+            "calibration_design": self.calibration_design,
+            "calibration_judge_ids": self.calibration_judge_ids,
         }
 
     def check(self) -> None:
@@ -158,6 +165,7 @@ def study_create(
         ATTENTION_CHECKS.check("attention_checks", attention_checks)
     except OutOfRange as bad:
         raise ValidationError({bad.field: bad.message}) from None
+    spec.check_selection(selection)
     study = Study(
         title=title,
         slug=slug,

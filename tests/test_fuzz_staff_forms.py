@@ -319,6 +319,8 @@ def _action(model: type[models.Model], action: str, form_class: type[forms.BaseF
 
 
 def _site_forms() -> list[FormTarget]:
+    from annotation.forms import CalibrationRoundForm
+    from annotation.models import CalibrationRound
     from judging.admin.actions import AttachConfigForm, GenerateForm, JudgeWithForm
     from judging.admin.generate import GenerateFromConfigForm
     from judging.models import Generator, Judge
@@ -346,6 +348,16 @@ def _site_forms() -> list[FormTarget]:
             lambda c, data: c.post(generate_url, data),
             GenerateFromConfigForm,
             lambda: Job.objects.count(),
+        ),
+        FormTarget(
+            "next round of a calibration study",
+            lambda c: c.get(reverse("annotation:study_detail", args=["fuzz-calibration"])),
+            lambda c, data: c.post(
+                reverse("annotation:study_calibration_round", args=["fuzz-calibration"]), data
+            ),
+            CalibrationRoundForm,
+            lambda: CalibrationRound.objects.count(),
+            context_key="round_form",
         ),
         FormTarget(
             "answer a task set with a model",
@@ -560,6 +572,10 @@ def admin_world() -> dict[str, Any]:
     for i in range(2):
         make_procedure(goal=f"Step-type procedure {i}", steps=["a", "b", "c", "d"], topic="Home")
     make_task_set("fuzz-taken")
+    services.study_create(
+        title="Calibration", slug="fuzz-calibration",
+        selection=services.Selection(calibration_design="uniform", sample_size=2),
+    )  # fmt: skip
     make_document("fuzz-doc")
     mining_run_create(config=run_config_from_mapping(loopback_config("http://127.0.0.1:9/v1")), enqueue=False)
     generator = world["generators"][0]

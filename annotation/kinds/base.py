@@ -85,6 +85,19 @@ class StudyKindSpec(ABC):
     def study_defaults(self) -> dict[str, Any]:
         """Study fields this kind fills unless the builder gives them (texts, comprehension questions)."""
 
+    def check_selection(self, selection: Selection) -> None:
+        """Raise ValidationError naming the selection field this kind cannot take. Only critical failures
+        take a calibration sample (annotation/calibration_sample.py)."""
+        if selection.calibration_design:
+            from django.core.exceptions import ValidationError
+
+            raise ValidationError(
+                {
+                    "calibration_design": f"{selection.calibration_design!r}: a calibration sample is drawn "
+                    f"from generations, for critical-failures studies only, not for a {self.noun} study"
+                }
+            )
+
     @abstractmethod
     def items_create(self, study: Study, selection: Selection, attention_checks: int) -> int:
         """Create the study's items (and `attention_checks` instructed-response items); returns how many

@@ -11,7 +11,7 @@ from django.http import QueryDict
 
 from judging.steps import steps_out_of_range
 
-from .. import codebook, posted, selectors
+from .. import calibration_sample, codebook, posted, selectors
 from ..models import AnnotatedFailure, Annotation, Assignment, Study, StudyItem
 from .base import AnnotationFields, KindForm, ReadingTexts, StudyKindSpec, attention_items_create
 
@@ -41,14 +41,19 @@ class CriticalFailures(StudyKindSpec):
     def study_defaults(self) -> dict[str, Any]:
         return {}  # the Study model's defaults are this kind's codebook
 
+    def check_selection(self, selection: Selection) -> None:
+        calibration_sample.check_selection(selection)
+
     def items_create(self, study: Study, selection: Selection, attention_checks: int) -> int:
+        """The generations selected; with a calibration design, those round 1 draws from the frame (its
+        probabilities stored: annotation/calibration_sample.py)."""
         from ..services import generations_selected
 
-        generation_ids = generations_selected(selection=selection)
-        StudyItem.objects.bulk_create(
-            StudyItem(study=study, generation_id=g, position=i, target_annotations=study.annotators_per_item)
-            for i, g in enumerate(generation_ids, 1)
-        )
+        if selection.calibration_design:
+            generation_ids = calibration_sample.first_round(study, selection)
+        else:
+            generation_ids = generations_selected(selection=selection)
+            calibration_sample.items_add(study, generation_ids)
         # Instructed "failure" and "no failure", alternately.
         attention_items_create(
             study, "generation", generation_ids, attention_checks,

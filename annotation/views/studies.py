@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import orjson
+from django import forms
 from django.contrib import messages
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
@@ -15,8 +17,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from h2e_site.inputs import BadInput
 from h2e_site.web import SafeDictWriter, staff_required
 
-from .. import codebook, selectors, services
-from ..forms import StudyForm
+from .. import calibration_sample, codebook, selectors, services
+from ..calibration import not_calibration_reason
+from ..forms import CalibrationRoundForm, StudyForm
 from ..kinds import kind_for
 from ..models import Study, StudyKind
 
@@ -39,7 +42,18 @@ def _selection(form: StudyForm) -> services.Selection:
         tasks=list(data.get("tasks", [])),
         sample_size=data["sample_size"],
         seed=data["seed"],
+        calibration_design=data.get("calibration_design", ""),
+        calibration_judge_ids=[j.pk for j in data.get("calibration_judges", [])],
     )
+
+
+# The builder's form fields of the Selection's fields the service's refusals name.
+FORM_NAMES = {
+    "topic_ids": "topics",
+    "generator_ids": "generators",
+    "disagreeing_judge_ids": "disagreeing_judges",
+    "calibration_judge_ids": "calibration_judges",
+}
 
 
 def _kind(request: HttpRequest) -> str:
@@ -90,7 +104,7 @@ def study_create(request: HttpRequest) -> HttpResponse:
                 **settings,
             )
         except ValidationError as refused:
-            _refusal_on_form(form, refused)
+            _refusal_on_form(form, refused, FORM_NAMES)
         else:
             count = study.items.not_attention_checks().count()
             messages.success(request, f"Study created with {count} items.")
@@ -100,27 +114,69 @@ def study_create(request: HttpRequest) -> HttpResponse:
     return render(request, "annotation/study_form.html", context, status=status)
 
 
-def _refusal_on_form(form: StudyForm, refused: ValidationError) -> None:
-    """The service's refusal shown next to the fields it names (the others above the form)."""
-    for name, errors in refused.message_dict.items():
+def _refusal_on_form(form: forms.Form, refused: ValidationError, names: dict[str, str]) -> None:
+    """The service's refusal shown next to the fields it names (`names`: the form's name of a service's
+    field where they differ; the others above the form)."""
+    for service_name, errors in refused.message_dict.items():
+        name = names.get(service_name, service_name)
         if name in form.fields:
             form.add_error(name, errors)
         else:
             form.add_error(None, [e if name == NON_FIELD_ERRORS else f"{name}: {e}" for e in errors])
 
 
-@staff_required
-@require_GET
-def study_detail(request: HttpRequest, slug: str) -> HttpResponse:
-    study = get_object_or_404(Study, slug=slug)
-    context = {
+def _detail_context(
+    request: HttpRequest, study: Study, round_form: CalibrationRoundForm | None = None
+) -> dict[str, Any]:
+    summary = calibration_sample.calibration_summary(study)
+    critical = study.kind == StudyKind.CRITICAL_FAILURES
+    return {
         "study": study,
         "progress": selectors.study_progress(study=study),
         "items": selectors.study_items_progress(study=study),
         "participants": selectors.study_participants_progress(study=study),
         "entry_path": request.build_absolute_uri(reverse("annotator:entry", kwargs={"slug": study.slug})),
+        "calibration": summary,
+        "round_form": round_form or (CalibrationRoundForm() if summary else None),
+        "not_calibration": not_calibration_reason(study) if critical and summary is None else "",
     }
-    return render(request, "annotation/study_detail.html", context)
+
+
+@staff_required
+@require_GET
+def study_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    study = get_object_or_404(Study, slug=slug)
+    return render(request, "annotation/study_detail.html", _detail_context(request, study))
+
+
+# The round form's names of the service's fields.
+ROUND_FORM_NAMES = {"judge_ids": "judges"}
+
+
+@staff_required
+@require_POST
+def study_calibration_round(request: HttpRequest, slug: str) -> HttpResponse:
+    """Draw the next round of a calibration study (its page's form); refused: the page again with the
+    form's errors (400)."""
+    study = get_object_or_404(Study, slug=slug)
+    form = CalibrationRoundForm(request.POST)
+    if form.is_valid():
+        data = form.cleaned_data
+        judges = [j.pk for j in data["judges"]] or None
+        round_request = calibration_sample.RoundRequest(
+            data["size"], data["design"] or None, judges, data["seed"]
+        )
+        try:
+            drawn = calibration_sample.next_round(study=study, request=round_request)
+        except ValidationError as refused:
+            _refusal_on_form(form, refused, ROUND_FORM_NAMES)
+        else:
+            messages.success(
+                request, f"Round {drawn.number} drew {drawn.size} examples: {drawn.new_items} new items."
+            )
+            return redirect(reverse("annotation:study_detail", args=[study.slug]) + "#calibration")
+    context = _detail_context(request, study, form)
+    return render(request, "annotation/study_detail.html", context, status=400)
 
 
 @staff_required

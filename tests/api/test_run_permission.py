@@ -91,6 +91,10 @@ RUN_WRITES: dict[tuple[str, str], Write] = {
 }
 
 
+# API writes that start no work (no job): they change a study's rows in the request, as its staff page does.
+NO_WORK = {("api:study-calibration-rounds", "POST")}
+
+
 @pytest.fixture
 def world() -> World:
     make_procedure()
@@ -127,7 +131,7 @@ def _api_writes() -> list[tuple[Route, str]]:
 
 def test_it_knows_every_api_write() -> None:
     found = {(route.name, method) for route, method in _api_writes()}
-    unlisted = found - set(RUN_WRITES)
+    unlisted = found - set(RUN_WRITES) - NO_WORK
     assert not unlisted, f"new API writes: add them to RUN_WRITES with a request that starts work: {unlisted}"
     assert set(RUN_WRITES) <= found, set(RUN_WRITES) - found
 

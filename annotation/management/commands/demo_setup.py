@@ -42,6 +42,31 @@ def demo_step_study() -> Study:
     )
 
 
+DEMO_CALIBRATION_SLUG = "paper-calibration"
+DEMO_CALIBRATION_SIZE = 6
+
+
+def demo_calibration_study() -> Study:
+    """A calibration study (uniform: n = 6 of the demo's generations, probabilities stored), created once,
+    closed: its page shows the calibration sample and draws the next rounds."""
+    from annotation.models import CalibrationDesign
+    from annotation.services import Selection, study_create
+
+    existing = Study.objects.filter(slug=DEMO_CALIBRATION_SLUG).first()
+    if existing is not None:
+        return existing
+    return study_create(
+        title="A calibration sample of the paper's generations",
+        slug=DEMO_CALIBRATION_SLUG,
+        selection=Selection(
+            calibration_design=CalibrationDesign.UNIFORM, sample_size=DEMO_CALIBRATION_SIZE, seed=0
+        ),
+        is_open=False,
+        completion_code="DEMO-CAL-DONE",
+        screenout_code="DEMO-CAL-SCREENOUT",
+    )
+
+
 def _open_study(slug: str, title: str, kind: str, code: str) -> Study:
     """The study of that slug, or a new one of `kind` over all it can take, with one attention check."""
     from annotation.services import Selection, study_create
@@ -123,6 +148,8 @@ class Command(BaseCommand):
         (Path(settings.VAR_DIR) / "demo-study.txt").write_text("\n".join(entries) + "\n", encoding="utf-8")
         for label, study in zip(("Demo study", "Step-types study"), studies, strict=True):
             self.stdout.write(f"{label} {study.slug}: {items_summary(study)}")
+        calibration = demo_calibration_study()
+        self.stdout.write(f"Calibration study {calibration.slug} (closed): {items_summary(calibration)}")
         if options["no_summary"]:
             return
         self.stdout.write(
