@@ -425,12 +425,18 @@ class CalibratedScoreSerializer(serializers.Serializer):
     std_error = serializers.FloatField(allow_null=True)
     n = serializers.IntegerField(help_text="human-labelled items")
     N = serializers.IntegerField(help_text="examples with a judge label (the sample's frame)")
-    lam = serializers.FloatField(allow_null=True, help_text="power-tuning weight in [0, 1]")
+    lam = serializers.FloatField(
+        allow_null=True, help_text="power-tuning weight in [0, 1] (null: one per design stratum)"
+    )
     effective_n = serializers.FloatField(allow_null=True, help_text="human labels the interval is worth")
     human_only = serializers.FloatField(allow_null=True)
     human_ci_low = serializers.FloatField(allow_null=True, help_text="Wilson (weighted: normal)")
     human_ci_high = serializers.FloatField(allow_null=True)
     weighted = serializers.BooleanField(help_text="inverse-probability weights (unequal probabilities)")
+    design_strata = serializers.IntegerField(
+        help_text="> 0: estimated over that many design strata (distinct inclusion probabilities), each "
+        "unweighted with its own lam; 0: weighted by 1 / pi, or a uniform sample"
+    )
     undefined = serializers.CharField(allow_blank=True)
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.db.models import F
@@ -38,6 +38,7 @@ from judging.calibration import (
     StratifiedScore,
     StratumLabels,
     calibrated_score,
+    design_stratified_score,
     stratified_score,
 )
 from judging.models import Generation, Generator, Judge, Judgment
@@ -152,6 +153,7 @@ def score_json(score: CalibratedScore) -> dict[str, Any]:
         "human_ci_low": score.human_low,
         "human_ci_high": score.human_high,
         "weighted": score.weighted,
+        "design_strata": score.design_strata,
         "undefined": score.undefined,
     }
 
@@ -406,10 +408,28 @@ def stratum_labels(examples: list[Example]) -> StratumLabels:
 
 
 def score_of(examples: list[Example]) -> CalibratedScore:
+    """The PPI++ score of these examples: over their design strata when their inclusion probabilities take a
+    few values each with enough labels (judging.calibration.design_stratified_score's rule), else weighted
+    by 1 / pi (unweighted when every pi is equal)."""
     s = stratum_labels(examples)
+    if s.inclusion_probabilities is not None:
+        stratified = design_stratified_score(_design_strata(examples))
+        if stratified is not None:
+            return stratified
     return calibrated_score(
         s.human, s.judge_labelled, s.judge_all, inclusion_probabilities=s.inclusion_probabilities
     )
+
+
+def _design_strata(examples: list[Example]) -> list[tuple[StratumLabels, int]]:
+    levels: dict[float, list[Example]] = defaultdict(list)
+    for e in examples:
+        levels[float(f"{e.probability:.9g}")].append(e)
+    result = []
+    for _, members in sorted(levels.items()):
+        labels = stratum_labels(members)
+        result.append((replace(labels, inclusion_probabilities=None), len(members)))
+    return result
 
 
 def _by_topic(examples: list[Example]) -> dict[str, list[Example]]:

@@ -21,15 +21,15 @@ ignoring the weights, and its width against the uniform sample's. Computed in ch
 (1,000 worlds in about a second).
 
 Routing (issue #20 item 3; "routing" in the output): other worlds (routing_worlds), in which a second judge
-(or a re-run) disagrees with the first on ~29 % of the examples and the first judge's errors concentrate
-there (right ~55 % where the two disagree, ~90 % where they agree, ~80 % overall, shifted by class and
-topic). At the same n: a uniform sample (PPI++, unweighted) against a routed one, drawn with
+(or a re-run) disagrees with the first on ~29 % of the examples and the first judge's errors concentrate there
+(right ~55 % where the two disagree, ~90 % where they agree, ~80 % overall, shifted by class and topic). At
+the same n: a uniform sample (PPI++, unweighted) against a routed one, drawn with
 judging.sampling.disagreement_probabilities (uncertainty judge_uncertainty of the two verdicts, --mix the
-uniform share) and systematic_pps, estimated with inverse-probability weights (ppi_arrays' weights, what
-calibrated_score(inclusion_probabilities=pi) computes); the same routed sample post-stratified on the
-judges' agreement (an estimator the app does not use: for comparison); and two rounds (n / 2 uniform, then
-n / 2 routed; pi = inclusion_after_rounds). About 15 s for 1,000 worlds (the draws are judging.sampling's
-own, in Python). --append-doc adds the run to docs/benchmarks.md.
+uniform share) and systematic_pps, estimated as the app does (annotation.calibration.score_of: over the design
+strata, the distinct inclusion probabilities, by judging.calibration.design_stratified_score); the same routed
+sample weighted by 1 / pi instead (the Hajek estimate, ppi-python's weighted one: for comparison); and two
+rounds (n / 2 uniform, then n / 2 routed; pi = inclusion_after_rounds). About 15 s for 1,000 worlds (the draws
+are judging.sampling's own, in Python). --append-doc adds the run to docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -51,7 +51,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.results_doc import insert_into_section  # noqa: E402
-from judging.calibration import ppi_arrays, z_value  # noqa: E402
+from judging.calibration import (  # noqa: E402
+    StratumLabels,
+    calibrated_score,
+    design_stratified_score,
+    ppi_arrays,
+    z_value,
+)
 from judging.sampling import (  # noqa: E402
     MIX,
     disagreement_probabilities,
@@ -197,40 +203,62 @@ def routed_probabilities(first: Array, second: Array, n: int, mix: float) -> Arr
     return np.array([probabilities[i] for i in range(len(first))])
 
 
-def routed_sample(
-    probabilities: Array, seed: int, previous: Array | None = None
-) -> tuple[NDArray[np.intp], Array]:
-    """The systematic PPS draw (judging.sampling.systematic_pps) from these probabilities, united with an
-    earlier round's (previous: its probabilities and the items it drew), with each item's inclusion
-    probability after the rounds (judging.sampling.inclusion_after_rounds)."""
-    drawn = set(systematic_pps(dict(enumerate(probabilities.tolist())), seed))
-    rounds = [probabilities]
-    if previous is not None:
-        drawn |= set(systematic_pps(dict(enumerate(previous.tolist())), seed + 1))
-        rounds.append(previous)
-    items = np.array(sorted(drawn), dtype=np.intp)
-    pi = np.array([inclusion_after_rounds([r[i] for r in rounds]) for i in items])
-    return items, pi
+def routed_inclusion(first: Array, second: Array, n: int, mix: float, two_rounds: bool) -> Array:
+    """Every frame example's inclusion probability: one routed round of n, or n / 2 uniform then n - n / 2
+    routed (judging.sampling.inclusion_after_rounds)."""
+    if not two_rounds:
+        return routed_probabilities(first, second, n, mix)
+    routed = routed_probabilities(first, second, n - n // 2, mix)
+    uniform = (n // 2) / len(first)
+    return np.array([inclusion_after_rounds([uniform, p]) for p in routed.tolist()])
 
 
-def routed_items(probabilities: Array, seed: int) -> NDArray[np.intp]:
-    return np.array(systematic_pps(dict(enumerate(probabilities.tolist())), seed), dtype=np.intp)
+def routed_draw(
+    first: Array, second: Array, n: int, mix: float, seed: int, two_rounds: bool
+) -> NDArray[np.intp]:
+    """The examples drawn: systematic PPS per round (judging.sampling.systematic_pps), rounds united."""
+    if not two_rounds:
+        pi = routed_probabilities(first, second, n, mix)
+        return np.array(systematic_pps(dict(enumerate(pi.tolist())), seed), dtype=np.intp)
+    routed = routed_probabilities(first, second, n - n // 2, mix)
+    uniform = dict.fromkeys(range(len(first)), (n // 2) / len(first))
+    drawn = set(systematic_pps(uniform, seed + 1)) | set(
+        systematic_pps(dict(enumerate(routed.tolist())), seed)
+    )
+    return np.array(sorted(drawn), dtype=np.intp)
 
 
-def post_stratified(
-    human: Array, first: Array, second: Array, items: NDArray[np.intp], z: float
-) -> tuple[float, float]:
-    """The routed sample estimated with the judges' agreement as strata (agree / disagree; every example of
-    a stratum has the same inclusion probability, so each stratum's PPI++ estimate is unweighted), combined
-    by the strata's shares of N as judging.calibration.stratified_score does: the estimate and half-width."""
-    estimate, variance = 0.0, 0.0
-    for stratum in (first == second, first != second):
-        labelled = items[stratum[items]]
-        result = ppi_arrays(human[labelled][None, :], first[labelled][None, :], first[stratum][None, :])
-        share = stratum.mean()
-        estimate += share * float(result.estimate[0])
-        variance += share**2 * float(result.std_error[0]) ** 2
-    return estimate, z * variance**0.5
+def app_estimate(human: Array, judge: Array, items: NDArray[np.intp], pi: Array) -> tuple[float, float]:
+    """What the app computes (annotation.calibration.score_of): the design-stratified PPI++ estimate over the
+    distinct inclusion probabilities when design_stratified_score's rule holds, else the 1 / pi weighted one.
+    The estimate and its standard error."""
+    labelled = np.zeros(len(human), dtype=bool)
+    labelled[items] = True
+    strata = []
+    for level in np.unique(np.round(pi, 12)):
+        members = np.isclose(pi, level, rtol=0, atol=1e-12)
+        chosen = members & labelled
+        strata.append(
+            (StratumLabels(human[chosen].tolist(), judge[chosen].tolist(), judge[members].tolist()),
+             int(members.sum()))
+        )  # fmt: skip
+    score = design_stratified_score(strata)
+    if score is None:
+        score = calibrated_score(
+            human[items].tolist(),
+            judge[items].tolist(),
+            judge.tolist(),
+            inclusion_probabilities=pi[items].tolist(),
+        )
+    return float(score.estimate or 0.0), float(score.std_error or 0.0)
+
+
+def weighted_estimate(human: Array, judge: Array, items: NDArray[np.intp], pi: Array) -> tuple[float, float]:
+    """The same sample weighted by 1 / pi (Hajek; ppi-python's weighted estimate), for comparison."""
+    result = ppi_arrays(
+        human[items][None, :], judge[items][None, :], judge[None, :], weights=1 / pi[items][None, :]
+    )
+    return float(result.estimate[0]), float(result.std_error[0])
 
 
 def routing_chunk(
@@ -242,33 +270,20 @@ def routing_chunk(
     y, f = np.take_along_axis(human, sample, axis=1), np.take_along_axis(first, sample, axis=1)
     uniform = ppi_arrays(y, f, first)
     judge_low, judge_high = wilson(first.sum(axis=1), big_n, z)
-    out: dict[str, list[float]] = {key: [] for key in ("routed", "two", "post", "n2")}
-    out.update({f"{key}_covers": [] for key in ("routed", "two", "post")})
+    out: dict[str, list[float]] = {key: [] for key in ("routed", "two", "weighted", "n2")}
+    out.update({f"{key}_covers": [] for key in ("routed", "two", "weighted")})
     seeds = rng.integers(0, 2**31, size=count)
     for w in range(count):
-        pi = routed_probabilities(first[w], second[w], n, mix)
-        for key, (items, incl) in (
-            ("routed", routed_sample(pi, int(seeds[w]))),  # the same draw as routed_items(pi, seed)
-            ("two", routed_sample(
-                routed_probabilities(first[w], second[w], n - n // 2, mix),
-                int(seeds[w]),
-                previous=np.full(big_n, (n // 2) / big_n),
-            )),
-        ):  # fmt: skip
-            result = ppi_arrays(
-                human[w, items][None, :],
-                first[w, items][None, :],
-                first[w][None, :],
-                weights=1 / incl[None, :],
-            )
-            half = z * float(result.std_error[0])
-            out[key].append(2 * half)
-            out[f"{key}_covers"].append(float(abs(float(result.estimate[0]) - truth[w]) <= half))
-            if key == "two":
+        for key, two_rounds in (("routed", False), ("two", True)):
+            pi = routed_inclusion(first[w], second[w], n, mix, two_rounds)
+            items = routed_draw(first[w], second[w], n, mix, int(seeds[w]), two_rounds)
+            estimators = [(key, app_estimate)] + ([("weighted", weighted_estimate)] if not two_rounds else [])
+            for name, estimator in estimators:
+                estimate, se = estimator(human[w], first[w], items, pi)
+                out[name].append(2 * z * se)
+                out[f"{name}_covers"].append(float(abs(estimate - truth[w]) <= z * se))
+            if two_rounds:
                 out["n2"].append(len(items))
-        estimate, half = post_stratified(human[w], first[w], second[w], routed_items(pi, int(seeds[w])), z)
-        out["post"].append(2 * half)
-        out["post_covers"].append(float(abs(estimate - truth[w]) <= half))
     return {
         "agreement": (first == human).mean(axis=1),
         "disagreement": (first != second).mean(axis=1),
@@ -303,10 +318,10 @@ def simulate_routing(
             "mean_width_ratio_to_uniform": r((c["routed"] / c["uniform_width"]).mean()),
             "share_narrower_than_uniform": r((c["routed"] < c["uniform_width"]).mean()),
         },
-        "routed_post_stratified_on_agreement": {
-            "coverage": r(c["post_covers"].mean()),
-            "mean_width": r(c["post"].mean()),
-            "mean_width_ratio_to_uniform": r((c["post"] / c["uniform_width"]).mean()),
+        "routed_weighted_by_inverse_probability": {
+            "coverage": r(c["weighted_covers"].mean()),
+            "mean_width": r(c["weighted"].mean()),
+            "mean_width_ratio_to_uniform": r((c["weighted"] / c["uniform_width"]).mean()),
         },
         "two_rounds": {
             "coverage": r(c["two_covers"].mean()),

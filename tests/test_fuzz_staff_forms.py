@@ -321,6 +321,7 @@ def _action(model: type[models.Model], action: str, form_class: type[forms.BaseF
 def _site_forms() -> list[FormTarget]:
     from annotation.forms import CalibrationRoundForm
     from annotation.models import CalibrationRound
+    from annotation.views.planner import PlanForm
     from judging.admin.actions import AttachConfigForm, GenerateForm, JudgeWithForm
     from judging.admin.generate import GenerateFromConfigForm
     from judging.models import Generator, Judge
@@ -330,7 +331,15 @@ def _site_forms() -> list[FormTarget]:
 
     build_url = reverse("mining:task_set_build")
     generate_url = reverse("admin:judging_generate")
+    plan_url = reverse("planner:plan")
     return [
+        FormTarget(  # a GET form: it stores nothing, whatever it is sent
+            "budget planner",
+            lambda c: c.get(plan_url),
+            lambda c, data: c.get(plan_url, data),
+            PlanForm,
+            lambda: (Study.objects.count(), CalibrationRound.objects.count(), Job.objects.count()),
+        ),
         *(_builder(kind) for kind in StudyKind.values),
         FormTarget(
             "task-set build form",

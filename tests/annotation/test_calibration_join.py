@@ -9,7 +9,13 @@ import pytest
 from annotation import calibration, services
 from annotation.calibration import OTHER_TOPICS, CalibratedLine, calibrated_lines, unused_studies
 from annotation.models import CalibrationDraw, CalibrationRound
-from judging.calibration import StratumLabels, calibrated_score, stratified_score
+from judging.calibration import (
+    MIN_DESIGN_STRATUM_LABELS,
+    StratumLabels,
+    calibrated_score,
+    design_stratified_score,
+    stratified_score,
+)
 from judging.models import Generation
 from judging.sampling import inclusion_after_rounds, uniform_probabilities
 from judging.stats import wilson_interval
@@ -194,3 +200,45 @@ def test_studies_without_a_probability_sample_are_listed_with_their_reason() -> 
     assert "not a probability sample" in reasons["disagree"]
     assert "built without a calibration sample" in reasons["plain"]
     assert calibrated_lines() == [] or all(line.overall.estimate is None for line in calibrated_lines())
+
+
+def _routed_examples(labelled_per_level: tuple[int, int]) -> list[calibration.Example]:
+    """A frame of 400 + 600 examples drawn with pi = 0.2 (where judges disagree) and 0.05 (elsewhere),
+    the given numbers of them labelled; labels alternate so that no stratum is constant."""
+    examples = []
+    for level, (size, labelled, probability) in enumerate(
+        [(400, labelled_per_level[0], 0.2), (600, labelled_per_level[1], 0.05)]
+    ):
+        for i in range(size):
+            human = float(i % 3 != 0) if i < labelled else None
+            judge = float(i % 4 != 0) if level else float(i % 2 == 0)
+            examples.append(calibration.Example(level * 1000 + i, "Health", probability, judge, human))
+    return examples
+
+
+def test_a_routed_sample_is_estimated_over_its_design_strata_when_each_has_enough_labels() -> None:
+    examples = _routed_examples((80, 30))
+    score = calibration.score_of(examples)
+    strata = [
+        (StratumLabels([e.human for e in group if e.human is not None],
+                       [e.judge for e in group if e.human is not None],
+                       [e.judge for e in group]), len(group))  # type: ignore[misc]
+        for group in (examples[:400], examples[400:])
+    ]  # fmt: skip
+    expected = design_stratified_score(strata)
+    assert expected is not None and score.design_strata == 2
+    assert_same(score, expected)
+
+
+def test_a_routed_sample_with_a_thin_design_stratum_is_weighted_by_inverse_probability() -> None:
+    examples = _routed_examples((80, MIN_DESIGN_STRATUM_LABELS - 1))
+    score = calibration.score_of(examples)
+    labelled = [e for e in examples if e.human is not None]
+    expected = calibrated_score(
+        [e.human for e in labelled],  # type: ignore[misc]
+        [e.judge for e in labelled],  # type: ignore[misc]
+        [e.judge for e in examples],  # type: ignore[misc]
+        inclusion_probabilities=[e.probability for e in labelled],
+    )
+    assert score.design_strata == 0 and score.weighted
+    assert_same(score, expected)

@@ -109,13 +109,14 @@ def test_a_stratified_sample_gives_each_topic_its_share_over_its_size_by_hand() 
 
 def test_the_disagreement_design_over_samples_where_judges_disagree_and_records_its_judges() -> None:
     # u = 0.5 on the 2 generations the judges split on, 0 elsewhere; n = 2, N = 10:
-    # pi = n (0.2 / N + 0.8 u / sum u) = 2 (0.02 + 0.4) = 0.84 there, 2 * 0.02 = 0.04 elsewhere.
+    # pi = n (MIX / N + (1 - MIX) u / sum u), MIX = 0.8: 2 (0.08 + 0.1) = 0.36 there, 2 * 0.08 = 0.16
+    # elsewhere (sum 2).
     generations = _frame({"Health": 10})
     a, b = _disagreeing(generations, 2)
     study = _study(generations[0].generator, "disagreement", 2, calibration_judge_ids=[a.pk, b.pk])
     probabilities = _probabilities(study)
     for i, generation in enumerate(generations):
-        assert probabilities[generation.pk] == pytest.approx(0.84 if i < 2 else 0.04)
+        assert probabilities[generation.pk] == pytest.approx(0.36 if i < 2 else 0.16)
     assert CalibrationRound.objects.get(study=study).judge_ids == sorted([a.pk, b.pk])
 
 
@@ -126,9 +127,9 @@ def test_one_judges_re_run_flip_is_an_uncertainty() -> None:
         make_judgment(generation=generation, judge=judge)
     Judgment.objects.filter(generation=generations[0]).update(previous_has_failure=True)
     study = _study(generations[0].generator, "disagreement", 1, calibration_judge_ids=[judge.pk])
-    probabilities = _probabilities(study)  # u = 0.5 on the flip: 0.2/4 + 0.8 = 0.85; 0.05 elsewhere
-    assert probabilities[generations[0].pk] == pytest.approx(0.85)
-    assert probabilities[generations[1].pk] == pytest.approx(0.05)
+    probabilities = _probabilities(study)  # u = 0.5 on the flip: 0.8/4 + 0.2 = 0.4; 0.8/4 = 0.2 elsewhere
+    assert probabilities[generations[0].pk] == pytest.approx(0.4)
+    assert probabilities[generations[1].pk] == pytest.approx(0.2)
 
 
 # --- rounds ------------------------------------------------------------------------------------------------
@@ -145,7 +146,7 @@ def test_a_second_round_stores_its_probabilities_and_inclusion_is_one_minus_the_
     assert round_2.number == 2 and round_2.judge_ids == sorted([a.pk, b.pk])
     second = _probabilities(study, 2)
     assert len(second) == 10  # the whole frame, drawn or not
-    assert [second[g.pk] for g in generations] == pytest.approx([0.84] * 2 + [0.04] * 8)
+    assert [second[g.pk] for g in generations] == pytest.approx([0.36] * 2 + [0.16] * 8)
     new = _drawn(study, 2) - before
     assert round_2.new_items == len(new)
     added = study.items.filter(generation_id__in=new)

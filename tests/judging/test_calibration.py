@@ -14,10 +14,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from judging.calibration import (
+    MAX_DESIGN_STRATA,
+    MIN_DESIGN_STRATUM_LABELS,
     CalibratedScore,
     PlanMoments,
     StratumLabels,
     calibrated_score,
+    design_stratified_score,
     difference_half_width,
     expected_half_widths,
     labels_needed,
@@ -310,3 +313,46 @@ def test_it_reads_a_generators_moments_from_its_labels() -> None:
     flat = PlanMoments(0.0, 0.1, 0.0)
     undefined = labels_needed_for_difference(half_width=0.1, first=flat, second=flat, N_first=9, N_second=9)
     assert undefined.n_needed is None and undefined.undefined.startswith("undefined: both")
+
+
+def _design_stratum(
+    rng: np.random.Generator, size: int, n: int, agreement: float
+) -> tuple[StratumLabels, int]:
+    human = (rng.random(size) < 0.6).astype(float)
+    judge = np.where(rng.random(size) < agreement, human, 1 - human)
+    drawn = rng.choice(size, n, replace=False)
+    return StratumLabels(human[drawn].tolist(), judge[drawn].tolist(), judge.tolist()), size
+
+
+def test_a_design_stratified_score_is_the_stratified_estimate_over_the_inclusion_levels() -> None:
+    """Two design strata (pi = 40/300 where judges disagree, 60/1700 elsewhere): the estimate is
+    sum_h W_h theta_h with each theta_h the unweighted PPI++ estimate, se^2 = sum_h W_h^2 se_h^2, by hand."""
+    rng = np.random.default_rng(3)
+    strata = [_design_stratum(rng, 300, 40, 0.55), _design_stratum(rng, 1700, 60, 0.9)]
+    score = design_stratified_score(strata)
+    assert score is not None and score.design_strata == 2 and score.weighted
+    parts = [calibrated_score(s.human, s.judge_labelled, s.judge_all) for s, _ in strata]
+    shares = [300 / 2000, 1700 / 2000]
+    estimate = sum(w * (p.estimate or 0) for w, p in zip(shares, parts, strict=True))
+    se = math.sqrt(sum(w * w * (p.std_error or 0) ** 2 for w, p in zip(shares, parts, strict=True)))
+    assert score.estimate == pytest.approx(estimate, abs=1e-12)
+    assert (score.ci_low, score.ci_high) == pytest.approx(
+        (estimate - 1.959964 * se, estimate + 1.959964 * se)
+    )
+    assert (score.n, score.N) == (100, 2000)
+    human = sum(w * (p.human_only or 0) for w, p in zip(shares, parts, strict=True))
+    assert score.human_only == pytest.approx(human)
+    # The same as stratified_score over those strata (the topic-stratified formulas).
+    same = stratified_score({str(i): s for i, (s, _) in enumerate(strata)})
+    assert score.estimate == pytest.approx(same.estimate) and score.std_error == pytest.approx(same.std_error)
+
+
+def test_the_design_stratified_rule_falls_back_below_its_labels_or_above_its_strata() -> None:
+    rng = np.random.default_rng(4)
+    few = [
+        _design_stratum(rng, 300, 40, 0.55),
+        _design_stratum(rng, 1700, MIN_DESIGN_STRATUM_LABELS - 1, 0.9),
+    ]
+    assert design_stratified_score(few) is None
+    many = [_design_stratum(rng, 200, 20, 0.8) for _ in range(MAX_DESIGN_STRATA + 1)]
+    assert design_stratified_score(many) is None
