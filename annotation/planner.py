@@ -33,8 +33,8 @@ from typing import Any
 from django.db.models import Avg, Case, Count, Field, FloatField, Q, Value, When
 from django.db.models.functions import Coalesce
 
-from judging.calibration import (
-    MIN_HUMAN_LABELS,
+from judging.calibration import MIN_HUMAN_LABELS
+from judging.calibration_plan import (
     DifferencePlan,
     LabelPlan,
     PlanMoments,

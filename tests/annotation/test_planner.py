@@ -17,12 +17,12 @@ from hypothesis import strategies as st
 
 from annotation.models import Annotation, CalibrationDesign, CalibrationDraw, CalibrationRound, Study
 from annotation.planner import PlanInput, cost, minutes_per_item, paper_example, plan
-from judging.calibration import (
+from judging.calibration import z_value
+from judging.calibration_plan import (
     PlanMoments,
     labels_needed,
     labels_needed_for_difference,
     labels_needed_from,
-    z_value,
 )
 from judging.models import Generation, Generator, Judge
 from tests.annotation.conftest import make_study

@@ -17,19 +17,21 @@ from judging.calibration import (
     MAX_DESIGN_STRATA,
     MIN_DESIGN_STRATUM_LABELS,
     CalibratedScore,
-    PlanMoments,
     StratumLabels,
     calibrated_score,
     design_stratified_score,
+    ppi_arrays,
+    stratified_score,
+    z_value,
+)
+from judging.calibration_plan import (
+    PlanMoments,
     difference_half_width,
     expected_half_widths,
     labels_needed,
     labels_needed_for_difference,
     labels_needed_from,
     minimum_detectable_difference,
-    ppi_arrays,
-    stratified_score,
-    z_value,
 )
 from tests.fuzzing import fuzz_settings
 

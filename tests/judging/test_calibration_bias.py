@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from statsmodels.stats.weightstats import DescrStatsW
 
-from judging.calibration import judge_bias, weighted_mean_difference, z_value
+from judging.calibration import z_value
+from judging.calibration_bias import judge_bias, weighted_mean_difference
 from judging.stats import wilson_interval
 
 Z = z_value()
