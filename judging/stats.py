@@ -8,7 +8,12 @@ True / False (True = has a critical failure)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from h2e_site.stats import Coefficient, chance_corrected, wilson_interval
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "Coefficient",
@@ -19,6 +24,7 @@ __all__ = [
     "holm_adjusted",
     "kappa",
     "observed_agreement",
+    "tau_b_rows",
     "wilson_interval",
 ]
 
@@ -85,3 +91,16 @@ def holm_adjusted(p_values: list[float]) -> list[float]:
         running = max(running, min(1.0, (len(p_values) - rank) * p_values[i]))
         adjusted[i] = running
     return adjusted
+
+
+def tau_b_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Kendall's tau-b between x[k] and y[k] for every row k (NaN where a row is constant): the
+    concordant-minus-discordant pair count over sqrt(untied pairs in x times untied pairs in y)."""
+    import numpy as np
+
+    upper = np.triu_indices(x.shape[1], k=1)
+    sx = np.sign(x[:, :, None] - x[:, None, :])[:, upper[0], upper[1]]
+    sy = np.sign(y[:, :, None] - y[:, None, :])[:, upper[0], upper[1]]
+    denominator = np.sqrt((sx != 0).sum(axis=1) * (sy != 0).sum(axis=1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(denominator > 0, (sx * sy).sum(axis=1) / denominator, np.nan)
