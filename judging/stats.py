@@ -1,7 +1,8 @@
 """Small, closed-form statistics the pages show beside their figures (with a test each against a hand or
 library computation): the Wilson score interval of a proportion (h2e_site.stats, re-exported here), and
 chance-corrected agreement of two raters on a yes/no label: Cohen's kappa and Gwet's AC1, undefined (None)
-by h2e_site.stats' one rule: fewer than 2 items, or a chance agreement of 1.
+by h2e_site.stats' one rule: fewer than 2 items, or a chance agreement of 1; Kendall's tau-b of many
+rankings at once (tau_b_rows, for bootstrap intervals: rankings.py, pairwise_figures.py).
 
 A 2 x 2 confusion is a mapping confusion[first rater's label][second rater's label] -> count, the labels
 True / False (True = has a critical failure)."""
