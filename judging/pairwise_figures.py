@@ -485,8 +485,9 @@ def item_passes(records: Sequence[Comparison], pointwise: Pointwise, generators:
     import numpy as np
 
     column = {g: k for k, g in enumerate(generators)}
-    counts = np.zeros((len(_by_item(records)), len(generators), 2))
-    for u, (item, answers) in enumerate(_by_item(records).items()):
+    items = _by_item(records)
+    counts = np.zeros((len(items), len(generators), 2))
+    for u, (item, answers) in enumerate(items.items()):
         for g in answers[0].pair:
             counts[u, column[g]] = (float(pointwise[(item, g)]), 1.0)
     return counts
