@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import paired, selectors, versions
 from .models import Judge
+from .stats import tau_b_rows
 
 if TYPE_CHECKING:
     import numpy as np
@@ -113,19 +114,6 @@ def rank_correlation(
     tau = stats.kendalltau(a, b).statistic
     rho = stats.spearmanr(a, b).statistic
     return len(shared), _finite(tau), _finite(rho)
-
-
-def tau_b_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Kendall's tau-b between x[k] and y[k] for every row k (NaN where a row is constant): the
-    concordant-minus-discordant pair count over sqrt(untied pairs in x times untied pairs in y)."""
-    import numpy as np
-
-    upper = np.triu_indices(x.shape[1], k=1)
-    sx = np.sign(x[:, :, None] - x[:, None, :])[:, upper[0], upper[1]]
-    sy = np.sign(y[:, :, None] - y[:, None, :])[:, upper[0], upper[1]]
-    denominator = np.sqrt((sx != 0).sum(axis=1) * (sy != 0).sum(axis=1))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(denominator > 0, (sx * sy).sum(axis=1) / denominator, np.nan)
 
 
 def _resampled_scores(

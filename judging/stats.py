@@ -1,14 +1,20 @@
 """Small, closed-form statistics the pages show beside their figures (with a test each against a hand or
 library computation): the Wilson score interval of a proportion (h2e_site.stats, re-exported here), and
 chance-corrected agreement of two raters on a yes/no label: Cohen's kappa and Gwet's AC1, undefined (None)
-by h2e_site.stats' one rule: fewer than 2 items, or a chance agreement of 1.
+by h2e_site.stats' one rule: fewer than 2 items, or a chance agreement of 1; Kendall's tau-b of many
+rankings at once (tau_b_rows, for bootstrap intervals: rankings.py, pairwise_figures.py).
 
 A 2 x 2 confusion is a mapping confusion[first rater's label][second rater's label] -> count, the labels
 True / False (True = has a critical failure)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from h2e_site.stats import Coefficient, chance_corrected, wilson_interval
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "Coefficient",
@@ -19,6 +25,7 @@ __all__ = [
     "holm_adjusted",
     "kappa",
     "observed_agreement",
+    "tau_b_rows",
     "wilson_interval",
 ]
 
@@ -85,3 +92,16 @@ def holm_adjusted(p_values: list[float]) -> list[float]:
         running = max(running, min(1.0, (len(p_values) - rank) * p_values[i]))
         adjusted[i] = running
     return adjusted
+
+
+def tau_b_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Kendall's tau-b between x[k] and y[k] for every row k (NaN where a row is constant): the
+    concordant-minus-discordant pair count over sqrt(untied pairs in x times untied pairs in y)."""
+    import numpy as np
+
+    upper = np.triu_indices(x.shape[1], k=1)
+    sx = np.sign(x[:, :, None] - x[:, None, :])[:, upper[0], upper[1]]
+    sy = np.sign(y[:, :, None] - y[:, None, :])[:, upper[0], upper[1]]
+    denominator = np.sqrt((sx != 0).sum(axis=1) * (sy != 0).sum(axis=1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(denominator > 0, (sx * sy).sum(axis=1) / denominator, np.nan)
