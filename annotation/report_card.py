@@ -23,8 +23,8 @@ the calibrated leaderboard uses) of every generator the judge judged: the labell
 majority Y with 0.5 for a tie) on which the judge has a verdict f (parse failures and unjudged items left
 out: an imputed label would say nothing about the judge), pooled over the generators with weights 1 / pi.
 judging.calibration_bias.judge_bias gives the bias (the Hajek mean of f - Y, its normal interval), missed
-failures and false alarms with their intervals and contributions; per topic the bias where the topic has at least
-MIN_TOPIC_LABELS such items, else the rule's reason.
+failures and false alarms with their intervals and contributions; per topic the bias where the topic has at
+least MIN_TOPIC_LABELS such items, else the rule's reason.
 """
 
 from __future__ import annotations
