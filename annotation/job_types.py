@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.urls import reverse
 
-from h2e_site.jobs.models import Job, JobKind
+from h2e_site.jobs.models import Job
 from h2e_site.jobs.registry import JobDescription, JobLink, JobSubject, JobType, job_type_register
 
 from .models import StepTypeClassifier, Study
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 DEMO_WARNING = "demo model - predictions not meaningful"
+CLASSIFY_STEPS = "classify_steps"  # the kind of job this app registers (the name stored in Job.kind)
 
 
 def describe_classify_jobs(jobs: Sequence[Job]) -> dict[int, JobDescription]:
@@ -60,8 +61,9 @@ def register_job_types() -> None:
 
     job_type_register(
         JobType(
-            JobKind.CLASSIFY_STEPS,
+            CLASSIFY_STEPS,
             run_classify_job,
+            label="Classify step types",
             retry=classify_job_retry,
             describe=describe_classify_jobs,
             create_serializer="annotation.step_types.classify_serializers.ClassifyJobCreateSerializer",

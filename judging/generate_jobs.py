@@ -18,12 +18,13 @@ from django.db.models import Exists, OuterRef
 
 from h2e_site.bounds import Range
 from h2e_site.jobs.loop import ItemWork, Progress, job_run
-from h2e_site.jobs.models import Job, JobKind
+from h2e_site.jobs.models import Job
 from h2e_site.jobs.services import NothingToRetry, job_create
 from h2e_site.llm.base import BackendConfig, LLMBackend, LLMRequest, LLMResult
 from mining.models import Procedure
 
 from .configs import config_for_generator, prompt_for_generator
+from .job_types import GENERATE
 from .models import Generation, Generator
 from .prompting import generation_prompt, generation_request
 from .results import generations_store
@@ -70,7 +71,7 @@ def generate_job_create(
         **({"retry_of": retry_of} if retry_of else {}),
     }
     return job_create(
-        kind=JobKind.GENERATE, parameters=parameters, total=len(items), created_by=created_by, enqueue=enqueue
+        kind=GENERATE, parameters=parameters, total=len(items), created_by=created_by, enqueue=enqueue
     )
 
 
@@ -91,7 +92,7 @@ def generate_job_retry(job: Job, created_by: User | None) -> Job:
 
 def generate_job_run(*, job_id: int, backend: LLMBackend | None = None) -> Job | None:
     """Run (or resume) a generate job. `backend` is for callers that bring their own (benchmarks)."""
-    return job_run(job_id, JobKind.GENERATE, lambda job: GenerateWork(job, backend))
+    return job_run(job_id, GENERATE, lambda job: GenerateWork(job, backend))
 
 
 class GenerateWork(ItemWork):

@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING, Literal
 from django.db import connection
 from django.utils import timezone
 
-from h2e_site.jobs.models import Job, JobKind, JobStatus
+from h2e_site.jobs.models import Job, JobStatus
 from h2e_site.jobs.services import job_create
 from mining.services import ImportProgress, ImportReport, bench_import
 
 from .h2e_import import h2e_import
+from .job_types import IMPORT
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -43,7 +44,7 @@ def import_job_create(
         "split": split,
         "skip_invalid": skip_invalid,
     }
-    return job_create(kind=JobKind.IMPORT, parameters=parameters, created_by=created_by)
+    return job_create(kind=IMPORT, parameters=parameters, created_by=created_by)
 
 
 class JobProgress(ImportProgress):

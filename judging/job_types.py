@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.urls import reverse
 
-from h2e_site.jobs.models import Job, JobKind
+from h2e_site.jobs.models import Job
 from h2e_site.jobs.registry import JobDescription, JobLink, JobSubject, JobType, job_type_register
 
 from .models import Generator, Judge
@@ -16,6 +16,23 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 DEMO_WARNING = "demo model - judgments not meaningful"
+
+# The kinds of job this app registers (the names stored in Job.kind).
+IMPORT = "import"
+GENERATE = "generate"
+JUDGE = "judge"
+
+JUDGE_MODE_LABELS = {
+    "missing": "what is not judged yet",
+    "parse_failed": "re-judge parse failures",
+    "replace": "re-judge all, replacing",
+}
+
+
+def mode_label(job: Job) -> str:
+    """A judge job's mode in words, one spelling everywhere (the Jobs list, the job's page); "" if none."""
+    mode = str(job.parameters.get("mode") or "")
+    return JUDGE_MODE_LABELS.get(mode, mode.replace("_", " "))
 
 
 def describe_llm_jobs(jobs: Sequence[Job]) -> dict[int, JobDescription]:
@@ -42,7 +59,7 @@ def _description(job: Job, generator: Generator | None, judge: Judge | None) -> 
         subjects.append(JobSubject("judge", judge.model, "", judge.judge_id, warning))
         url = f"{reverse('judging:leaderboard')}?judge={judge.judge_id}"
         links.append(JobLink("Leaderboard for this judge", url, "Leaderboard"))
-    if job.kind == JobKind.GENERATE:
+    if job.kind == GENERATE:
         split = job.parameters.get("split") or "all splits"
         limit = job.parameters.get("limit")
         facts.append(("Split", f"{split} · at most {limit:,}" if limit else split))
@@ -51,7 +68,7 @@ def _description(job: Job, generator: Generator | None, judge: Judge | None) -> 
                 JobLink("The generator's L2", reverse("judging:generator_detail", args=[generator.pk]))
             )
     if job.parameters.get("mode"):
-        facts.append(("Mode", job.mode_label))
+        facts.append(("Mode", mode_label(job)))
     if job.parameters.get("retry_of"):
         origin = job.parameters["retry_of"]
         links.append(JobLink(f"The job it retries (#{origin})", reverse("jobs:job_detail", args=[origin])))
@@ -62,7 +79,7 @@ def _api_create(data: dict[str, Any], created_by: User | None) -> Job:
     from .generate_jobs import generate_job_create
     from .judge_jobs import judge_job_create
 
-    if data["kind"] == JobKind.GENERATE:
+    if data["kind"] == GENERATE:
         return generate_job_create(
             generator=data["generator"],
             split=data.get("split"),
@@ -92,22 +109,32 @@ def register_job_types() -> None:
         "describe": describe_llm_jobs,
         "create_serializer": "judging.serializers.JobCreateSerializer",
         "api_create": _api_create,
+        "api_parameters": (
+            ("generator_id", "the generator's generator_id, if any"),
+            ("judge_id", "the judge's judge_id, if any"),
+        ),
     }
     job_type_register(
         JobType(
-            JobKind.GENERATE,
+            GENERATE,
             run_generate_job,
+            label="Generate L2",
             retry=generate_job_retry,
             start_hint=hint,
             start_link=("Generate L2", "admin:judging_generate"),
             **common,
         )
     )
-    job_type_register(JobType(JobKind.JUDGE, run_judge_job, retry=judge_job_retry, **common))
     job_type_register(
         JobType(
-            JobKind.IMPORT,
+            JUDGE, run_judge_job, label="Judge (How2Score)", note=mode_label, retry=judge_job_retry, **common
+        )
+    )
+    job_type_register(
+        JobType(
+            IMPORT,
             run_import_job,
+            label="Import",
             resumable=False,
             start_hint="Import: “Import h2e files” (here), POST /api/imports/, or manage.py import_h2e / "
             "import_bench.",

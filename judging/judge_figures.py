@@ -26,8 +26,9 @@ import yaml
 from django.conf import settings
 from django.db.models import Count, F, Func, IntegerField, Q
 
-from h2e_site.jobs.models import Job, JobKind
+from h2e_site.jobs.models import Job
 
+from .job_types import JUDGE
 from .models import Judge, JudgeError, Judgment
 from .stats import Coefficient, Confusion, observed_agreement, wilson_interval
 from .stats import kappa as kappa_of
@@ -324,7 +325,7 @@ def prices(model: str, path: Path | None = None) -> tuple[float, float] | None:
 def cost(judge: Judge) -> Cost:
     usages = [
         job.parameters.get("usage") or {}
-        for job in Job.objects.filter(kind=JobKind.JUDGE, parameters__judge=judge.pk).only("parameters")
+        for job in Job.objects.filter(kind=JUDGE, parameters__judge=judge.pk).only("parameters")
     ]
     return Cost(
         n_jobs=len(usages),

@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING, Literal
 from django.db.models import Q
 
 from h2e_site.jobs.loop import ItemWork, Progress, job_run
-from h2e_site.jobs.models import Job, JobKind
+from h2e_site.jobs.models import Job
 from h2e_site.jobs.services import NothingToRetry, job_create
 from h2e_site.llm.base import BackendConfig, LLMBackend, LLMRequest, LLMResult
 
 from .configs import config_for_judge, prompt_for_judge
+from .job_types import JUDGE
 from .models import Generation, Generator, Judge, JudgeError, Judgment
 from .prompting import clean_steps, judge_prompt, judge_request
 from .results import judgments_store
@@ -78,7 +79,7 @@ def judge_job_create(
         **({"retry_of": retry_of} if retry_of else {}),
     }
     return job_create(
-        kind=JobKind.JUDGE, parameters=parameters, total=len(items), created_by=created_by, enqueue=enqueue
+        kind=JUDGE, parameters=parameters, total=len(items), created_by=created_by, enqueue=enqueue
     )
 
 
@@ -99,7 +100,7 @@ def judge_job_retry(job: Job, created_by: User | None) -> Job:
 
 def judge_job_run(*, job_id: int, backend: LLMBackend | None = None) -> Job | None:
     """Run (or resume) a judge job. `backend` is for callers that bring their own (benchmarks)."""
-    return job_run(job_id, JobKind.JUDGE, lambda job: JudgeWork(job, backend))
+    return job_run(job_id, JUDGE, lambda job: JudgeWork(job, backend))
 
 
 class JudgeWork(ItemWork):

@@ -8,13 +8,17 @@ from typing import TYPE_CHECKING, Any
 
 from django.urls import reverse
 
-from h2e_site.jobs.models import Job, JobKind
+from h2e_site.jobs.models import Job
 from h2e_site.jobs.registry import JobDescription, JobLink, JobSubject, JobType, job_type_register
 
 from .models import MiningRun, TaskSet
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
+
+# The kinds of job registered here (the names stored in Job.kind); answer_tasks: goal_step/answer_registry.py
+MINE = "mine"
+BUILD_TASKS = "build_tasks"
 
 
 def describe_mine_jobs(jobs: Sequence[Job]) -> dict[int, JobDescription]:
@@ -70,16 +74,18 @@ def register_job_types() -> None:
 
     job_type_register(
         JobType(
-            JobKind.MINE,
+            MINE,
             run_mine_job,
+            label="Mine procedures",
             describe=describe_mine_jobs,
             start_hint="Mine: the admin's mining runs, POST /api/mining/runs/<id>/start/, or manage.py mine.",
         )
     )
     job_type_register(
         JobType(
-            JobKind.BUILD_TASKS,
+            BUILD_TASKS,
             run_build_tasks_job,
+            label="Build goal-step tasks",
             describe=describe_build_tasks_jobs,
             create_serializer="mining.goal_step.serializers.BuildTasksJobCreateSerializer",
             api_create=_api_create_build_tasks,

@@ -41,11 +41,12 @@ from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from h2e_site.jobs.loop import FETCH_CHUNK, JobWork, chunked_requests, job_run
-from h2e_site.jobs.models import Job, JobKind, JobStatus
+from h2e_site.jobs.models import Job, JobStatus
 from h2e_site.jobs.services import job_create
 from h2e_site.llm.base import LLMBackend, LLMRequest, LLMResult
 
 from .config import LLM_STAGES, RunConfig, run_config_from_mapping
+from .job_types import MINE
 from .models import STAGE_ORDER, MiningRun, Procedure, RunStatus, SourceDocument, Split, Stage, StageOutcome
 from .prefilter import prefilter_steps
 from .stages import StageVerdict, parse_stage_output, request_sha256, stage_prompt, stage_request
@@ -138,7 +139,7 @@ def mining_run_start(
         parameters["resend_failed"] = True
     with transaction.atomic():  # the run names its job before a worker can pick the job up
         job = job_create(
-            kind=JobKind.MINE,
+            kind=MINE,
             parameters=parameters,
             total=run.documents.count(),
             created_by=created_by,
@@ -199,7 +200,7 @@ def mining_run_retry_errors(*, run: MiningRun, created_by: User | None = None, e
 
 def mine_job_run(*, job_id: int, backends: Mapping[str, LLMBackend] | None = None) -> Job | None:
     """Run or resume a MINE job. `backends` (stage -> backend) is for callers that bring their own."""
-    return job_run(job_id, JobKind.MINE, lambda job: MineWork(job, backends or {}))
+    return job_run(job_id, MINE, lambda job: MineWork(job, backends or {}))
 
 
 def prefilter_stage_run(*, run: MiningRun) -> int:

@@ -12,7 +12,8 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractUser
 
-from h2e_site.jobs.models import Job, JobKind, JobStatus
+from h2e_site.jobs.models import Job, JobStatus
+from judging.job_types import IMPORT
 from judging.models import CriticalFailure, Generation, Generator, Judge, Judgment
 from mining.models import Procedure, Split, Topic
 
@@ -123,7 +124,7 @@ def make_judgment(
 def make_job(
     *,
     status: str = JobStatus.RUNNING,
-    kind: str = JobKind.IMPORT,
+    kind: str = IMPORT,
     total: int = 10,
     done: int = 4,
     failed: int = 0,

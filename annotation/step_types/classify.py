@@ -34,7 +34,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from h2e_site.jobs.loop import ItemWork, Progress, job_run
-from h2e_site.jobs.models import Job, JobKind
+from h2e_site.jobs.models import Job
 from h2e_site.jobs.services import NothingToRetry, job_create
 from h2e_site.llm.base import BackendConfig, LLMBackend, LLMRequest, LLMResult
 from h2e_site.llm.config import (
@@ -49,6 +49,7 @@ from h2e_site.llm.config import (
 from h2e_site.llm.prompts import check_prompt, prompt_sha256
 from mining.models import Procedure
 
+from ..job_types import CLASSIFY_STEPS
 from ..kinds.step_types import procedure_candidates
 from ..models import StepCandidate, StepTypeClassifier, StepTypePrediction, Study, StudyKind
 from .candidates import Candidate, StepType
@@ -287,7 +288,7 @@ def classify_job_create(
         **({"retry_of": retry_of} if retry_of else {}),
     }
     return job_create(
-        kind=JobKind.CLASSIFY_STEPS,
+        kind=CLASSIFY_STEPS,
         parameters=parameters,
         total=len(items),
         created_by=created_by,
@@ -322,7 +323,7 @@ def classify_job_retry(job: Job, created_by: User | None) -> Job:
 
 def classify_job_run(*, job_id: int, backend: LLMBackend | None = None) -> Job | None:
     """Run (or resume) a classify_steps job. `backend` is for callers that bring their own."""
-    return job_run(job_id, JobKind.CLASSIFY_STEPS, lambda job: ClassifyWork(job, backend))
+    return job_run(job_id, CLASSIFY_STEPS, lambda job: ClassifyWork(job, backend))
 
 
 class ClassifyWork(ItemWork):

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from h2e_site.jobs.models import JobKind
-
+from ..job_types import CLASSIFY_STEPS
 from ..models import StepTypeClassifier, Study, StudyKind
 
 
@@ -15,7 +14,7 @@ class ClassifyJobCreateSerializer(serializers.Serializer):
     """Body of POST /api/jobs/ for a classify_steps job: a configured classifier x a step-types study (the
     candidates it has not classified yet)."""
 
-    kind = serializers.ChoiceField(choices=[(JobKind.CLASSIFY_STEPS.value, "classify step types")])
+    kind = serializers.ChoiceField(choices=[(CLASSIFY_STEPS, "classify step types")])
     classifier_id = serializers.CharField(help_text="the step-type classifier (made from a config)")
     study = serializers.SlugField(help_text="the step-types study whose candidates it classifies")
 

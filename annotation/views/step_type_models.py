@@ -17,11 +17,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from h2e_site.jobs.models import Job, JobKind
+from h2e_site.jobs.models import Job
 from h2e_site.jobs.views import JobLine, job_lines
 from h2e_site.llm.config import ConfigError
 from h2e_site.web import HtmxHttpRequest, can_run_jobs, request_user, staff_required, wants_fragment
 
+from ..job_types import CLASSIFY_STEPS
 from ..models import Study, StudyKind
 from ..step_types.candidates import StepType
 from ..step_types.classify import (
@@ -99,9 +100,9 @@ def _config_choices() -> list[ConfigChoice]:
 
 
 def _recent_jobs(study: Study) -> list[JobLine]:
-    jobs = Job.objects.select_related("created_by").filter(
-        kind=JobKind.CLASSIFY_STEPS, parameters__study=study.pk
-    )[:RECENT_JOBS]
+    jobs = Job.objects.select_related("created_by").filter(kind=CLASSIFY_STEPS, parameters__study=study.pk)[
+        :RECENT_JOBS
+    ]
     return job_lines(list(jobs))
 
 

@@ -17,7 +17,7 @@ from h2e_site.web import RunActionsMixin, confirmed, pre_block, request_user
 
 from . import services
 from .models import Job
-from .registry import start_links
+from .registry import job_kind_choices, start_links
 
 
 def jobs_redirect(request: HttpRequest, jobs: list[Job], *, what: str) -> HttpResponse | None:
@@ -32,15 +32,28 @@ def jobs_redirect(request: HttpRequest, jobs: list[Job], *, what: str) -> HttpRe
     return redirect("jobs:job_list")
 
 
+class KindFilter(admin.SimpleListFilter):
+    """By kind: the kinds the apps register, by their labels (Job.kind has no choices)."""
+
+    title = "kind"
+    parameter_name = "kind"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return job_kind_choices()
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Job]) -> QuerySet[Job]:
+        return queryset.filter(kind=self.value()) if self.value() else queryset
+
+
 @admin.register(Job)
 class JobAdmin(BoundedJSONAdmin, RunActionsMixin, admin.ModelAdmin):
     actions = ["cancel_jobs", "retry_failed_items"]
-    list_display = ["id", "kind", "status", "progress", "created_by", "created_at", "finished_at"]
-    list_filter = ["status", "kind"]
+    list_display = ["id", "kind_label", "status", "progress", "created_by", "created_at", "finished_at"]
+    list_filter = ["status", KindFilter]
     list_select_related = ["created_by"]
     search_fields = ["=celery_task_id"]
     readonly_fields = [
-        "kind",
+        "kind_label",
         "status",
         "progress",
         "parameters",
@@ -68,6 +81,10 @@ class JobAdmin(BoundedJSONAdmin, RunActionsMixin, admin.ModelAdmin):
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
+    @admin.display(description="kind", ordering="kind")
+    def kind_label(self, obj: Job) -> str:
+        return obj.kind_label
+
     @admin.display(description="progress")
     def progress(self, obj: Job) -> SafeString:
         return format_html(
@@ -93,12 +110,12 @@ class JobAdmin(BoundedJSONAdmin, RunActionsMixin, admin.ModelAdmin):
                 title="Cancel jobs",
                 submit_label=f"Yes, cancel {len(running)} job{'s' if len(running) > 1 else ''}",
                 summary=[
-                    f"#{job.pk} {job.get_kind_display()}, {job.get_status_display().lower()}: "
+                    f"#{job.pk} {job.kind_label}, {job.get_status_display().lower()}: "
                     f"{job.done + job.failed} of {job.total or '?'} items done" for job in running
                 ] + [f"#{job.pk} is {job.get_status_display().lower()}: left as it is" for job in queryset
                      if job.is_finished],
                 warning="A running job stops starting requests within a second; what it stored stays. "
-                "Its failed or missing items can be run later (retry, or judge what is missing).",
+                "Its failed or missing items can be run later (retry them, or start the work again).",
             )  # fmt: skip
         cancelled = [services.job_cancel(job=job) for job in running]
         if not cancelled:
@@ -115,7 +132,7 @@ class JobAdmin(BoundedJSONAdmin, RunActionsMixin, admin.ModelAdmin):
         """A new job per selected job of a retryable kind over its failed items."""
         with_failures = [job for job in queryset if services.job_can_retry(job)]
         if not with_failures:
-            messages.warning(request, "None of the selected generate or judge jobs has failed items.")
+            messages.warning(request, "None of the selected jobs of a retryable kind has failed items.")
             return None
         user = request_user(request)
         retries = []

@@ -19,13 +19,13 @@ from h2e_site.api import refuse_odd_values, single_and_list_fields
 from h2e_site.web import CanRunJobs, request_user
 
 from . import services
-from .models import Job, JobKind, JobStatus
-from .registry import JobType, job_types
+from .models import Job, JobStatus
+from .registry import JobType, RegisteredKinds, job_types
 from .serializers import JobSerializer
 
 
 class JobFilter(django_filters.FilterSet):
-    kind = django_filters.ChoiceFilter(choices=JobKind.choices)
+    kind = django_filters.ChoiceFilter(choices=RegisteredKinds())
     status = django_filters.ChoiceFilter(choices=JobStatus.choices)
 
     class Meta:
@@ -57,9 +57,8 @@ class JobViewSet(
             component_name="JobStart", serializers=_create_serializers, resource_type_field_name=None
         ),
         responses={201: JobSerializer},
-        description="Start a job: the body's `kind` says which (generate: a generator x procedures of a "
-        "split; judge: a judge x the generations of a generator, or given generations). It is queued for a "
-        "worker at once.",
+        description="Start a job: the body's `kind` says which, and the rest of the body is that kind's (one "
+        "schema per kind below). It is queued for a worker at once.",
     )
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         creatable = _creatable()
@@ -79,7 +78,7 @@ class JobViewSet(
         assert job_type.api_create is not None
         try:
             job = job_type.api_create(form.validated_data, request_user(request))
-        except ValueError as exc:  # ConfigError: an imported generator/judge has no config to run with
+        except ValueError as exc:  # e.g. a model row imported without a config to run with
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
         headers = {"Location": reverse("api:job-detail", args=[job.pk])}
         return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED, headers=headers)
@@ -98,11 +97,11 @@ class JobViewSet(
     @extend_schema(request=None, responses={201: JobSerializer, 409: OpenApiTypes.OBJECT})
     @action(detail=True, methods=["post"])
     def retry(self, request: Request, pk: str | None = None) -> Response:
-        """Start a new job over the failed items of a generate or judge job."""
+        """Start a new job over the failed items of a job of a retryable kind."""
         job = self.get_object()
         if not services.job_can_retry(job):
             return Response(
-                {"detail": f"job {job.pk} has no failed generate or judge items to retry"},
+                {"detail": f"job {job.pk} has no failed items of a retryable kind to retry"},
                 status=status.HTTP_409_CONFLICT,
             )
         try:

@@ -1,6 +1,6 @@
 """Following a job from a management command (--wait): a progress bar on stderr that polls the Job row until
-it finishes, and the summary line every command prints. One place for the generate, judge, classify_steps,
-build_tasks and answer_tasks commands of every app."""
+it finishes, and the summary line every command prints. One place for the job-starting commands of every
+app."""
 
 from __future__ import annotations
 

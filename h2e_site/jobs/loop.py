@@ -1,4 +1,4 @@
-"""The one run loop every kind of LLM work plugs into: generation, judging and the How2Mine stages.
+"""The one run loop every kind of LLM work plugs into, whichever app registers it.
 
 job_run(job_id, kind, work) claims a job and runs it:
 - One runner at a time: the job's advisory lock (locks.py) is held while it runs; a second delivery of the
@@ -187,10 +187,10 @@ class JobWork:
 
 
 class ItemWork(JobWork):
-    """A job over a fixed list of items (parameters["items"]), one LLM request per item: generation and
-    judging. A kind supplies which items are still pending (and the counts of those already done or failed,
-    read off its rows, so a resumed job sends only what is missing), the requests for a chunk of items, and
-    how to store a group of results; `backend_config` and optionally a `backend` of the caller's."""
+    """A job over a fixed list of items (parameters["items"]), one LLM request per item (a model answering
+    each item of a set). A kind supplies which items are still pending (and the counts of those already done
+    or failed, read off its rows, so a resumed job sends only what is missing), the requests for a chunk of
+    items, and how to store a group of results; `backend_config` and optionally the caller's `backend`."""
 
     backend: LLMBackend | None = None
 

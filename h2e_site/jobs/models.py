@@ -5,18 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-
-class JobKind(models.TextChoices):
-    """Every kind of job. An app that adds a kind adds it here and registers it (registry.py)."""
-
-    IMPORT = "import", "Import"
-    GENERATE = "generate", "Generate L2"
-    JUDGE = "judge", "Judge (How2Score)"
-    MINE = "mine", "Mine procedures"
-    CLASSIFY_STEPS = "classify_steps", "Classify step types"
-    BUILD_TASKS = "build_tasks", "Build goal-step tasks"
-    ANSWER_TASKS = "answer_tasks", "Answer goal-step tasks"
-    EXPORT = "export", "Export"
+from .registry import KIND_MAX_LENGTH, job_kind_label, job_note
 
 
 class JobStatus(models.TextChoices):
@@ -28,11 +17,6 @@ class JobStatus(models.TextChoices):
 
 
 ACTIVE_STATUSES = (JobStatus.QUEUED, JobStatus.RUNNING)
-JOB_MODE_LABELS = {
-    "missing": "what is not judged yet",
-    "parse_failed": "re-judge parse failures",
-    "replace": "re-judge all, replacing",
-}
 
 
 class JobQuerySet(models.QuerySet["Job"]):
@@ -44,7 +28,8 @@ class JobQuerySet(models.QuerySet["Job"]):
 class Job(models.Model):
     """A long-running action run by a Celery worker; the source of truth for its progress."""
 
-    kind = models.CharField(max_length=16, choices=JobKind.choices)
+    # The name of a kind an app registers (registry.py); no choices, so a new kind needs no migration here.
+    kind = models.CharField(max_length=KIND_MAX_LENGTH)
     parameters = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED)
     total = models.IntegerField(default=0)
@@ -67,7 +52,7 @@ class Job(models.Model):
         indexes = [models.Index(fields=["status", "kind"], name="job_status_kind")]
 
     def __str__(self) -> str:
-        return f"{self.get_kind_display()} job #{self.pk} ({self.status})"
+        return f"{self.kind_label} job #{self.pk} ({self.status})"
 
     @property
     def is_finished(self) -> bool:
@@ -85,10 +70,14 @@ class Job(models.Model):
         return "partial" if self.status == JobStatus.SUCCEEDED and self.failed else str(self.status)
 
     @property
-    def mode_label(self) -> str:
-        """A judge job's mode in words (one spelling everywhere)."""
-        mode = str(self.parameters.get("mode") or "")
-        return JOB_MODE_LABELS.get(mode, mode.replace("_", " "))
+    def kind_label(self) -> str:
+        """The kind as its app labels it (its name if no app registers it now)."""
+        return job_kind_label(self.kind)
+
+    @property
+    def note(self) -> str:
+        """A few words its kind shows beside the label ("" when none)."""
+        return job_note(self)
 
     @property
     def progress_percent(self) -> float:

@@ -1,14 +1,19 @@
-"""What each app tells the core about its kinds of job: the Celery task that runs one, and how to retry it.
+"""What each app tells the core about its kinds of job: its name and label, the Celery task that runs one,
+and how to retry, describe and start it.
 
-The core knows no app: an app registers its kinds in its AppConfig.ready() (judging: generate, judge, import;
-mining: mine), and the core's enqueue, resume-at-worker-start, retry and the Jobs page read them from here.
+The core knows no app and lists no kind: an app defines its kinds' names and registers them in its
+AppConfig.ready() (each app's job_types.py), and the core's job creation, enqueue, resume-at-worker-start,
+retry, the Jobs pages, the admin and the API read them from here. Job.kind is a plain string column, so a
+new kind needs no migration of the core.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from django.utils.choices import BaseChoiceIterator
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -18,7 +23,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class JobSubject:
-    """What a job runs on, as the Jobs pages show it: "generator gpt-4.1 (3f2a…)" linking to its page."""
+    """What a job runs on, as the Jobs pages show it: "<role> <name> (<ident>)" linking to its page."""
 
     role: str
     name: str
@@ -46,17 +51,22 @@ class JobDescription:
 
 
 Describe = Callable[[Sequence["Job"]], dict[int, JobDescription]]
+KIND_MAX_LENGTH = 64  # Job.kind's column
 
 
 @dataclass(frozen=True)
 class JobType:
-    kind: str
+    kind: str  # the name stored in Job.kind (at most KIND_MAX_LENGTH characters)
     task: Any  # the Celery task that runs (or resumes) one job; called with the job's pk
+    label: str = ""  # as the pages show the kind (default: its name)
+    note: Callable[[Job], str] | None = None  # a few words beside the label on the Jobs list ("" for none)
+    # read-only parameters the API shows at the top level of a job of any kind: (name, help text)
+    api_parameters: tuple[tuple[str, str], ...] = ()
     resumable: bool = True  # re-enqueued when a dead worker left it RUNNING (the run loop resumes it)
     retry: Callable[[Job, User | None], Job] | None = None  # a new job over the items that failed
     describe: Describe | None = None  # the subjects and links of jobs of this kind (a few queries per call)
     # POST /api/jobs/ {"kind": ..., ...}: the body's serializer and the service that starts the job from its
-    # validated data (None: this kind is started elsewhere, e.g. a mining run's own endpoint)
+    # validated data (None: this kind is started elsewhere, e.g. by its own endpoint)
     create_serializer: str = ""  # dotted path of the serializer class (imported when the API needs it)
     api_create: Callable[[dict[str, Any], User | None], Job] | None = None
     start_hint: str = ""  # on the Jobs page: where jobs of this kind are started
@@ -68,6 +78,8 @@ _JOB_TYPES: dict[str, JobType] = {}
 
 def job_type_register(job_type: JobType) -> None:
     """Register (or replace, on a reload) the job type of a kind."""
+    if not job_type.kind or len(job_type.kind) > KIND_MAX_LENGTH:
+        raise ValueError(f"a job kind is 1 to {KIND_MAX_LENGTH} characters, not {job_type.kind!r}")
     _JOB_TYPES[job_type.kind] = job_type
 
 
@@ -80,6 +92,36 @@ def job_type_for(kind: str) -> JobType:
 
 def job_types() -> list[JobType]:
     return list(_JOB_TYPES.values())
+
+
+def job_kind_label(kind: str) -> str:
+    """The kind as the pages show it: its registered label, else its name (a kind no app registers now)."""
+    job_type = _JOB_TYPES.get(kind)
+    return (job_type.label if job_type else "") or kind
+
+
+def job_kind_choices() -> list[tuple[str, str]]:
+    """(kind, label) of every registered kind, by label: the admin's filter, the API's filter and schema."""
+    return sorted(((t.kind, job_kind_label(t.kind)) for t in job_types()), key=lambda choice: choice[1])
+
+
+class RegisteredKinds(BaseChoiceIterator):
+    """job_kind_choices() read each time they are iterated: a form field's or filter's choices that follow the
+    registry (and that drf-spectacular lists as the enum of the schema, which it does not for a callable)."""
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        yield from job_kind_choices()
+
+
+def job_note(job: Job) -> str:
+    """The few words the job's kind shows beside its label on the Jobs list ("" when none)."""
+    job_type = _JOB_TYPES.get(job.kind)
+    return job_type.note(job) if job_type and job_type.note else ""
+
+
+def job_api_parameters() -> dict[str, str]:
+    """The parameters the API shows at a job's top level, with their help text, from every kind."""
+    return {name: help_text for t in job_types() for name, help_text in t.api_parameters}
 
 
 def start_links() -> list[JobLink]:

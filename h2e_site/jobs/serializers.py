@@ -8,6 +8,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from .models import Job
+from .registry import job_api_parameters, job_kind_choices
 from .services import job_elapsed_seconds, job_seconds_remaining
 
 
@@ -24,8 +25,6 @@ class JobSerializer(serializers.ModelSerializer):
     progress_percent = serializers.FloatField(read_only=True)
     is_finished = serializers.BooleanField(read_only=True)
     parameters = serializers.SerializerMethodField()
-    generator_id = serializers.SerializerMethodField(help_text="the generator's generator_id, if any")
-    judge_id = serializers.SerializerMethodField(help_text="the judge's judge_id, if any")
     elapsed_seconds = serializers.SerializerMethodField(help_text="since it started (to its end if finished)")
     eta_seconds = serializers.SerializerMethodField(
         help_text="estimated seconds left for a running job, from its rate so far (null until known)"
@@ -38,8 +37,6 @@ class JobSerializer(serializers.ModelSerializer):
             "kind",
             "status",
             "parameters",
-            "generator_id",
-            "judge_id",
             "total",
             "done",
             "failed",
@@ -55,17 +52,27 @@ class JobSerializer(serializers.ModelSerializer):
             "updated_at",
         ]
 
+    def get_fields(self) -> dict[str, serializers.Field]:
+        """The declared fields, with the kind among the registered ones and, after the parameters, those
+        parameters the registered kinds show at the top level (null when a job has none)."""
+        fields: dict[str, serializers.Field] = {}
+        for name, field in super().get_fields().items():
+            fields[name] = field
+            if name == "parameters":
+                fields |= {
+                    key: serializers.CharField(
+                        source=f"parameters.{key}", read_only=True, allow_null=True, help_text=help_text
+                    )
+                    for key, help_text in job_api_parameters().items()
+                }
+        fields["kind"] = serializers.ChoiceField(
+            choices=job_kind_choices(), read_only=True, help_text="the kind of job (its app registers it)"
+        )
+        return fields
+
     @extend_schema_field(OpenApiTypes.OBJECT)
     def get_parameters(self, job: Job) -> dict[str, Any]:
         return {key: value for key, value in job.parameters.items() if key != "items"}
-
-    @extend_schema_field(serializers.CharField(allow_null=True))
-    def get_generator_id(self, job: Job) -> str | None:
-        return job.parameters.get("generator_id")
-
-    @extend_schema_field(serializers.CharField(allow_null=True))
-    def get_judge_id(self, job: Job) -> str | None:
-        return job.parameters.get("judge_id")
 
     @extend_schema_field(serializers.FloatField(allow_null=True))
     def get_elapsed_seconds(self, job: Job) -> float | None:

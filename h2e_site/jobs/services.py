@@ -37,7 +37,9 @@ def job_create(
     """A queued job, enqueued once the surrounding transaction commits (enqueue=False: not at all, for a
     caller that runs it in-process). A job started by a user needs the user's jobs.add_job permission
     (PermissionDenied, which pages and the API answer with a 403): every page, API endpoint and admin action
-    that starts work checks it first, and this is where none can forget it; commands start jobs as nobody."""
+    that starts work checks it first, and this is where none can forget it; commands start jobs as nobody.
+    The kind must be one an app registered (LookupError naming it)."""
+    job_type_for(kind)
     if created_by is not None and not created_by.has_perm(RUN_PERMISSION):
         raise PermissionDenied(
             f"{created_by.username} may not start jobs: that needs the 'add job' permission."

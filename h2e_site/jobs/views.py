@@ -160,7 +160,7 @@ def job_retry(request: HttpRequest, pk: int) -> HttpResponse:
     _run_permission_required(request)
     job = get_object_or_404(Job, pk=pk)
     if not JobLine(job).can_retry:
-        messages.error(request, f"Job #{job.pk} has no failed generate or judge items to retry.")
+        messages.error(request, f"Job #{job.pk} has no failed items of a retryable kind to retry.")
         return redirect("jobs:job_detail", pk=job.pk)
     try:
         retry = services.job_retry_failed(job=job, created_by=request_user(request))

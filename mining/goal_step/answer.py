@@ -34,7 +34,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from h2e_site.jobs.loop import ItemWork, Progress, job_run
-from h2e_site.jobs.models import Job, JobKind
+from h2e_site.jobs.models import Job
 from h2e_site.jobs.services import NothingToRetry, job_create
 from h2e_site.llm.base import BackendConfig, LLMBackend, LLMRequest, LLMResult
 from h2e_site.llm.config import (
@@ -50,6 +50,7 @@ from h2e_site.llm.json_output import find_json_object
 from h2e_site.llm.prompts import check_prompt, prompt_sha256
 
 from ..models import GoalStepTask, TaskAnswer, TaskExample, TaskModel, TaskSet, TaskSplit
+from .answer_registry import ANSWER_TASKS
 from .options import LETTERS
 
 if TYPE_CHECKING:
@@ -444,7 +445,7 @@ def answer_job_create(
         **({"retry_of": retry_of} if retry_of else {}),
     }
     return job_create(
-        kind=JobKind.ANSWER_TASKS,
+        kind=ANSWER_TASKS,
         parameters=parameters,
         total=len(items),
         created_by=created_by,
@@ -482,7 +483,7 @@ def answer_job_retry(job: Job, created_by: User | None) -> Job:
 
 def answer_job_run(*, job_id: int, backend: LLMBackend | None = None) -> Job | None:
     """Run (or resume) an answer_tasks job. `backend` is for callers that bring their own."""
-    return job_run(job_id, JobKind.ANSWER_TASKS, lambda job: AnswerWork(job, backend))
+    return job_run(job_id, ANSWER_TASKS, lambda job: AnswerWork(job, backend))
 
 
 class AnswerWork(ItemWork):

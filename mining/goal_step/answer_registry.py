@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.urls import NoReverseMatch, reverse
 
-from h2e_site.jobs.models import Job, JobKind
+from h2e_site.jobs.models import Job
 from h2e_site.jobs.registry import JobDescription, JobLink, JobSubject, JobType, job_type_register
 
 from ..models import TaskModel, TaskSet
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 DEMO_WARNING = "demo model - answers not meaningful"
+ANSWER_TASKS = "answer_tasks"  # the kind of job registered here (the name stored in Job.kind)
 
 
 def describe_answer_jobs(jobs: Sequence[Job]) -> dict[int, JobDescription]:
@@ -78,8 +79,9 @@ def register_answer_job_type() -> None:
 
     job_type_register(
         JobType(
-            JobKind.ANSWER_TASKS,
+            ANSWER_TASKS,
             run_answer_tasks_job,
+            label="Answer goal-step tasks",
             retry=answer_job_retry,
             describe=describe_answer_jobs,
             create_serializer="mining.goal_step.answer_serializers.AnswerJobCreateSerializer",

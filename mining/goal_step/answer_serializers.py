@@ -6,16 +6,15 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from h2e_site.jobs.models import JobKind
-
 from ..models import TaskModel, TaskSet, TaskSplit
+from .answer_registry import ANSWER_TASKS
 
 
 class AnswerJobCreateSerializer(serializers.Serializer):
     """Body of POST /api/jobs/ for an answer_tasks job: a configured model x the examples of a task set's
     split (those it has not answered yet in this mode)."""
 
-    kind = serializers.ChoiceField(choices=[(JobKind.ANSWER_TASKS.value, "answer goal-step tasks")])
+    kind = serializers.ChoiceField(choices=[(ANSWER_TASKS, "answer goal-step tasks")])
     model_id = serializers.CharField(
         help_text="the goal-step model (made from a config: manage.py answer_tasks)"
     )

@@ -32,10 +32,11 @@ from django.db import transaction
 
 from h2e_site.bounds import OutOfRange, model_range
 from h2e_site.jobs.loop import job_run
-from h2e_site.jobs.models import Job, JobKind
+from h2e_site.jobs.models import Job
 from h2e_site.jobs.services import job_create
 
 from ..embedding import DEFAULT_EMBEDDING_MODEL
+from ..job_types import BUILD_TASKS
 from ..models import Procedure, Split, TaskSet, Topic
 from .examples import N_CANDIDATES, ProcedureText
 from .filters import DEFAULT_FILTERS, ORDERING_FILTERS, filter_name
@@ -110,7 +111,7 @@ def task_set_create(
             name=name, source=SOURCE_BUILT, seed=seed, selection=selection, settings=settings
         )
         task_set.job = job_create(
-            kind=JobKind.BUILD_TASKS,
+            kind=BUILD_TASKS,
             parameters={"task_set": task_set.pk, "name": name, "seed": seed, **selection},
             created_by=created_by,
             enqueue=enqueue,
@@ -166,4 +167,4 @@ def build_job_run(
     `on_progress(job)` after each progress write (the command's progress bar)."""
     from .build_work import BuildWork
 
-    return job_run(job_id, JobKind.BUILD_TASKS, lambda job: BuildWork(job, embedder, on_progress))
+    return job_run(job_id, BUILD_TASKS, lambda job: BuildWork(job, embedder, on_progress))

@@ -5,8 +5,8 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from h2e_site.bounds import model_range
-from h2e_site.jobs.models import JobKind
 
+from ..job_types import BUILD_TASKS
 from ..models import Split, TaskSet, Topic
 from .jobs import DEFAULT_TEST_SHARE
 
@@ -14,7 +14,7 @@ from .jobs import DEFAULT_TEST_SHARE
 class BuildTasksJobCreateSerializer(serializers.Serializer):
     """A new task set over the procedures of some splits (and topics), built by a build_tasks job."""
 
-    kind = serializers.ChoiceField(choices=[(JobKind.BUILD_TASKS.value, "build goal-step tasks")])
+    kind = serializers.ChoiceField(choices=[(BUILD_TASKS, "build goal-step tasks")])
     name = serializers.SlugField(max_length=64, help_text="the task set's name (a new one)")
     seed = model_range(TaskSet, "seed").api_field(default=0)
     splits = serializers.ListField(

@@ -17,14 +17,16 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from h2e_site.jobs.models import Job, JobKind
+from h2e_site.jobs.models import Job
 from h2e_site.jobs.views import job_lines
 from h2e_site.web import HtmxHttpRequest, can_run_jobs, request_user, staff_required, wants_fragment
 
+from ..job_types import BUILD_TASKS
 from ..models import GoalStepTask, TaskSet
 from . import exports
 from .answer import answer_job_create
 from .answer_forms import AnswerTasksForm
+from .answer_registry import ANSWER_TASKS
 from .answer_views import task_models_context
 from .forms import TaskSetBuildForm
 from .jobs import TaskSetRefused, task_set_create
@@ -38,7 +40,7 @@ def _task_set(name: str) -> TaskSet:
 
 
 def _list_context(request: HttpRequest, form: TaskSetBuildForm) -> dict[str, object]:
-    jobs = Job.objects.select_related("created_by").filter(kind=JobKind.BUILD_TASKS)[:RECENT_JOBS]
+    jobs = Job.objects.select_related("created_by").filter(kind=BUILD_TASKS)[:RECENT_JOBS]
     return {
         "task_sets": TaskSet.objects.select_related("job"),
         "form": form,
@@ -119,7 +121,7 @@ def task_set_answer(request: HttpRequest, name: str) -> HttpResponse:
 def _page_context(request: HttpRequest, task_set: TaskSet, answer_form: AnswerTasksForm) -> dict[str, object]:
     validated = exports.validated_pks(task_set)
     answer_jobs = Job.objects.select_related("created_by").filter(
-        kind=JobKind.ANSWER_TASKS, parameters__task_set=task_set.pk
+        kind=ANSWER_TASKS, parameters__task_set=task_set.pk
     )
     return {
         "task_set": task_set,

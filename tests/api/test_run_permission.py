@@ -18,8 +18,10 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.test import Client
 
-from h2e_site.jobs.models import Job, JobKind, JobStatus
+from h2e_site.jobs.models import Job, JobStatus
+from judging.job_types import GENERATE, IMPORT
 from mining.config import run_config_from_mapping
+from mining.job_types import MINE
 from mining.models import MiningRun
 from mining.runs import mining_run_create
 from tests.api.routes import Route, routes
@@ -71,7 +73,7 @@ RUN_WRITES: dict[tuple[str, str], Write] = {
     ("api:job-list", "POST"): Write(
         lambda w: {},
         _json(lambda w: {"kind": "generate", "generator_id": w.generator_id, "limit": 1}),
-        _new_job(JobKind.GENERATE),
+        _new_job(GENERATE),
     ),
     ("api:job-cancel", "POST"): Write(
         lambda w: {"pk": w.queued_job.pk},
@@ -83,10 +85,10 @@ RUN_WRITES: dict[tuple[str, str], Write] = {
         _post,
         lambda w: True,  # nothing failed to retry: answered 409 once the permission is there
     ),
-    ("api:imports", "POST"): Write(lambda w: {}, _upload, _new_job(JobKind.IMPORT)),
-    ("mining-api:run-start", "POST"): Write(lambda w: {"pk": w.run.pk}, _post, _new_job(JobKind.MINE)),
+    ("api:imports", "POST"): Write(lambda w: {}, _upload, _new_job(IMPORT)),
+    ("mining-api:run-start", "POST"): Write(lambda w: {"pk": w.run.pk}, _post, _new_job(MINE)),
     ("mining-api:run-rerun", "POST"): Write(
-        lambda w: {"pk": w.run.pk}, _json(lambda w: {"stage": "filter"}), _new_job(JobKind.MINE)
+        lambda w: {"pk": w.run.pk}, _json(lambda w: {"stage": "filter"}), _new_job(MINE)
     ),
 }
 
@@ -105,8 +107,8 @@ def world() -> World:
     Job.objects.filter(pk=run.job_id).update(status=JobStatus.SUCCEEDED)
     return World(
         generator_id=make_runnable_generator().generator_id,
-        queued_job=make_job(status=JobStatus.QUEUED, kind=JobKind.GENERATE),
-        failed_job=make_job(status=JobStatus.FAILED, kind=JobKind.GENERATE),
+        queued_job=make_job(status=JobStatus.QUEUED, kind=GENERATE),
+        failed_job=make_job(status=JobStatus.FAILED, kind=GENERATE),
         run=run,
     )
 

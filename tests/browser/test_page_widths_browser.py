@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from h2e_site.jobs.models import Job, JobKind, JobStatus
+from h2e_site.jobs.models import Job, JobStatus
+from judging.job_types import IMPORT, JUDGE
 from tests.annotation.step_types.test_browser import make_patch_study, qualify, read_all
 from tests.browser.conftest import screenshot
 from tests.browser.test_research_pages_browser import research_world
@@ -131,9 +132,9 @@ def test_the_heatmap_compare_and_jobs_pages_fit_a_phone(staff_page: Any, live_se
     )
     _on_screen(staff_page, ".discordant-table .verdict", "compare")
 
-    Job.objects.create(kind=JobKind.IMPORT, status=JobStatus.RUNNING, total=10, done=4, parameters={})
+    Job.objects.create(kind=IMPORT, status=JobStatus.RUNNING, total=10, done=4, parameters={})
     failed = Job.objects.create(
-        kind=JobKind.JUDGE,
+        kind=JUDGE,
         status=JobStatus.FAILED,
         total=60,
         done=12,
@@ -141,7 +142,7 @@ def test_the_heatmap_compare_and_jobs_pages_fit_a_phone(staff_page: Any, live_se
         parameters={"judge": world["judges"][2].pk},
         error="Connection refused: http://127.0.0.1:8080/v1/chat/completions " * 3,
     )
-    Job.objects.create(kind=JobKind.JUDGE, status=JobStatus.SUCCEEDED, total=60, done=60, parameters={})
+    Job.objects.create(kind=JUDGE, status=JobStatus.SUCCEEDED, total=60, done=60, parameters={})
     _both_widths(staff_page, f"{base}/jobs/", "jobs")
     statuses = _on_screen(staff_page, ".jobs-table .status", "jobs")
     assert len(statuses) == 3

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from h2e_site.jobs.models import JobStatus
+from judging.job_types import JUDGE
 from tests.browser.conftest import screenshot
 from tests.factories import (
     make_generation,
@@ -201,12 +202,12 @@ def _running_judge_job(*, total: int = 120, done: int = 45, failed: int = 3) -> 
 
     from django.utils import timezone
 
-    from h2e_site.jobs.models import Job, JobKind
+    from h2e_site.jobs.models import Job
 
     generator = make_generator(model="allenai/OLMo-3-7B-Instruct")
     judge = make_judge(model="HuggingFaceTB/SmolLM2-135M-Instruct", is_demo=True)
     return Job.objects.create(
-        kind=JobKind.JUDGE,
+        kind=JUDGE,
         status=JobStatus.RUNNING,
         total=total,
         done=done,

@@ -11,7 +11,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from h2e_site.jobs.models import Job, JobKind, JobStatus
+from h2e_site.jobs.models import Job, JobStatus
+from judging.job_types import GENERATE, JUDGE
 from judging.judge_jobs import judge_job_create
 from judging.models import JudgeError, Judgment
 from tests.factories import (
@@ -55,7 +56,7 @@ def test_it_starts_a_generate_job(runner: Client) -> None:
     body = response.json()
     job = Job.objects.get(pk=body["id"])
     assert response["Location"] == f"{JOBS}{job.pk}/"
-    assert (job.kind, job.status, job.total) == (JobKind.GENERATE, JobStatus.QUEUED, 2)
+    assert (job.kind, job.status, job.total) == (GENERATE, JobStatus.QUEUED, 2)
     assert job.parameters["items"] == [p.pk for p in procedures[:2]]
     assert body["generator_id"] == generator.generator_id and body["judge_id"] is None
     assert body["status"] == "queued" and body["total"] == 2 and body["eta_seconds"] is None
@@ -72,7 +73,7 @@ def test_it_starts_a_judge_job_for_a_generator(runner: Client) -> None:
     )
     assert response.status_code == 201, response.content
     job = Job.objects.get(pk=response.json()["id"])
-    assert job.kind == JobKind.JUDGE and job.parameters["mode"] == "missing"
+    assert job.kind == JUDGE and job.parameters["mode"] == "missing"
     assert job.parameters["items"] == [g.pk for g in generations]
 
 
@@ -179,7 +180,7 @@ def test_it_retries_failed_judge_items(runner: Client) -> None:
     assert response.status_code == 201
     retry = Job.objects.get(pk=response.json()["id"])
     assert retry.parameters["items"] == [generations[0].pk] and retry.parameters["mode"] == "parse_failed"
-    clean = make_job(kind=JobKind.JUDGE, status=JobStatus.SUCCEEDED, failed=0)
+    clean = make_job(kind=JUDGE, status=JobStatus.SUCCEEDED, failed=0)
     assert post(runner, reverse("api:job-retry", args=[clean.pk])).status_code == 409
 
 

@@ -14,9 +14,10 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from h2e_site.jobs.models import Job, JobKind, JobStatus
+from h2e_site.jobs.models import Job, JobStatus
 from h2e_site.web import format_duration
 from judging.generate_jobs import generate_job_create
+from judging.job_types import GENERATE
 from judging.judge_jobs import judge_job_create
 from judging.metrics import compute_generation_metrics
 from judging.models import Generation, Judge, JudgeError
@@ -203,7 +204,7 @@ def test_it_links_a_generate_job_to_its_generator(admin_client: Client) -> None:
     job = generate_job_create(generator=generator)
     page = admin_client.get(reverse("jobs:job_detail", args=[job.pk])).content.decode()
     assert reverse("judging:generator_detail", args=[generator.pk]) in page
-    assert job.kind == JobKind.GENERATE and "Queued" in page
+    assert job.kind == GENERATE and "Queued" in page
 
 
 # --- leaderboard metrics columns ---

@@ -7,10 +7,14 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from h2e_site.jobs.models import JobKind, JobStatus
+from annotation.job_types import CLASSIFY_STEPS
+from h2e_site.jobs.models import JobStatus
 from h2e_site.jobs.registry import job_type_for, job_types
 from h2e_site.jobs.services import job_can_retry, job_retry_failed, resume_orphaned_jobs
 from h2e_site.jobs.views import job_lines
+from judging.job_types import GENERATE, IMPORT, JUDGE
+from mining.goal_step.answer_registry import ANSWER_TASKS
+from mining.job_types import BUILD_TASKS, MINE
 from mining.models import MiningRun
 from tests.factories import make_job
 
@@ -20,34 +24,34 @@ pytestmark = pytest.mark.django_db
 def test_it_has_a_registered_task_for_every_kind_the_apps_run() -> None:
     registered = {job_type.kind: job_type.task.name for job_type in job_types()}
     assert registered == {
-        JobKind.IMPORT: "judging.run_import_job",
-        JobKind.GENERATE: "judging.run_generate_job",
-        JobKind.JUDGE: "judging.run_judge_job",
-        JobKind.MINE: "mining.run_mine_job",
-        JobKind.CLASSIFY_STEPS: "annotation.run_classify_job",
-        JobKind.BUILD_TASKS: "mining.run_build_tasks_job",
-        JobKind.ANSWER_TASKS: "mining.run_answer_tasks_job",
+        IMPORT: "judging.run_import_job",
+        GENERATE: "judging.run_generate_job",
+        JUDGE: "judging.run_judge_job",
+        MINE: "mining.run_mine_job",
+        CLASSIFY_STEPS: "annotation.run_classify_job",
+        BUILD_TASKS: "mining.run_build_tasks_job",
+        ANSWER_TASKS: "mining.run_answer_tasks_job",
     }
-    assert not job_type_for(JobKind.IMPORT).resumable and job_type_for(JobKind.MINE).resumable
+    assert not job_type_for(IMPORT).resumable and job_type_for(MINE).resumable
     with pytest.raises(LookupError, match="export"):
-        job_type_for(JobKind.EXPORT)
+        job_type_for("export")  # a kind no app registers
 
 
 def test_it_retries_only_kinds_that_say_how() -> None:
-    imported = make_job(kind=JobKind.IMPORT, status=JobStatus.FAILED, failed=2)
-    orphan_kind = make_job(kind=JobKind.EXPORT, status=JobStatus.FAILED, failed=2)
+    imported = make_job(kind=IMPORT, status=JobStatus.FAILED, failed=2)
+    orphan_kind = make_job(kind="export", status=JobStatus.FAILED, failed=2)
     assert not job_can_retry(imported) and not job_can_retry(orphan_kind)
     with pytest.raises(ValueError, match="cannot be retried"):
         job_retry_failed(job=imported)
 
 
 def test_it_leaves_running_import_jobs_to_their_own_recovery() -> None:
-    make_job(kind=JobKind.IMPORT, status=JobStatus.RUNNING)
+    make_job(kind=IMPORT, status=JobStatus.RUNNING)
     assert resume_orphaned_jobs() == []
 
 
 def test_it_describes_a_mine_job_by_its_run() -> None:
-    job = make_job(kind=JobKind.MINE)
+    job = make_job(kind=MINE)
     run = MiningRun.objects.create(name="tea run", config={}, job=job)
     job.parameters = {"run": run.pk}
     job.save()

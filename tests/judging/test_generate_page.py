@@ -11,8 +11,9 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 from django.urls import reverse
 
-from h2e_site.jobs.models import Job, JobKind
+from h2e_site.jobs.models import Job
 from judging.admin import generate as generate_page
+from judging.job_types import GENERATE
 from judging.models import Generator
 from tests.factories import make_generator, make_procedure, make_user
 
@@ -55,7 +56,7 @@ def test_it_starts_a_generate_job_from_a_config_file_and_follows_it(admin_client
     job = Job.objects.get()
     assert response.status_code == 302 and response["Location"] == reverse("jobs:job_detail", args=[job.pk])
     generator = Generator.objects.get(pk=job.parameters["generator"])
-    assert job.kind == JobKind.GENERATE and generator.config["model"] == "SmolLM2-135M-Instruct"
+    assert job.kind == GENERATE and generator.config["model"] == "SmolLM2-135M-Instruct"
     assert job.parameters["items"] == [p.pk for p in bench[:2]] and job.total == 2
     page = admin_client.get(response["Location"]).content.decode()
     assert generator.model in page and "progress" in page

@@ -12,8 +12,9 @@ import pytest
 from scipy.optimize import minimize
 from statsmodels.stats.inter_rater import cohens_kappa
 
-from h2e_site.jobs.models import Job, JobKind, JobStatus
+from h2e_site.jobs.models import Job, JobStatus
 from judging import judge_figures
+from judging.job_types import JUDGE
 from judging.models import JudgeError, Judgment
 from judging.stats import Confusion, cohen_kappa, gwet_ac1, observed_agreement
 from tests.factories import make_generation, make_judge, make_judgment, make_procedure
@@ -164,9 +165,9 @@ def test_cost_and_latency_come_from_the_usage_its_jobs_recorded(tmp_path: object
     for n, prompt, completion, latency in [(3, 3000, 600, 6.0), (1, 1000, 200, 2.0)]:
         usage = {"n": n, "prompt_tokens": prompt, "completion_tokens": completion, "latency_s": latency}
         Job.objects.create(
-            kind=JobKind.JUDGE, status=JobStatus.SUCCEEDED, parameters={"judge": judge.pk, "usage": usage}
+            kind=JUDGE, status=JobStatus.SUCCEEDED, parameters={"judge": judge.pk, "usage": usage}
         )
-    Job.objects.create(kind=JobKind.JUDGE, status=JobStatus.SUCCEEDED, parameters={"judge": judge.pk + 99})
+    Job.objects.create(kind=JUDGE, status=JobStatus.SUCCEEDED, parameters={"judge": judge.pk + 99})
     cost = judge_figures.cost(judge)
     assert (cost.n_jobs, cost.n_answered) == (2, 4)
     assert cost.tokens_per_judgment == (1000.0, 200.0)

@@ -14,10 +14,11 @@ from django.test import Client
 from django.urls import reverse
 
 from h2e_site.jobs.loop import JobWork, job_run
-from h2e_site.jobs.models import Job, JobKind, JobStatus
+from h2e_site.jobs.models import Job, JobStatus
 from h2e_site.llm.prompts import prompt_sha256
 from judging.admin import actions as judging_admin
 from judging.configs import config_for_judge
+from judging.job_types import JUDGE
 from judging.judge_jobs import judge_job_create
 from judging.models import Judge, JudgeError
 from tests.factories import make_generation, make_job, make_judgment
@@ -105,15 +106,15 @@ class _EveryItemFails(JobWork):
 
 
 def test_it_calls_a_job_whose_every_item_failed_failed() -> None:
-    job = make_job(kind=JobKind.JUDGE, status=JobStatus.QUEUED, total=22, done=0)
-    finished = job_run(job.pk, JobKind.JUDGE, _EveryItemFails)
+    job = make_job(kind=JUDGE, status=JobStatus.QUEUED, total=22, done=0)
+    finished = job_run(job.pk, JUDGE, _EveryItemFails)
     assert (
         finished is not None and finished.status == JobStatus.FAILED and "22 item(s) failed" in finished.error
     )
 
 
 def test_it_says_a_success_had_failures(admin_client: Client) -> None:
-    job = make_job(kind=JobKind.JUDGE, status=JobStatus.SUCCEEDED, total=10, done=8, failed=2)
+    job = make_job(kind=JUDGE, status=JobStatus.SUCCEEDED, total=10, done=8, failed=2)
     html = admin_client.get(reverse("jobs:job_list")).content.decode()
     assert f'id="job-{job.pk}"' in html and "Succeeded, 2 failed" in html and "status-partial" in html
 

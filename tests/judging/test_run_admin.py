@@ -12,8 +12,9 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 from django.urls import reverse
 
-from h2e_site.jobs.models import Job, JobKind, JobStatus
+from h2e_site.jobs.models import Job, JobStatus
 from judging.admin import actions as judging_admin
+from judging.job_types import GENERATE, JUDGE
 from judging.judge_jobs import judge_job_create
 from judging.models import Generation, Judge, JudgeError, Judgment
 from tests.factories import (
@@ -67,7 +68,7 @@ def test_it_starts_a_generate_job_and_redirects_to_it(admin_client: Client, benc
     job = Job.objects.get()
     assert response.status_code == 302
     assert response["Location"] == reverse("jobs:job_detail", args=[job.pk])
-    assert (job.kind, job.status, job.total) == (JobKind.GENERATE, JobStatus.QUEUED, 3)
+    assert (job.kind, job.status, job.total) == (GENERATE, JobStatus.QUEUED, 3)
     assert job.parameters["generator"] == generator.pk and job.parameters["split"] == "bench"
     assert job.parameters["items"] == [p.pk for p in bench[:3]]
     assert job.created_by is not None and job.created_by.username == "admin"
@@ -128,7 +129,7 @@ def test_it_judges_each_selected_generator_with_the_chosen_judge(admin_client: C
         admin_client, "generator", "judge_with", [gen_a, gen_b], apply="yes", judge=f"judge:{judge.pk}"
     )
     assert response.status_code == 302 and response["Location"] == reverse("jobs:job_list")
-    jobs = {job.parameters["generator"]: job for job in Job.objects.filter(kind=JobKind.JUDGE)}
+    jobs = {job.parameters["generator"]: job for job in Job.objects.filter(kind=JUDGE)}
     assert set(jobs) == {gen_a.pk, gen_b.pk}
     assert jobs[gen_a.pk].parameters["items"] == [todo[0].pk]
     assert jobs[gen_b.pk].parameters["items"] == [todo[1].pk, todo[2].pk]

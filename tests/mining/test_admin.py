@@ -10,8 +10,9 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 from django.urls import reverse
 
-from h2e_site.jobs.models import Job, JobKind, JobStatus
+from h2e_site.jobs.models import Job, JobStatus
 from mining.config import run_config_from_mapping
+from mining.job_types import MINE
 from mining.models import MiningRun, StageOutcome
 from mining.runs import mine_job_run, mining_run_create
 from tests.factories import make_user
@@ -52,7 +53,7 @@ def test_it_reruns_a_run_from_a_stage_from_the_admin(
         )
     assert response.status_code == 200
     run.refresh_from_db()
-    assert run.job is not None and run.job.status == JobStatus.QUEUED and run.job.kind == JobKind.MINE
+    assert run.job is not None and run.job.status == JobStatus.QUEUED and run.job.kind == MINE
     assert len(callbacks) == 1  # the job is enqueued once the transaction commits
     stages = set(StageOutcome.objects.filter(run=run).values_list("stage", flat=True))
     assert stages == {"extraction", "prefilter"}
@@ -64,7 +65,7 @@ def test_it_refuses_to_start_a_run_whose_job_is_running(run: MiningRun) -> None:
     url = reverse("admin:mining_miningrun_changelist")
     response = client.post(url, {"action": "start_or_resume", "_selected_action": [run.pk]}, follow=True)
     assert "cancel it first" in response.content.decode()
-    assert Job.objects.filter(kind=JobKind.MINE).count() == 1
+    assert Job.objects.filter(kind=MINE).count() == 1
 
 
 def test_it_hides_run_actions_from_staff_without_the_run_permission(run: MiningRun) -> None:

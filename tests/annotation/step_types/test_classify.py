@@ -22,6 +22,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation import services
+from annotation.job_types import CLASSIFY_STEPS
 from annotation.kinds.step_types import StepTypesSubmission, procedure_candidates
 from annotation.models import (
     Annotation,
@@ -42,7 +43,7 @@ from annotation.step_types.classify import (
 )
 from annotation.step_types.evaluation import step_type_models_table
 from annotation.step_types.measures import ALL
-from h2e_site.jobs.models import Job, JobKind, JobStatus
+from h2e_site.jobs.models import Job, JobStatus
 from h2e_site.jobs.services import NothingToRetry, job_retry_failed
 from h2e_site.llm.config import ConfigError
 from h2e_site.llm.prompts import PromptChanged, prompt_sha256
@@ -225,7 +226,7 @@ def test_it_classifies_every_candidate_of_the_study_in_its_context_window(
         for goal in ("Cook lentils", "Light a candle")
         for c in StepCandidate.objects.filter(procedure__goal=goal).order_by("position")
     ]
-    assert (job.kind, job.total, job.parameters["items"]) == (JobKind.CLASSIFY_STEPS, 14, expected)
+    assert (job.kind, job.total, job.parameters["items"]) == (CLASSIFY_STEPS, 14, expected)
     assert job.parameters["backend"] == "openai" and job.parameters["study"] == study.pk
 
     job = classify_job_run(job_id=job.pk)
@@ -595,7 +596,7 @@ def test_starting_a_classification_needs_the_run_permission_and_shows_the_live_j
 
     response = runner.post(classify, {"config": "smollm2-local.yaml"}, follow=True)
     job = Job.objects.get()
-    assert (job.kind, job.total, job.parameters["backend"]) == (JobKind.CLASSIFY_STEPS, 14, "local")
+    assert (job.kind, job.total, job.parameters["backend"]) == (CLASSIFY_STEPS, 14, "local")
     html = response.content.decode()
     assert f"Started job #{job.pk}: 14 candidate(s)" in html
     row = reverse("jobs:job_detail", args=[job.pk])
@@ -683,7 +684,7 @@ def test_post_api_jobs_starts_a_classification(runner: Client, study: Study) -> 
     assert response.status_code == 201, response.content
     job = Job.objects.get(pk=response.json()["id"])
     assert (job.kind, job.total, job.created_by_id) == (
-        JobKind.CLASSIFY_STEPS,
+        CLASSIFY_STEPS,
         14,
         response.wsgi_request.user.pk,
     )
@@ -704,7 +705,7 @@ def test_the_command_starts_a_job_and_names_a_bad_config(
     assert out.getvalue().startswith(
         f"job {job.pk}: classify the step types of study {study.slug} with loopback"
     )
-    assert (job.kind, job.total) == (JobKind.CLASSIFY_STEPS, 14)
+    assert (job.kind, job.total) == (CLASSIFY_STEPS, 14)
     with pytest.raises(CommandError, match="no study 'nope'"):
         call_command("classify_steps", "--study", "nope", "--config", str(config))
     bad = tmp_path / "bad.yaml"

@@ -22,7 +22,7 @@ from django.utils import timezone
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from h2e_site.jobs.models import Job, JobKind, JobStatus
+from h2e_site.jobs.models import Job, JobStatus
 from h2e_site.jobs.registry import job_type_for
 from h2e_site.jobs.services import NothingToRetry, job_retry_failed
 from h2e_site.llm.config import ConfigError
@@ -38,6 +38,7 @@ from mining.goal_step.answer import (
     task_model_for_config,
     templates_of,
 )
+from mining.goal_step.answer_registry import ANSWER_TASKS
 from mining.goal_step.answer_views import task_models_context
 from mining.goal_step.results import NO_TOPIC, task_models_results
 from mining.models import GoalStepTask, TaskAnswer, TaskExample, TaskModel, TaskSet, TaskSplit
@@ -288,7 +289,7 @@ def test_it_answers_every_test_example_and_stores_the_choices(
     model = loopback_model(llm_server, tmp_path)
     job = answer_job_create(task_model=model, task_set=task_set)
     expected = [example(t, p).pk for t, p in [(GI, 0), (GI, 1), (SI, 0), (SI, 1), (SI, 2), (SO, 0), (SO, 1)]]
-    assert (job.kind, job.total, job.parameters["items"]) == (JobKind.ANSWER_TASKS, 7, expected)
+    assert (job.kind, job.total, job.parameters["items"]) == (ANSWER_TASKS, 7, expected)
     assert (job.parameters["split"], job.parameters["candidates_only"], job.parameters["backend"]) == (
         "test",
         False,
@@ -387,7 +388,7 @@ def test_an_http_error_is_a_failed_item_never_an_answer_and_is_retried(
 
     again = job_retry_failed(job=job)
     assert (again.kind, again.parameters["items"], again.parameters["retry_of"]) == (
-        JobKind.ANSWER_TASKS,
+        ANSWER_TASKS,
         [failed],
         job.pk,
     )
@@ -634,7 +635,7 @@ def test_post_api_jobs_starts_an_answer_job(runner: Client, staff: Client, task_
     assert response.status_code == 201, response.content
     job = Job.objects.get(pk=response.json()["id"])
     assert (job.kind, job.total, job.parameters["backend"], job.parameters["candidates_only"]) == (
-        JobKind.ANSWER_TASKS,
+        ANSWER_TASKS,
         7,
         "local",
         True,
@@ -642,7 +643,7 @@ def test_post_api_jobs_starts_an_answer_job(runner: Client, staff: Client, task_
     bad = runner.post("/api/jobs/", {**body, "task_set": "nope"}, content_type="application/json")
     assert bad.status_code == 400 and "task_set" in bad.json()
     # The Jobs pages name the model (a demo model) and link to the figures.
-    (description,) = job_type_for(JobKind.ANSWER_TASKS).describe([job]).values()  # type: ignore[misc]
+    (description,) = job_type_for(ANSWER_TASKS).describe([job]).values()  # type: ignore[misc]
     assert [s.role for s in description.subjects] == ["model", "task set"]
     assert "not meaningful" in description.subjects[0].warning
     assert any(link.url == "/api/tasks/lentils/models/" for link in description.links)
@@ -662,7 +663,7 @@ def test_the_command_starts_a_job_and_names_a_bad_config(
     assert out.getvalue().startswith(
         f"job {job.pk}: answer the test examples of task set lentils with loopback"
     )
-    assert (job.kind, job.total, job.parameters["candidates_only"]) == (JobKind.ANSWER_TASKS, 7, False)
+    assert (job.kind, job.total, job.parameters["candidates_only"]) == (ANSWER_TASKS, 7, False)
     out = io.StringIO()
     call_command(
         "answer_tasks", "--task-set", task_set.name, "--config", str(config), "--candidates-only", stdout=out

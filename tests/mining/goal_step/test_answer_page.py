@@ -9,8 +9,9 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 from django.urls import reverse
 
-from h2e_site.jobs.models import Job, JobKind, JobStatus
+from h2e_site.jobs.models import Job, JobStatus
 from mining.goal_step.answer import answer_job_run
+from mining.goal_step.answer_registry import ANSWER_TASKS
 from mining.models import TaskAnswer, TaskModel, TaskSet
 from tests.annotation.goal_step.conftest import make_task_set
 from tests.factories import make_user
@@ -45,7 +46,7 @@ def test_it_answers_from_the_page_and_shows_the_job_then_the_accuracy(
         "mining:task_set", args=["tasks-a"]
     )
     job = Job.objects.get()
-    assert job.kind == JobKind.ANSWER_TASKS and job.total == 4 and job.parameters["candidates_only"] is False
+    assert job.kind == ANSWER_TASKS and job.total == 4 and job.parameters["candidates_only"] is False
     page = admin_client.get(response["Location"]).content.decode()
     assert f'id="job-{job.pk}"' in page and 'hx-trigger="every 2s"' in page  # the live row
     assert answer_job_run(job_id=job.pk).status == JobStatus.SUCCEEDED  # type: ignore[union-attr]

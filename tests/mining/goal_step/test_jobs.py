@@ -11,11 +11,12 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from h2e_site.jobs.models import Job, JobKind, JobStatus
+from h2e_site.jobs.models import Job, JobStatus
 from h2e_site.jobs.services import job_cancel
 from mining.goal_step import build_work
 from mining.goal_step.build import TASKS
 from mining.goal_step.jobs import TaskSetRefused, task_set_create
+from mining.job_types import BUILD_TASKS
 from mining.models import Procedure, Split, TaskSet, TaskSplit, Topic
 from tests.factories import make_user
 from tests.mining.goal_step.task_sets import TOPICS, build, make_procedures, signature, texts_of
@@ -28,7 +29,7 @@ def test_it_builds_the_three_tasks_from_the_selected_procedures() -> None:
     make_procedures(5, split=Split.TRAIN, seed=9)  # not selected
     task_set = build()
     job = Job.objects.get(pk=task_set.job_id)
-    assert job.kind == JobKind.BUILD_TASKS and job.status == JobStatus.SUCCEEDED, job.error
+    assert job.kind == BUILD_TASKS and job.status == JobStatus.SUCCEEDED, job.error
     bench = Procedure.objects.filter(split=Split.BENCH)
     texts = {t for p in bench for t in (p.goal, *p.steps)}
     assert job.total == len(texts) + len(TASKS) == job.done
@@ -166,7 +167,7 @@ def test_it_starts_a_build_job_on_post_api_jobs(boss: Client) -> None:
     assert response.status_code == 201, response.content
     job = Job.objects.get(pk=response.json()["id"])
     task_set = TaskSet.objects.get(name="api-set")
-    assert job.kind == JobKind.BUILD_TASKS and task_set.job == job and task_set.seed == 2
+    assert job.kind == BUILD_TASKS and task_set.job == job and task_set.seed == 2
     assert job.parameters["task_set"] == task_set.pk
     assert task_set.selection["topic_names"] == ["Health"] and task_set.selection["splits"] == ["bench"]
 

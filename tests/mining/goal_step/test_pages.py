@@ -11,8 +11,9 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from h2e_site.jobs.models import Job, JobKind
+from h2e_site.jobs.models import Job
 from mining.goal_step import exports
+from mining.job_types import BUILD_TASKS
 from mining.models import TaskSet, TaskSplit
 from tests.factories import make_user
 from tests.mining.goal_step.task_sets import build, make_procedures
@@ -58,7 +59,7 @@ def test_it_sends_outsiders_to_login_and_refuses_non_staff(built: TaskSet) -> No
         assert Client().get(url).status_code == 302, url
         assert member.get(url).status_code == 403, url
     assert Client().post(reverse("mining:task_set_build"), {"name": "x"}).status_code == 302
-    assert not Job.objects.filter(kind=JobKind.BUILD_TASKS).exclude(pk=built.job_id).exists()
+    assert not Job.objects.filter(kind=BUILD_TASKS).exclude(pk=built.job_id).exists()
 
 
 def test_it_refuses_the_wrong_method(built: TaskSet, staff: Client) -> None:
@@ -93,7 +94,7 @@ def test_it_starts_a_build_from_the_form(boss: Client) -> None:
         "mining:task_set", args=["from-form"]
     )
     task_set = TaskSet.objects.get(name="from-form")
-    assert task_set.job is not None and task_set.job.kind == JobKind.BUILD_TASKS
+    assert task_set.job is not None and task_set.job.kind == BUILD_TASKS
     page = boss.get(response["Location"]).content.decode()
     assert f'id="job-{task_set.job_id}"' in page and "every 2s" in page  # the live job row
 
