@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 import pytest
+from django.test import Client
 
 CI_EXIT_STATUS = 3
 
@@ -56,6 +57,44 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     ]
     if problems:
         pytest.exit("CI needs real services:\n  " + "\n  ".join(problems), returncode=CI_EXIT_STATUS)
+
+
+# --- logged-in clients: each a fresh Client (its own cookies), so a test may also use `client` anonymously
+# (a visitor). Define no other copies in test modules: tests/test_suite_structure.py fails if one comes back.
+
+
+@pytest.fixture
+def staff() -> Client:
+    """A staff user without the run permission: reads every staff page, cannot start, cancel or retry jobs."""
+    from tests.factories import logged_in, make_user
+
+    return logged_in(make_user(is_staff=True))
+
+
+@pytest.fixture
+def runner() -> Client:
+    """A staff user with the run permission (jobs.add_job), not a superuser."""
+    from tests.factories import logged_in, make_runner
+
+    return logged_in(make_runner())
+
+
+@pytest.fixture
+def boss() -> Client:
+    """A superuser: every admin page and action."""
+    from django.contrib.auth import get_user_model
+
+    from tests.factories import logged_in
+
+    return logged_in(get_user_model().objects.create_superuser("boss", "boss@example.com", "pw"))
+
+
+@pytest.fixture
+def user_client() -> Client:
+    """A logged-in user who is not staff (a teammate without the researcher pages)."""
+    from tests.factories import logged_in, make_user
+
+    return logged_in(make_user(is_staff=False))
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client
 
 from h2e_site.jobs.models import Job, JobStatus
@@ -28,13 +27,6 @@ def run(llm_server: LoopbackLLM) -> MiningRun:
     )
     mine_job_run(job_id=run.job_id or 0)
     return run
-
-
-@pytest.fixture
-def runner() -> Client:
-    client = Client()
-    client.force_login(get_user_model().objects.create_superuser("boss", "boss@example.com", "pw"))
-    return client
 
 
 def test_it_reruns_a_stage_through_the_api(

@@ -36,13 +36,6 @@ def run(llm_server: LoopbackLLM) -> MiningRun:
     return run
 
 
-@pytest.fixture
-def staff() -> Client:
-    client = Client()
-    client.force_login(make_user(is_staff=True))
-    return client
-
-
 def expected_from_outcomes(run: MiningRun) -> dict[tuple[str, str], tuple[int, int, int, float]]:
     table: dict[tuple[str, str], list] = defaultdict(lambda: [0, 0, 0, 0.0])
     for outcome in StageOutcome.objects.filter(run=run).select_related("document__topic"):

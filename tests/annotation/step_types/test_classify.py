@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 import yaml
-from django.contrib.auth.models import Permission
 from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
@@ -507,22 +506,6 @@ def test_attention_check_labels_never_count(study: Study) -> None:
 
 
 # --- the page -----------------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def staff(client: Client) -> Client:
-    client.force_login(make_user(is_staff=True))
-    return client
-
-
-@pytest.fixture
-def runner() -> Client:
-    """Another browser: a staff user allowed to start jobs."""
-    user = make_user(is_staff=True)
-    user.user_permissions.add(Permission.objects.get(codename="add_job"))
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def page_url(study: Study) -> str:
