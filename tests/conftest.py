@@ -14,6 +14,8 @@ from urllib.parse import urlparse
 import pytest
 from django.test import Client
 
+from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, DESKTOP, LAPTOP, PROLIFIC, STAFF_PASSWORD
+
 CI_EXIT_STATUS = 3
 
 
@@ -100,9 +102,7 @@ def user_client() -> Client:
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
     """Headless Debian Chromium through Playwright's sync API: one for the whole session, shared by every
-    test package (tests/browser/conftest.py has the launch options and the page fixtures)."""
-    from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
-
+    test package (tests/browser/conftest.py has the launch options)."""
     os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     from playwright.sync_api import sync_playwright
 
@@ -110,6 +110,68 @@ def browser() -> Iterator[Any]:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
+
+
+# --- Chromium pages (tests/browser/conftest.py has the launch options, the window sizes and `screenshot`)
+
+
+@pytest.fixture
+def requested_urls() -> list[str]:
+    """Every URL a `page` requested (it fails the test if one left the live server)."""
+    return []
+
+
+@pytest.fixture
+def page(browser: Any, live_server: Any, transactional_db: None, requested_urls: list[str]) -> Iterator[Any]:
+    context = browser.new_context(viewport=DESKTOP)
+    context.set_default_timeout(10_000)
+    tab = context.new_page()
+    tab.on("request", lambda request: requested_urls.append(request.url))
+    yield tab
+    context.close()
+    external = [url for url in requested_urls if not url.startswith(live_server.url)]
+    assert not external, f"requests left the live server: {external}"
+
+
+@pytest.fixture
+def staff_page(page: Any, live_server: Any) -> Any:
+    """A page logged in as a staff user (through the login form)."""
+    from tests.factories import make_user
+
+    make_user(username="researcher", is_staff=True, password=STAFF_PASSWORD)
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.fill("#id_username", "researcher")
+    page.fill("#id_password", STAFF_PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/")
+    return page
+
+
+@pytest.fixture
+def new_tab(browser: Any, live_server: Any, transactional_db: None) -> Iterator[Any]:
+    """Opens tabs in fresh browser contexts (a laptop-sized window); Prolific's completion URL is answered
+    locally, and nothing else may leave the live server."""
+    contexts: list[Any] = []
+    leaving: list[str] = []
+
+    def open_tab() -> Any:
+        context = browser.new_context(viewport=LAPTOP)
+        context.set_default_timeout(10_000)
+        context.route(
+            f"{PROLIFIC}**", lambda route: route.fulfill(body="<h1>Prolific: submission complete</h1>")
+        )
+        tab = context.new_page()
+        tab.on(
+            "request",
+            lambda r: leaving.append(r.url) if not r.url.startswith((live_server.url, PROLIFIC)) else None,
+        )
+        contexts.append(context)
+        return tab
+
+    yield open_tab
+    for context in contexts:
+        context.close()
+    assert not leaving, f"requests left the machine: {leaving}"
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
