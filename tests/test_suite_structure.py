@@ -2,8 +2,8 @@
 defines its own logged-in client, runner, browser tab or screenshot helper again fails here, naming the file
 and line.
 
-Homes: the logged-in clients and the Chromium pages in tests/conftest.py (so every test package has them),
-`logged_in` / `make_runner` in tests/factories.py, the window sizes and `screenshot` in
+Homes: the logged-in clients, the Chromium pages and the model servers in tests/conftest.py (so every test
+package has them), `logged_in` / `make_runner` in tests/factories.py, the window sizes and `screenshot` in
 tests/browser/conftest.py.
 """
 
@@ -28,6 +28,8 @@ SHARED_FIXTURES = {
     "staff_page": "`staff_page`, a Chromium tab logged in as staff",
     "new_tab": "`new_tab`, fresh Chromium tabs for participants",
     "browser": "`browser`, the session's Chromium",
+    "llm_server": "`llm_server`, a loopback OpenAI-compatible server",
+    "local_llm_url": "`local_llm_url`, the embedded model server (one per session)",
 }
 # Plain helper name -> its one home.
 SHARED_HELPERS = {
@@ -107,4 +109,4 @@ def test_no_test_module_imports_a_fixture_from_another_module() -> None:
 def test_the_root_conftest_defines_every_shared_client_fixture() -> None:
     tree = ast.parse(ROOT_CONFTEST.read_text())
     defined = {node.name for node in _functions(tree) if _is_fixture(node)}
-    assert {"staff", "runner", "boss", "user_client", "page", "staff_page", "new_tab", "browser"} <= defined
+    assert set(SHARED_FIXTURES) - {"staff_client", "admin_client"} <= defined

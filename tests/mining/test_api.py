@@ -10,10 +10,9 @@ from mining.config import run_config_from_mapping
 from mining.models import MiningRun, StageOutcome
 from mining.runs import mine_job_run, mining_run_create
 from tests.factories import make_user
-from tests.llm_server import LoopbackLLM, llm_server
+from tests.llm_server import LoopbackLLM
 from tests.mining.canned import canned_responder, loopback_config, make_document
 
-__all__ = ["llm_server"]
 pytestmark = pytest.mark.django_db
 
 

@@ -15,10 +15,9 @@ from mining.models import STAGE_ORDER, MiningRun, StageOutcome
 from mining.runs import mine_job_run, mining_run_create
 from mining.selectors import run_funnel
 from tests.factories import make_user
-from tests.llm_server import LoopbackLLM, llm_server
+from tests.llm_server import LoopbackLLM
 from tests.mining.canned import canned_responder, loopback_config, make_document
 
-__all__ = ["llm_server"]
 pytestmark = pytest.mark.django_db
 
 MARKERS = ["", "NOPROC", "GARBLE", "FEWSTEPS", "REPEAT", "BRAND", "FINALNO", ""]

@@ -48,9 +48,8 @@ from h2e_site.llm.prompts import PromptChanged, prompt_sha256
 from h2e_site.stats import wilson_interval
 from tests.annotation.conftest import qualified, read_everything
 from tests.factories import make_generation, make_generator, make_procedure, make_topic, make_user
-from tests.llm_server import Fail, LoopbackLLM, llm_server
+from tests.llm_server import Fail, LoopbackLLM
 
-__all__ = ["llm_server"]
 pytestmark = pytest.mark.django_db
 
 LENTILS = ["Rinse the lentils", "Soak them overnight", "Drain the water", "Simmer them for an hour"]

@@ -41,9 +41,8 @@ from mining.goal_step.answer_views import task_models_context
 from mining.goal_step.results import NO_TOPIC, task_models_results
 from mining.models import GoalStepTask, TaskAnswer, TaskExample, TaskModel, TaskSet, TaskSplit
 from tests.factories import make_topic, make_user
-from tests.llm_server import Fail, LoopbackLLM, llm_server
+from tests.llm_server import Fail, LoopbackLLM
 
-__all__ = ["llm_server"]
 pytestmark = pytest.mark.django_db
 
 SI, GI, SO = GoalStepTask.STEP_INFERENCE, GoalStepTask.GOAL_INFERENCE, GoalStepTask.STEP_ORDERING
