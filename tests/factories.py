@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractUser
+from django.contrib.auth.models import AbstractUser, Permission
+from django.test import Client
 
 from h2e_site.jobs.models import Job, JobStatus
 from judging.job_types import IMPORT
@@ -27,6 +28,20 @@ def make_user(*, username: str | None = None, is_staff: bool = False, password: 
         username=username or f"user{next(_seq)}", password=password, is_staff=is_staff
     )
     return user  # type: ignore[return-value]
+
+
+def logged_in(user: AbstractUser) -> Client:
+    """A fresh test client (its own cookies) with `user` logged in."""
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def make_runner(**fields: Any) -> AbstractUser:
+    """A staff user with the run permission (jobs.add_job), not a superuser."""
+    user = make_user(is_staff=True, **fields)
+    user.user_permissions.add(Permission.objects.get(content_type__app_label="jobs", codename="add_job"))
+    return user
 
 
 def make_topic(name: str = "Home & Hobbies") -> Topic:

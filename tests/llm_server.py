@@ -22,12 +22,10 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-
-import pytest
 
 Responder = Callable[[dict[str, Any]], str]
 
@@ -312,14 +310,6 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout): nothing to do
             self.close_connection = True
-
-
-@pytest.fixture
-def llm_server() -> Iterator[LoopbackLLM]:
-    """A fresh loopback server per test; import it into a conftest.py:
-    `from tests.llm_server import llm_server`. Tests set its latency, responder or script()."""
-    with LoopbackLLM() as server:
-        yield server
 
 
 def main() -> None:

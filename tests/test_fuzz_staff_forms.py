@@ -44,7 +44,7 @@ from mining.models import MiningRun, TaskSet
 from mining.runs import mining_run_create
 from tests.annotation.conftest import make_study, no_failure, qualified, read_everything
 from tests.annotation.goal_step.conftest import make_task_set
-from tests.factories import make_procedure, make_scored_world, make_user
+from tests.factories import make_procedure, make_scored_world
 from tests.fuzzing import fuzz_settings
 from tests.mining.canned import loopback_config, make_document
 
@@ -167,13 +167,13 @@ def _admin_post(response: Any) -> dict[str, Any]:
     return data
 
 
-def _admin_targets(staff: Client) -> list[AdminTarget]:
+def _admin_targets(boss: Client) -> list[AdminTarget]:
     targets = []
     for model, model_admin in admin.site._registry.items():
         obj = model._default_manager.order_by("pk").first()
         for pk in ([obj.pk] if obj is not None else []) + [None]:
             target = AdminTarget(model, model_admin, pk)
-            response = staff.get(target.url)
+            response = boss.get(target.url)
             assert response.status_code in (200, 403), (target.label, response.status_code)
             if response.status_code == 200 and any(
                 not b.field.disabled for f in _admin_forms(response) for b in f
@@ -208,14 +208,14 @@ def _bounds(target: AdminTarget, name: str) -> tuple[float, float] | None:
 
 
 def test_it_survives_any_value_in_every_admin_form(
-    admin_world: dict[str, Any], staff: Client, django_capture_on_commit_callbacks: Any
+    admin_world: dict[str, Any], boss: Client, django_capture_on_commit_callbacks: Any
 ) -> None:
-    targets = _admin_targets(staff)
+    targets = _admin_targets(boss)
     assert {t.model for t in targets} >= {Study, MiningRun}, [t.label for t in targets]
-    pages = {target.label: staff.get(target.url) for target in targets}
+    pages = {target.label: boss.get(target.url) for target in targets}
     for target in targets:  # what a browser posts back unchanged is taken: the baseline is right
         if target.pk is not None:
-            saved = staff.post(target.url, _admin_post(pages[target.label]))
+            saved = boss.post(target.url, _admin_post(pages[target.label]))
             assert saved.status_code == 302, (target.label, _errors(saved))
 
     @_examples(250)
@@ -237,7 +237,7 @@ def test_it_survives_any_value_in_every_admin_form(
         posted = {**_admin_post(page), bound.html_name: value}
         before = _row(target)
         with django_capture_on_commit_callbacks(execute=False):
-            response = staff.post(target.url, posted)
+            response = boss.post(target.url, posted)
         SENT[target.label] = SENT.get(target.label, 0) + 1
         _assert_no_server_error(response, target.label, name, value)
         refused = response.status_code != 302
@@ -424,10 +424,10 @@ def _fresh() -> dict[str, Any]:
     return {"title": f"Fuzz {n}", "slug": f"fuzz-{n}", "name": f"fuzz-{n}", "task_set": "fuzz-taken"}
 
 
-def test_it_gives_every_number_of_a_site_form_both_ends(admin_world: dict[str, Any], staff: Client) -> None:
+def test_it_gives_every_number_of_a_site_form_both_ends(admin_world: dict[str, Any], boss: Client) -> None:
     """Every number a staff user types in a form has a lowest and a highest value (from one place)."""
     for target in _site_forms():
-        page = target.get(staff)
+        page = target.get(boss)
         assert page.status_code == 200, target.label
         for bound in page.context[target.context_key]:
             if isinstance(bound.field, forms.IntegerField | forms.FloatField):
@@ -439,7 +439,7 @@ def test_it_gives_every_number_of_a_site_form_both_ends(admin_world: dict[str, A
 
 
 def test_it_survives_any_value_in_every_site_form(
-    admin_world: dict[str, Any], staff: Client, django_capture_on_commit_callbacks: Any
+    admin_world: dict[str, Any], boss: Client, django_capture_on_commit_callbacks: Any
 ) -> None:
     targets = _site_forms()
 
@@ -447,14 +447,14 @@ def test_it_survives_any_value_in_every_site_form(
     @given(data=st.data())
     def post(data: st.DataObject) -> None:
         target = data.draw(st.sampled_from(targets), label="form")
-        page = target.get(staff)
+        page = target.get(boss)
         form, baseline = _form_post(page, _fresh(), target.context_key)
         bound = data.draw(st.sampled_from([b for b in form if _field_values(b.field)]), label="field")
         values = [*_field_values(bound.field), "fuzz-taken", "new", "build"]
         value = data.draw(st.sampled_from(values), label="value")
         before = target.stored()
         with django_capture_on_commit_callbacks(execute=False):
-            response = target.post(staff, {**baseline, bound.html_name: value})
+            response = target.post(boss, {**baseline, bound.html_name: value})
         SENT[target.label] = SENT.get(target.label, 0) + 1
         _assert_no_server_error(response, target.label, bound.name, value)
         refused = response.status_code != 302
@@ -514,7 +514,7 @@ def _must_refuse_body(serializer_field: serializers.Field, value: Any) -> bool:
 
 
 def test_it_survives_any_value_in_every_job_body(
-    admin_world: dict[str, Any], staff: Client, django_capture_on_commit_callbacks: Any
+    admin_world: dict[str, Any], boss: Client, django_capture_on_commit_callbacks: Any
 ) -> None:
     kinds = sorted(_creatable())
     for kind in kinds:  # every number of a body has both ends
@@ -533,7 +533,7 @@ def test_it_survives_any_value_in_every_job_body(
         body = {"kind": kind, **admin_world["bodies"].get(kind, {}), name: value}
         before = (Job.objects.count(), TaskSet.objects.count())
         with django_capture_on_commit_callbacks(execute=False):
-            response = staff.post("/api/jobs/", body, content_type="application/json")
+            response = boss.post("/api/jobs/", body, content_type="application/json")
         SENT[f"POST /api/jobs/ {kind}"] = SENT.get(f"POST /api/jobs/ {kind}", 0) + 1
         _assert_no_server_error(response, kind, name, value)
         if _must_refuse_body(fields[name], value):
@@ -549,23 +549,14 @@ def test_it_survives_any_value_in_every_job_body(
 @pytest.mark.parametrize(
     "body", [DEEP_ARRAY, DEEP_OBJECT, HUGE_JSON, '{"kind": "build_tasks", "name": "a\\u0000"}']
 )
-def test_it_refuses_a_body_too_deep_too_long_or_holding_nul(staff: Client, body: str) -> None:
+def test_it_refuses_a_body_too_deep_too_long_or_holding_nul(boss: Client, body: str) -> None:
     for path in ("/api/jobs/", "/api/mining/runs/1/rerun/"):
-        response = staff.post(path, body, content_type="application/json")
+        response = boss.post(path, body, content_type="application/json")
         assert response.status_code in (400, 404), (path, body[:40], response.status_code)
         assert b"Traceback" not in response.content
 
 
 # --- fixtures ------------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def staff(client: Client) -> Client:
-    user = make_user(username="fuzz-staff", is_staff=True)
-    user.is_superuser = True
-    user.save()
-    client.force_login(user)
-    return client
 
 
 @pytest.fixture

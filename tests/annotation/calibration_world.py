@@ -6,12 +6,13 @@ participant services."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from annotation import services
 from annotation.models import CalibrationDesign, CalibrationDraw, CalibrationRound, Study, StudyItem
 from judging.models import Generation, Generator, Judge
 from judging.sampling import stratified_probabilities, uniform_probabilities
-from tests.annotation.conftest import qualified, read_everything
+from tests.annotation.conftest import annotate_all, qualified
 from tests.factories import make_generation, make_generator, make_judge, make_judgment, make_procedure
 
 FAIL = True  # a vote "has a critical failure"
@@ -72,14 +73,13 @@ def annotate_votes(study: Study, votes: Mapping[int, Sequence[bool]]) -> None:
     every item of the study must have its votes."""
     k = max(len(v) for v in votes.values())
     for n in range(1, k + 1):
-        participant = qualified(study, 7000 + study.pk * 10 + n)
-        while (assignment := services.assignment_next(participant=participant)) is not None:
-            assignment = read_everything(assignment)
+
+        def vote(assignment: Any, n: int = n) -> services.Submission:
             has_failure = votes[assignment.item.generation_id][n - 1]
             failures = [services.FailureInput("Skips a step", [1], [1])] if has_failure else []
-            submission = services.Submission(has_failure, failures, user_agent="test", active_seconds=30.0)
-            services.annotation_submit(assignment=assignment, submission=submission)
-            participant.refresh_from_db()
+            return services.Submission(has_failure, failures, user_agent="test", active_seconds=30.0)
+
+        annotate_all(qualified(study, 7000 + study.pk * 10 + n), vote)
 
 
 def judge_verdicts(judge: Judge, verdicts: Mapping[Generation, bool | None]) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -79,6 +79,19 @@ def read_everything(assignment: Any, *, seconds: float = 120.0) -> Any:
     Assignment.objects.filter(pk=assignment.pk).update(issued_at=issued_at)
     assignment.issued_at = issued_at
     return assignment
+
+
+def annotate_all(participant: Participant, answer: Callable[[Any], Any]) -> list[Any]:
+    """Through the services, as the pages do: the participant takes items until none is left, reads each in
+    full (read_everything), submits answer(assignment) (a Submission of the study's kind); the assignments in
+    the order taken."""
+    taken = []
+    while (assignment := services.assignment_next(participant=participant)) is not None:
+        assignment = read_everything(assignment)
+        services.annotation_submit(assignment=assignment, submission=answer(assignment))
+        participant.refresh_from_db()
+        taken.append(assignment)
+    return taken
 
 
 def no_failure() -> services.Submission:

@@ -14,7 +14,7 @@ from annotation.agreement import Label, alpha_binary
 from annotation.agreement_data import study_agreement
 from annotation.models import Study
 from judging.models import Generation
-from tests.annotation.conftest import make_study, qualified, read_everything
+from tests.annotation.conftest import annotate_all, make_study, qualified
 from tests.factories import make_judge, make_judgment, make_user
 
 pytestmark = pytest.mark.django_db
@@ -33,16 +33,13 @@ def annotate(study: Study, verdicts: dict[int, list[bool]] = VERDICTS) -> None:
     """Each participant annotates every item, giving the verdict VERDICTS has for the item's rank."""
     positions = {generation.pk: rank for rank, generation in enumerate(items_in_order(study))}
     for n, labels in verdicts.items():
-        participant = qualified(study, n)
-        while (assignment := services.assignment_next(participant=participant)) is not None:
-            assignment = read_everything(assignment)
+
+        def vote(assignment: Any, n: int = n, labels: list[bool] = labels) -> services.Submission:
             has_failure = labels[positions[assignment.item.generation_id]]
             failures = [services.FailureInput("Skips a step", [2], [n % 3 + 1])] if has_failure else []
-            submission = services.Submission(
-                has_failure, failures, user_agent="test", active_seconds=30.0 + n
-            )
-            services.annotation_submit(assignment=assignment, submission=submission)
-            participant.refresh_from_db()
+            return services.Submission(has_failure, failures, user_agent="test", active_seconds=30.0 + n)
+
+        annotate_all(qualified(study, n), vote)
 
 
 def verdict(judge: Any, generation: Generation, says_failure: bool) -> None:

@@ -4,21 +4,17 @@ the dwell gate, a refused early POST, keyboard reading, resume in a fresh browse
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from annotation.models import Annotation
 from tests.annotation.conftest import make_study, pid
-from tests.browser.conftest import STAFF_PASSWORD
+from tests.browser.conftest import PROLIFIC, STAFF_PASSWORD, screenshot
 from tests.factories import make_user
 
 pytestmark = pytest.mark.browser
 
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots" / "annotation"
-PROLIFIC = "https://app.prolific.com/"
 COCONUT_L1 = [
     "Place a spoonful of coconut oil in your mouth.",
     "Swish the oil around your mouth for 10-20 minutes without swallowing it.",
@@ -33,38 +29,6 @@ COCONUT_L2 = [
 ]
 
 
-def shot(page: Any, name: str) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
-
-
-@pytest.fixture
-def new_tab(browser: Any, live_server: Any, transactional_db: None) -> Iterator[Any]:
-    """Opens tabs in fresh browser contexts (a laptop-sized window); Prolific's completion URL is answered
-    locally, and nothing else may leave the live server."""
-    contexts: list[Any] = []
-    leaving: list[str] = []
-
-    def open_tab() -> Any:
-        context = browser.new_context(viewport={"width": 1366, "height": 800})
-        context.set_default_timeout(10_000)
-        context.route(
-            f"{PROLIFIC}**", lambda route: route.fulfill(body="<h1>Prolific: submission complete</h1>")
-        )
-        tab = context.new_page()
-        tab.on(
-            "request",
-            lambda r: leaving.append(r.url) if not r.url.startswith((live_server.url, PROLIFIC)) else None,
-        )
-        contexts.append(context)
-        return tab
-
-    yield open_tab
-    for context in contexts:
-        context.close()
-    assert not leaving, f"requests left the machine: {leaving}"
-
-
 def entry(live_server: Any, slug: str) -> str:
     return f"{live_server.url}/a/{slug}/?PROLIFIC_PID={pid(7)}&STUDY_ID=abc123&SESSION_ID=sess42"
 
@@ -72,16 +36,16 @@ def entry(live_server: Any, slug: str) -> str:
 def qualify(page: Any, live_server: Any, slug: str) -> None:
     page.goto(entry(live_server, slug))
     page.get_by_role("heading", name="Before you start").wait_for()
-    shot(page, "01-consent")
+    screenshot(page, "annotation/01-consent")
     page.get_by_role("button", name="I agree").click()
     page.get_by_role("heading", name="How to judge a procedure").wait_for()
-    shot(page, "02-training")
+    screenshot(page, "annotation/02-training")
     page.get_by_role("button", name=re.compile("I have read the training")).click()
     page.get_by_role("heading", name="A short check").wait_for()
     page.get_by_label("No: both are valid ways to achieve the goal").check()
     page.get_by_label("Yes: L2 contradicts itself").check()
     page.get_by_label("Whether L2 achieves the goal").check()
-    shot(page, "03-comprehension")
+    screenshot(page, "annotation/03-comprehension")
     page.get_by_role("button", name="Check my answers").click()
     page.get_by_text("Do you see any critical failures in L2?").wait_for()
 
@@ -123,7 +87,7 @@ def test_it_walks_an_annotator_from_prolific_to_the_completion_code(new_tab: Any
     assert submit.is_disabled(), (page.locator("#clock").inner_text(), console)
     assert "until submission becomes open" in page.locator("#clock").inner_text()
     assert page.locator("#l2-step-1").count() == 0
-    shot(page, "04-item-start")
+    screenshot(page, "annotation/04-item-start")
 
     # A direct POST before the dwell time is refused by the server.
     early = direct_submit(page, live_server)
@@ -139,7 +103,7 @@ def test_it_walks_an_annotator_from_prolific_to_the_completion_code(new_tab: Any
     page.keyboard.press("Enter")
     page.get_by_text("Reading progress: 1/4 steps (25%)").wait_for()
     read_steps(page, 3, 4)
-    shot(page, "05-item-reading")
+    screenshot(page, "annotation/05-item-reading")
 
     # Close the tab; the same PID in a fresh browser resumes with its reading and its clock.
     page.context.close()
@@ -175,7 +139,7 @@ def test_it_walks_an_annotator_from_prolific_to_the_completion_code(new_tab: Any
     assert page.get_by_label("Comments (optional)").input_value() == "Demo of the interface"
     page.wait_for_function("!document.getElementById('submit-button').disabled", timeout=15_000)
     assert "Time elapsed" in page.locator("#clock").inner_text()
-    shot(page, "06-item-failures")
+    screenshot(page, "annotation/06-item-failures")
     page.get_by_role("button", name="Submit & Continue").click()
 
     # Second item: no critical failure, then the completion redirect.
@@ -184,7 +148,7 @@ def test_it_walks_an_annotator_from_prolific_to_the_completion_code(new_tab: Any
     read_steps(page, 4, 4)
     page.get_by_label("Your answer").select_option("no")
     page.get_by_text("Selecting this option means that: L2 reasonably achieves the goal.").wait_for()
-    shot(page, "07-item-no-failure")
+    screenshot(page, "annotation/07-item-no-failure")
     page.wait_for_function("!document.getElementById('submit-button').disabled", timeout=15_000)
     page.get_by_role("button", name="Submit & Continue").click()
     page.wait_for_url(f"{PROLIFIC}submissions/complete?cc=C0MPLETE")
@@ -198,7 +162,7 @@ def test_it_walks_an_annotator_from_prolific_to_the_completion_code(new_tab: Any
     # The finished PID sees its completion code again.
     page.goto(entry(live_server, study.slug))
     page.get_by_text("C0MPLETE").wait_for()
-    shot(page, "08-done")
+    screenshot(page, "annotation/08-done")
 
 
 def test_it_shows_the_researcher_the_study_progress(new_tab: Any, live_server: Any) -> None:
@@ -211,6 +175,6 @@ def test_it_shows_the_researcher_the_study_progress(new_tab: Any, live_server: A
     page.click("button[type=submit]")
     page.get_by_role("heading", name=study.title).wait_for()
     assert page.get_by_role("link", name="Export JSONL").is_visible()
-    shot(page, "09-study-detail")
+    screenshot(page, "annotation/09-study-detail")
     page.goto(f"{live_server.url}/studies/new/")
-    shot(page, "10-study-form")
+    screenshot(page, "annotation/10-study-form")

@@ -21,19 +21,10 @@ from h2e_site.jobs.models import Job
 from mining.models import TaskSet
 from tests.annotation.conftest import make_study
 from tests.annotation.goal_step.conftest import make_task_set
-from tests.factories import make_procedure, make_user
+from tests.factories import make_procedure
 
 pytestmark = pytest.mark.django_db
 QUESTIONS = "Is it so?\n- No\n* Yes"
-
-
-@pytest.fixture
-def staff(client: Client) -> Client:
-    user = make_user(is_staff=True)
-    user.is_superuser = True
-    user.save()
-    client.force_login(user)
-    return client
 
 
 def _builder(kind: str = StudyKind.STEP_TYPES, **fields: Any) -> dict[str, Any]:
@@ -46,8 +37,8 @@ def _builder(kind: str = StudyKind.STEP_TYPES, **fields: Any) -> dict[str, Any]:
     return {**data, **fields}
 
 
-def _post(staff: Client, data: dict[str, Any]) -> Any:
-    return staff.post(reverse("annotation:study_create") + f"?kind={data['kind']}", data)
+def _post(boss: Client, data: dict[str, Any]) -> Any:
+    return boss.post(reverse("annotation:study_create") + f"?kind={data['kind']}", data)
 
 
 def _procedures() -> None:
@@ -75,17 +66,17 @@ def _procedures() -> None:
         ("comprehension_questions", "Is it so?\n- No\n- Yes"),
     ],
 )
-def test_it_refuses_a_value_out_of_its_range_naming_the_field(staff: Client, field: str, value: str) -> None:
+def test_it_refuses_a_value_out_of_its_range_naming_the_field(boss: Client, field: str, value: str) -> None:
     _procedures()
-    response = _post(staff, _builder(**{field: value}))
+    response = _post(boss, _builder(**{field: value}))
     assert response.status_code == 400
     assert field in response.context["form"].errors, response.context["form"].errors
     assert not Study.objects.exists()
 
 
-def test_it_takes_a_prolific_id_and_the_plain_question_format(staff: Client) -> None:
+def test_it_takes_a_prolific_id_and_the_plain_question_format(boss: Client) -> None:
     _procedures()
-    response = _post(staff, _builder(prolific_study_id="5F1E" * 6))
+    response = _post(boss, _builder(prolific_study_id="5F1E" * 6))
     assert response.status_code == 302
     study = Study.objects.get(slug="t")
     assert study.prolific_study_id == "5f1e" * 6
@@ -100,30 +91,30 @@ def test_the_question_text_reads_back_as_the_kinds_defaults() -> None:
     assert comprehension_questions_parse(json.dumps(questions)) == questions
 
 
-def test_it_refuses_a_step_types_selection_with_no_procedure_of_three_steps(staff: Client) -> None:
+def test_it_refuses_a_step_types_selection_with_no_procedure_of_three_steps(boss: Client) -> None:
     make_procedure(goal="Short", steps=["a", "b"], topic="Home")
-    response = _post(staff, _builder())
+    response = _post(boss, _builder())
     assert response.status_code == 400
     errors = " ".join(response.context["form"].non_field_errors())
     assert "No item to annotate" in errors and "3 steps or more" in errors
     assert not Study.objects.exists()
 
 
-def test_it_refuses_a_multiple_choice_selection_with_no_example(staff: Client) -> None:
+def test_it_refuses_a_multiple_choice_selection_with_no_example(boss: Client) -> None:
     make_task_set("built")
     data = _builder(StudyKind.MULTIPLE_CHOICE, task_set="built", tasks=["goal_inference"], topics=[])
     data["tasks"] = ["goal_inference"]
     from mining.models import Topic
 
     other = Topic.objects.create(name="Elsewhere")
-    response = _post(staff, {**data, "topics": [str(other.pk)]})
+    response = _post(boss, {**data, "topics": [str(other.pk)]})
     assert response.status_code == 400
     assert "no test example" in " ".join(response.context["form"].non_field_errors())
     assert not Study.objects.exists()
 
 
-def test_an_empty_task_set_menu_says_how_to_build_one(staff: Client) -> None:
-    page = staff.get(reverse("annotation:study_create"), {"kind": StudyKind.MULTIPLE_CHOICE})
+def test_an_empty_task_set_menu_says_how_to_build_one(boss: Client) -> None:
+    page = boss.get(reverse("annotation:study_create"), {"kind": StudyKind.MULTIPLE_CHOICE})
     assert reverse("mining:task_sets") + "#build" in page.content.decode()
 
 
@@ -144,33 +135,33 @@ def test_study_create_refuses_out_of_range_settings_itself() -> None:
 # --- the admin: one schema, and a kind fixed once there are items ---------------------------------------
 
 
-def _admin_post(staff: Client, study: Study, **changes: Any) -> Any:
+def _admin_post(boss: Client, study: Study, **changes: Any) -> Any:
     url = reverse("admin:annotation_study_change", args=[study.pk])
-    form = staff.get(url).context["adminform"].form
+    form = boss.get(url).context["adminform"].form
     data = {name: form[name].value() for name in form.fields}
     data = {k: ("" if v is None else v) for k, v in data.items() if not isinstance(v, bool) or v}
     data["comprehension_questions"] = json.dumps(study.comprehension_questions)
-    return staff.post(url, {**data, **changes, "_save": "Save"})
+    return boss.post(url, {**data, **changes, "_save": "Save"})
 
 
 @pytest.mark.parametrize(
     "questions",
     ['[{"question": "?", "choices": ["a", "b"]}]', '"a plain string"', "[" * 50_000 + "]" * 50_000],
 )
-def test_the_admin_refuses_comprehension_questions_off_the_schema(staff: Client, questions: str) -> None:
+def test_the_admin_refuses_comprehension_questions_off_the_schema(boss: Client, questions: str) -> None:
     study = make_study(n_items=1)
-    response = _admin_post(staff, study, comprehension_questions=questions)
+    response = _admin_post(boss, study, comprehension_questions=questions)
     assert response.status_code == 200
     assert "comprehension_questions" in response.context["adminform"].form.errors
     study.refresh_from_db()
     assert all("answer" in q for q in study.comprehension_questions)
 
 
-def test_the_admin_keeps_the_kind_of_a_study_with_items(staff: Client) -> None:
+def test_the_admin_keeps_the_kind_of_a_study_with_items(boss: Client) -> None:
     study = make_study(n_items=1)
-    page = staff.get(reverse("admin:annotation_study_change", args=[study.pk]))
+    page = boss.get(reverse("admin:annotation_study_change", args=[study.pk]))
     assert "kind" not in page.context["adminform"].form.fields  # read-only
-    assert _admin_post(staff, study, kind=StudyKind.STEP_TYPES).status_code == 302
+    assert _admin_post(boss, study, kind=StudyKind.STEP_TYPES).status_code == 302
     study.refresh_from_db()
     assert study.kind == StudyKind.CRITICAL_FAILURES
     study.kind = StudyKind.STEP_TYPES
@@ -183,16 +174,16 @@ def test_the_admin_keeps_the_kind_of_a_study_with_items(staff: Client) -> None:
 
 
 @pytest.mark.parametrize("seed", [2**31, -(2**31) - 1, 2**63, -1])
-def test_every_task_set_path_refuses_a_seed_out_of_range(staff: Client, seed: int) -> None:
+def test_every_task_set_path_refuses_a_seed_out_of_range(boss: Client, seed: int) -> None:
     make_procedure(goal="Goal", steps=["a", "b", "c"], topic="Home")
-    page = staff.post(reverse("mining:task_set_build"), {"name": "s", "seed": str(seed), "splits": ["bench"]})
+    page = boss.post(reverse("mining:task_set_build"), {"name": "s", "seed": str(seed), "splits": ["bench"]})
     assert page.status_code == 400 and "seed" in page.context["form"].errors
-    api = staff.post(
+    api = boss.post(
         "/api/jobs/", {"kind": "build_tasks", "name": "s", "seed": seed}, content_type="application/json"
     )
     assert api.status_code == 400 and "seed" in api.json()
     origin = make_task_set("origin")
-    action = staff.post(
+    action = boss.post(
         reverse("admin:mining_taskset_changelist"),
         {
             "action": "build_again",
@@ -208,9 +199,9 @@ def test_every_task_set_path_refuses_a_seed_out_of_range(staff: Client, seed: in
     assert TaskSet.objects.count() == 1 and not Job.objects.exists()
 
 
-def test_the_api_names_the_field_that_holds_a_nul(staff: Client) -> None:
+def test_the_api_names_the_field_that_holds_a_nul(boss: Client) -> None:
     body = '{"kind": "build_tasks", "name": "s", "topics": ["a\\u0000"]}'
-    response = staff.post("/api/jobs/", body, content_type="application/json")
+    response = boss.post("/api/jobs/", body, content_type="application/json")
     assert response.status_code == 400 and "topics" in response.json()
 
 

@@ -263,12 +263,6 @@ def test_the_builder_refuses_a_calibration_sample_for_another_kind() -> None:
     assert not Study.objects.exists()
 
 
-@pytest.fixture
-def staff(client: Client) -> Client:
-    client.force_login(make_user(is_staff=True))
-    return client
-
-
 def _builder(**fields: Any) -> dict[str, Any]:
     data = {
         "kind": "critical_failures", "title": "T", "slug": "built", "seed": "0", "annotators_per_item": "3",

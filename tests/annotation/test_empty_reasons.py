@@ -11,11 +11,10 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotation import services
 from annotation.models import Annotation, StudyItem
 from annotation.report_card import SkippedStudy, report_card
 from judging.models import Judge
-from tests.annotation.conftest import make_study, no_failure, qualified, read_everything
+from tests.annotation.conftest import annotate_all, make_study, no_failure, qualified
 from tests.annotation.goal_step.test_mc_kind import make_mc_study
 from tests.annotation.step_types.labelled import FOUR_STEPS, add_item, step_study
 from tests.annotation.test_agreement_pages import annotate, items_in_order, verdict
@@ -96,10 +95,7 @@ def test_a_judged_study_with_only_attention_checks_submitted(admin_client: Clien
     study = make_study(
         n_items=2, k=1, slug="checks", attention_checks=1, attention_check_every=1, items_per_participant=0
     )
-    participant = qualified(study, 1)
-    while (assignment := services.assignment_next(participant=participant)) is not None:
-        services.annotation_submit(assignment=read_everything(assignment), submission=no_failure())
-        participant.refresh_from_db()
+    annotate_all(qualified(study, 1), lambda _: no_failure())
     Annotation.objects.filter(study=study, item__is_attention_check=False).delete()
     judge = make_judge()
     verdict(judge, items_in_order(study)[0], True)

@@ -21,13 +21,6 @@ from tests.factories import make_user
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def staff() -> Client:
-    client = Client()
-    client.force_login(make_user(username="researcher", is_staff=True))
-    return client
-
-
 def counters(study: Study) -> list[tuple[int, int]]:
     return list(
         StudyItem.objects.filter(study=study).order_by("pk").values_list("assigned_count", "completed_count")

@@ -11,18 +11,17 @@ import pytest
 
 from annotation.models import Assignment, AssignmentStatus, Study
 from tests.annotation.conftest import make_study
-from tests.annotation.test_annotator_browser import COCONUT_L1, COCONUT_L2, qualify, read_steps, shot
+from tests.annotation.test_annotator_browser import COCONUT_L1, COCONUT_L2, qualify, read_steps
+from tests.browser.conftest import LAPTOP, PHONE, screenshot
 
 pytestmark = pytest.mark.browser
-PHONE = {"width": 390, "height": 844}
-DESKTOP = {"width": 1366, "height": 800}
 
 
 @pytest.fixture
 def open_tab(browser: Any, live_server: Any, transactional_db: None) -> Iterator[Any]:
     contexts: list[Any] = []
 
-    def open_one(viewport: dict[str, int] = DESKTOP) -> Any:
+    def open_one(viewport: dict[str, int] = LAPTOP) -> Any:
         context = browser.new_context(viewport=viewport, has_touch=viewport == PHONE)
         context.set_default_timeout(10_000)
         contexts.append(context)
@@ -33,7 +32,7 @@ def open_tab(browser: Any, live_server: Any, transactional_db: None) -> Iterator
         context.close()
 
 
-def at_item(open_tab: Any, live_server: Any, viewport: dict[str, int] = DESKTOP) -> tuple[Any, Study]:
+def at_item(open_tab: Any, live_server: Any, viewport: dict[str, int] = LAPTOP) -> tuple[Any, Study]:
     study = make_study(n_items=2, k=3, l1=COCONUT_L1, l2=COCONUT_L2, items_per_participant=2)
     page = open_tab(viewport)
     qualify(page, live_server, study.slug)
@@ -60,7 +59,7 @@ def test_it_shows_a_closed_study_where_the_participant_clicked(open_tab: Any, li
     Study.objects.filter(pk=study.pk).update(is_open=False)
     page.locator("#l2-step-1 button").click()
     refusal_in_reading(page, "This study is not taking part any more. Please return it on Prolific.")
-    shot(page, "refusal-closed-study")
+    screenshot(page, "annotation/refusal-closed-study")
 
 
 def test_it_shows_a_lost_lease_and_the_way_on(open_tab: Any, live_server: Any) -> None:
@@ -69,7 +68,7 @@ def test_it_shows_a_lost_lease_and_the_way_on(open_tab: Any, live_server: Any) -
     Assignment.objects.filter(status=AssignmentStatus.ACTIVE).update(status=AssignmentStatus.EXPIRED)
     page.locator("#l2-step-1 button").click()
     alert = refusal_in_reading(page, "Your time for this item ran out")
-    shot(page, "refusal-lost-lease")
+    screenshot(page, "annotation/refusal-lost-lease")
     alert.get_by_role("link", name="Continue with the next item").click()
     page.get_by_text("Reading progress: 0/4 steps").wait_for()  # a new item
 
@@ -86,7 +85,7 @@ def test_it_shows_an_out_of_order_click_where_it_was_made(open_tab: Any, live_se
     page.locator("#l2-step-1 button").click()
     refusal_in_reading(page, "Read the L2 steps in order: the next one is step 1.")
     assert page.locator("#l2-step-1 button").is_visible()  # still the step to read next
-    shot(page, "refusal-out-of-order")
+    screenshot(page, "annotation/refusal-out-of-order")
 
 
 def test_it_shows_a_refused_submit_next_to_the_failure_it_concerns(open_tab: Any, live_server: Any) -> None:
@@ -103,7 +102,7 @@ def test_it_shows_a_refused_submit_next_to_the_failure_it_concerns(open_tab: Any
     )
     assert page.input_value("#failure-0-description") == "Never says to rinse the spoon"
     page.get_by_role("link", name="Show me").click()
-    shot(page, "refusal-submit")
+    screenshot(page, "annotation/refusal-submit")
 
 
 def test_it_lays_the_item_out_for_a_phone(open_tab: Any, live_server: Any) -> None:
@@ -118,7 +117,7 @@ def test_it_lays_the_item_out_for_a_phone(open_tab: Any, live_server: Any) -> No
     page.get_by_role("button", name="L1 reference").click()
     assert l1.is_visible() and not l2.is_visible()
     assert page.locator("#l1-step-2 .step-n").inner_text() == "2"  # numbered as L2 is
-    shot(page, "phone-l1-tab")
+    screenshot(page, "annotation/phone-l1-tab")
     page.get_by_role("button", name="L2 to evaluate").click()
     for n in range(2, 5):  # the L2 tab stays chosen across the reading fragment's swaps
         page.locator(f"#l2-step-{n} button").click()
@@ -134,7 +133,7 @@ def test_it_lays_the_item_out_for_a_phone(open_tab: Any, live_server: Any) -> No
         box = target.bounding_box()
         assert box is not None and box["width"] >= 24 and box["height"] >= 24, box
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]  # no sideways scrolling
-    shot(page, "phone-item")
+    screenshot(page, "annotation/phone-item")
 
 
 def test_it_keeps_both_columns_side_by_side_on_a_laptop(open_tab: Any, live_server: Any) -> None:

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from annotation import codebook, services
 from annotation.models import Annotation, Assignment, AssignmentStatus, Stage, StudyItem
-from tests.annotation.conftest import make_study, no_failure, qualified, read_everything
+from tests.annotation.conftest import annotate_all, make_study, no_failure, qualified, read_everything
 from tests.factories import make_generation, make_generator, make_judge, make_judgment, make_procedure
 
 pytestmark = pytest.mark.django_db
@@ -71,10 +71,7 @@ def test_it_gives_each_item_exactly_k_annotations_and_no_participant_an_item_twi
     seen: dict[int, list[int]] = {}
     for n in range(5):
         participant = qualified(study, n)
-        while (assignment := services.assignment_next(participant=participant)) is not None:
-            services.annotation_submit(assignment=read_everything(assignment), submission=no_failure())
-            seen.setdefault(participant.pk, []).append(assignment.item_id)
-            participant.refresh_from_db()
+        seen[participant.pk] = [a.item_id for a in annotate_all(participant, lambda _: no_failure())]
     assert all(len(items) == len(set(items)) for items in seen.values())
     assert [i.completed_count for i in StudyItem.objects.filter(study=study)] == [3, 3]
     assert Annotation.objects.filter(study=study).count() == 6
@@ -234,11 +231,7 @@ def test_it_reveals_l2_steps_in_order_after_the_goal() -> None:
 def test_it_mixes_in_attention_checks_and_scores_them() -> None:
     study = make_study(n_items=4, k=1, attention_checks=1, attention_check_every=2, items_per_participant=0)
     participant = qualified(study, 1)
-    kinds = []
-    while (assignment := services.assignment_next(participant=participant)) is not None:
-        kinds.append(assignment.item.is_attention_check)
-        services.annotation_submit(assignment=read_everything(assignment), submission=no_failure())
-        participant.refresh_from_db()
+    kinds = [a.item.is_attention_check for a in annotate_all(participant, lambda _: no_failure())]
     assert kinds == [False, False, True, False, False]
     check = Annotation.objects.get(item__is_attention_check=True)
     assert check.attention_passed is (check.item.attention_expects_failure is False)

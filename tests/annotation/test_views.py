@@ -311,12 +311,6 @@ def test_it_refuses_researcher_pages_to_annotators_and_non_staff(
 # --- Researcher pages ---
 
 
-@pytest.fixture
-def staff(client: Client) -> Client:
-    client.force_login(make_user(is_staff=True))
-    return client
-
-
 def test_it_creates_a_study_from_the_form(staff: Client) -> None:
     make_study(n_items=3)
     form: dict[str, Any] = {

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Permission
 from django.test import Client
 
 from h2e_site.jobs.models import Job, JobStatus
@@ -25,7 +24,7 @@ from mining.job_types import MINE
 from mining.models import MiningRun
 from mining.runs import mining_run_create
 from tests.api.routes import Route, routes
-from tests.factories import make_job, make_procedure, make_user
+from tests.factories import logged_in, make_job, make_procedure, make_runner, make_user
 from tests.judging.runnable import make_runnable_generator
 from tests.mining.canned import loopback_config, make_document
 
@@ -113,15 +112,6 @@ def world() -> World:
     )
 
 
-def _client(*, can_run: bool) -> Client:
-    user = make_user(is_staff=True)
-    if can_run:
-        user.user_permissions.add(Permission.objects.get(codename="add_job"))
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 def _api_writes() -> list[tuple[Route, str]]:
     return [
         (route, method)
@@ -147,12 +137,12 @@ def test_it_starts_work_only_with_the_run_permission(
     url = route.url(write.values(world))
     jobs_before = set(Job.objects.values_list("pk", "status"))
     with django_capture_on_commit_callbacks(execute=False):
-        refused = write.send(_client(can_run=False), url, world)
+        refused = write.send(logged_in(make_user(is_staff=True)), url, world)
     assert refused.status_code == 403, (url, refused.status_code, refused.content[:300])
     assert "add job" in refused.json()["detail"]
     assert set(Job.objects.values_list("pk", "status")) == jobs_before  # nothing started, nothing cancelled
     with django_capture_on_commit_callbacks(execute=False):
-        allowed = write.send(_client(can_run=True), url, world)
+        allowed = write.send(logged_in(make_runner()), url, world)
     assert allowed.status_code < 500 and allowed.status_code != 403, (url, allowed.content[:300])
     assert write.started(world), (url, allowed.status_code, allowed.content[:300])
 

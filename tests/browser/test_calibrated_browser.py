@@ -9,16 +9,9 @@ from typing import Any
 import pytest
 
 from tests.annotation.calibration_world import realistic_world
-from tests.browser.conftest import SCREENSHOTS, screenshot
+from tests.browser.conftest import BOX_OVERFLOW, DESKTOP, PAGE_OVERFLOW, PHONE, SCREENSHOTS, screenshot
 
 pytestmark = pytest.mark.browser
-
-DESKTOP = {"width": 1440, "height": 900}
-PHONE = {"width": 390, "height": 844}
-PAGE_OVERFLOW = "document.documentElement.scrollWidth - document.documentElement.clientWidth"
-BOX_OVERFLOW = (
-    "(selector) => { const el = document.querySelector(selector); return el.scrollWidth - el.clientWidth; }"
-)
 
 
 def test_the_calibrated_leaderboard_and_the_bias_fit_a_phone(staff_page: Any, live_server: Any) -> None:

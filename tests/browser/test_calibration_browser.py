@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from annotation.models import CalibrationRound, Study
-from tests.browser.conftest import SCREENSHOTS, screenshot
-from tests.browser.test_page_widths_browser import DESKTOP, PHONE, _no_page_overflow
+from tests.browser.conftest import DESKTOP, PHONE, SCREENSHOTS, screenshot
+from tests.browser.test_page_widths_browser import _no_page_overflow
 from tests.factories import make_generation, make_generator, make_judge, make_judgment, make_procedure
 
 pytestmark = pytest.mark.browser

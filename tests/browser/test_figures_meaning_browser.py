@@ -15,12 +15,11 @@ from tests.annotation.conftest import make_study
 from tests.annotation.goal_step.test_mc_kind import make_mc_study
 from tests.annotation.step_types.labelled import table6_study
 from tests.annotation.test_agreement_pages import annotate, items_in_order, verdict
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import PAGE_OVERFLOW, PHONE, screenshot
 from tests.factories import make_judge
 
 pytestmark = pytest.mark.browser
 
-PHONE = {"width": 390, "height": 844}
 ONE_ITEM = "undefined: only 1 item to compare (at least 2 needed)"
 
 
@@ -30,9 +29,7 @@ def _visit(page: Any, url: str, name: str, text: str) -> None:
         page.goto(url)
         page.get_by_text(text).first.wait_for()
         screenshot(page, f"figures-{name}-{suffix}")
-        overflow = page.evaluate(
-            "document.documentElement.scrollWidth - document.documentElement.clientWidth"
-        )
+        overflow = page.evaluate(PAGE_OVERFLOW)
         assert overflow <= 0, f"{name} at {width} px scrolls sideways by {overflow} px"
 
 

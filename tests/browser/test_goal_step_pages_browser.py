@@ -4,6 +4,8 @@ multiple-choice study over it with the models on the validated examples."""
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -12,22 +14,21 @@ from annotation import services
 from annotation.kinds.multiple_choice import MultipleChoiceSubmission
 from annotation.models import StudyKind
 from mining.models import TaskAnswer, TaskModel
-from tests.annotation.conftest import qualified, read_everything
-from tests.browser.conftest import screenshot
+from tests.annotation.conftest import annotate_all, qualified
+from tests.browser.conftest import DESKTOP, PAGE_OVERFLOW, PHONE, screenshot
 from tests.mining.goal_step.task_sets import build, make_procedures
 
 pytestmark = pytest.mark.browser
-PHONE = {"width": 390, "height": 844}
 
 
 def _both_widths(page: Any, name: str) -> None:
-    page.set_viewport_size({"width": 1440, "height": 900})
+    page.set_viewport_size(DESKTOP)
     screenshot(page, f"goal-step-{name}-desktop")
     page.set_viewport_size(PHONE)
-    overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    overflow = page.evaluate(PAGE_OVERFLOW)
     screenshot(page, f"goal-step-{name}-phone")
     assert overflow <= 0, f"{name}: the page scrolls sideways by {overflow} px at 390 px"
-    page.set_viewport_size({"width": 1440, "height": 900})
+    page.set_viewport_size(DESKTOP)
 
 
 def test_the_goal_step_pages(staff_page: Any, live_server: Any) -> None:
@@ -43,16 +44,15 @@ def test_the_goal_step_pages(staff_page: Any, live_server: Any) -> None:
         annotators_per_item=2, min_dwell_seconds=0, items_per_participant=0, attention_check_every=0,
     )  # fmt: skip
     for worker in (1, 2):  # both answer every example; worker 2 misses every third one
-        participant = qualified(study, worker)
-        n = 0
-        while (assignment := services.assignment_next(participant=participant)) is not None:
-            assignment = read_everything(assignment)
+        taken = itertools.count()
+
+        def choose(assignment: Any, worker: int = worker, taken: Iterator[int] = taken) -> Any:
             example = assignment.item.example
-            wrong = worker == 2 and n % 3 == 0
+            wrong = worker == 2 and next(taken) % 3 == 0
             choice = (example.answer + 1) % len(example.candidates) if wrong else example.answer
-            services.annotation_submit(assignment=assignment, submission=MultipleChoiceSubmission(choice))
-            participant.refresh_from_db()
-            n += 1
+            return MultipleChoiceSubmission(choice)
+
+        annotate_all(qualified(study, worker), choose)
     errors: list[str] = []
     staff_page.on("pageerror", lambda error: errors.append(str(error)))
     for name, path, text in [

@@ -13,18 +13,11 @@ import pytest
 from h2e_site.jobs.models import Job, JobStatus
 from judging.job_types import IMPORT, JUDGE
 from tests.annotation.step_types.test_browser import make_patch_study, qualify, read_all
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import BOX_OVERFLOW, DESKTOP, PAGE_OVERFLOW, PHONE, screenshot
 from tests.browser.test_research_pages_browser import research_world
 
 pytestmark = pytest.mark.browser
 
-DESKTOP = {"width": 1440, "height": 900}
-PHONE = {"width": 390, "height": 844}
-PAGE_OVERFLOW = "document.documentElement.scrollWidth - document.documentElement.clientWidth"
-# How far a scroll box (a table's or a chart's) scrolls sideways: 0 when its content fits.
-BOX_OVERFLOW = (
-    "(selector) => { const el = document.querySelector(selector); return el.scrollWidth - el.clientWidth; }"
-)
 # The boxes of the elements matched, as [left, right, width, height] (visible ones only).
 BOXES = """(selector) => Array.from(document.querySelectorAll(selector))
   .map(el => el.getBoundingClientRect()).filter(r => r.width > 0)

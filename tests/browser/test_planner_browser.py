@@ -9,10 +9,9 @@ from typing import Any
 import pytest
 
 from tests.annotation.test_planner import world  # noqa: F401 (the fixture)
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import PAGE_OVERFLOW, screenshot
 
 pytestmark = pytest.mark.browser
-PAGE_OVERFLOW = "document.documentElement.scrollWidth - document.documentElement.clientWidth"
 
 
 @pytest.mark.parametrize("width", [1440, 390])

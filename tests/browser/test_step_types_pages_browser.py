@@ -11,11 +11,9 @@ import pytest
 
 from annotation.models import StepTypeClassifier, StepTypePrediction
 from tests.annotation.step_types.labelled import table6_study
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import DESKTOP, PAGE_OVERFLOW, PHONE, screenshot
 
 pytestmark = pytest.mark.browser
-
-PHONE = {"width": 390, "height": 844}
 
 
 def _predict(study: Any) -> StepTypeClassifier:
@@ -35,7 +33,7 @@ def _labels(study: Any) -> list[Any]:
 
 
 def _no_sideways_scroll(page: Any, name: str) -> None:
-    overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    overflow = page.evaluate(PAGE_OVERFLOW)
     assert overflow <= 0, f"{name}: the page scrolls sideways by {overflow} px"
 
 
@@ -50,7 +48,7 @@ def test_the_step_types_pages_at_desktop_and_phone_widths(staff_page: Any, live_
         ("study", f"/studies/{study.slug}/", "Step types"),
     ]
     for name, path, text in pages:
-        staff_page.set_viewport_size({"width": 1440, "height": 900})
+        staff_page.set_viewport_size(DESKTOP)
         staff_page.goto(f"{live_server.url}{path}")
         staff_page.get_by_text(text).first.wait_for()
         screenshot(staff_page, f"step-types-{name}-desktop")

@@ -11,12 +11,11 @@ import pytest
 
 from annotation.models import Study
 from tests.annotation.test_agreement_pages import annotate
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import DESKTOP, PAGE_OVERFLOW, PHONE, screenshot
 from tests.browser.test_research_pages_browser import research_world
 from tests.factories import make_judgment
 
 pytestmark = pytest.mark.browser
-PHONE = {"width": 390, "height": 844}
 # The elements that stick out of the viewport (outside the tables' own scroll boxes), for the message.
 OVERFLOWING = """() => { const w = document.documentElement.clientWidth; const out = [];
   for (const el of document.querySelectorAll('body *')) { const r = el.getBoundingClientRect();
@@ -26,14 +25,14 @@ OVERFLOWING = """() => { const w = document.documentElement.clientWidth; const o
 
 
 def _both_widths(page: Any, name: str) -> None:
-    page.set_viewport_size({"width": 1440, "height": 900})
+    page.set_viewport_size(DESKTOP)
     screenshot(page, f"uncertainty-{name}-desktop")
     page.set_viewport_size(PHONE)
-    overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    overflow = page.evaluate(PAGE_OVERFLOW)
     screenshot(page, f"uncertainty-{name}-phone")
     wide = page.evaluate(OVERFLOWING)
     assert overflow <= 0, f"{name}: the page scrolls sideways by {overflow} px at 390 px: {wide}"
-    page.set_viewport_size({"width": 1440, "height": 900})
+    page.set_viewport_size(DESKTOP)
 
 
 def test_the_uncertainty_pages(staff_page: Any, live_server: Any) -> None:

@@ -6,7 +6,6 @@ import datetime
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Permission
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -32,15 +31,6 @@ JOBS = "/api/jobs/"
 
 def post(client: Client, url: str, body: dict[str, Any] | None = None) -> Any:
     return client.post(url, body or {}, content_type="application/json")
-
-
-@pytest.fixture
-def runner(client: Client) -> Client:
-    """A staff user allowed to start jobs, but not a superuser."""
-    user = make_user(is_staff=True)
-    user.user_permissions.add(Permission.objects.get(codename="add_job"))
-    client.force_login(user)
-    return client
 
 
 def test_it_routes_jobs_where_the_brief_says() -> None:

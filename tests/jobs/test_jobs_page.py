@@ -28,13 +28,6 @@ from tests.judging.runnable import make_runnable_generator, make_runnable_judge
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def staff_client(client: Client) -> Client:
-    """Staff without the run permission: can watch, cannot cancel."""
-    client.force_login(make_user(is_staff=True))
-    return client
-
-
 def started(job: Job, *, seconds_ago: float) -> Job:
     Job.objects.filter(pk=job.pk).update(started_at=timezone.now() - datetime.timedelta(seconds=seconds_ago))
     job.refresh_from_db()
@@ -124,12 +117,12 @@ def test_it_shows_item_errors_and_hides_the_item_list(admin_client: Client) -> N
     assert "&#x27;items&#x27;: &#x27;4 ids&#x27;" in page
 
 
-def test_it_offers_cancel_only_to_staff_who_may_run_jobs(admin_client: Client, staff_client: Client) -> None:
+def test_it_offers_cancel_only_to_staff_who_may_run_jobs(admin_client: Client, staff: Client) -> None:
     job = judge_job()
     cancel_url = reverse("jobs:job_cancel", args=[job.pk])
     assert cancel_url in admin_client.get(reverse("jobs:job_list")).content.decode()
-    assert cancel_url not in staff_client.get(reverse("jobs:job_list")).content.decode()
-    assert staff_client.post(cancel_url).status_code == 403
+    assert cancel_url not in staff.get(reverse("jobs:job_list")).content.decode()
+    assert staff.post(cancel_url).status_code == 403
     job.refresh_from_db()
     assert job.status == JobStatus.RUNNING
 

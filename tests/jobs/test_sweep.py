@@ -20,10 +20,9 @@ from judging.configs import judge_for_config
 from judging.judge_jobs import judge_job_create
 from judging.models import Judgment
 from tests.factories import make_generation, make_generator, make_job, make_procedure
-from tests.llm_server import LoopbackLLM, llm_server
+from tests.llm_server import LoopbackLLM
 from tests.worker_process import Worker, process_env
 
-__all__ = ["llm_server"]
 N_ITEMS = 60
 TIMEOUT_SECONDS = 120
 

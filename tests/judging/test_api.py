@@ -34,12 +34,6 @@ def world() -> dict[str, Any]:
     return make_scored_world()
 
 
-@pytest.fixture
-def user_client(client: Client) -> Client:
-    client.force_login(make_user(is_staff=False))
-    return client
-
-
 def results(response: Any) -> list[dict[str, Any]]:
     assert response.status_code == 200, response.content
     return response.json()["results"]

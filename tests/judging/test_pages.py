@@ -31,12 +31,6 @@ def world() -> dict[str, Any]:
     return make_scored_world()
 
 
-@pytest.fixture
-def user_client(client: Client) -> Client:
-    client.force_login(make_user(is_staff=False))
-    return client
-
-
 def page_urls(world: dict[str, Any]) -> list[str]:
     generation = world["generations"][world["generators"][0]][0]
     job = make_job()

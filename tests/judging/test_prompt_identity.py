@@ -18,9 +18,8 @@ from judging.generate_jobs import generate_job_create, generate_job_run
 from judging.judge_jobs import judge_job_create, judge_job_run
 from judging.models import Judge, Judgment
 from tests.factories import make_generation, make_generator, make_procedure
-from tests.llm_server import LoopbackLLM, judge_json, llm_server
+from tests.llm_server import LoopbackLLM, judge_json
 
-__all__ = ["llm_server"]
 pytestmark = pytest.mark.django_db
 PROMPTS = Path(settings.BASE_DIR) / "prompts"
 MARKER = "EDITED AFTER THE JUDGE WAS MADE"

@@ -47,10 +47,8 @@ from tests.llm_server import (
     fenced,
     in_prose,
     judge_json,
-    llm_server,
 )
 
-__all__ = ["llm_server"]
 pytestmark = pytest.mark.django_db
 CONFIGS = Path(settings.BASE_DIR) / "configs"
 

@@ -19,10 +19,8 @@ from h2e_site.jobs.models import Job, JobStatus
 from judging.models import Generation, Generator, Judge, JudgeError, Judgment
 from judging.selectors import how2score_leaderboard
 from mining.services import bench_import
-from tests.local_llm import local_llm_url
 from tests.worker_process import ROOT, Worker, process_env
 
-__all__ = ["local_llm_url"]
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 PAPER_BENCH = ROOT / "demo/paper-examples/bench.jsonl"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.test import Client
 from django.urls import reverse
@@ -15,11 +14,10 @@ from mining.config import run_config_from_mapping
 from mining.job_types import MINE
 from mining.models import MiningRun, StageOutcome
 from mining.runs import mine_job_run, mining_run_create
-from tests.factories import make_user
-from tests.llm_server import LoopbackLLM, llm_server
+from tests.factories import logged_in, make_user
+from tests.llm_server import LoopbackLLM
 from tests.mining.canned import canned_responder, loopback_config, make_document
 
-__all__ = ["llm_server"]
 pytestmark = pytest.mark.django_db
 
 
@@ -35,22 +33,12 @@ def run(llm_server: LoopbackLLM) -> MiningRun:
     return run
 
 
-def admin_client() -> Client:
-    user = get_user_model().objects.create_superuser("root", "root@example.com", "pw")
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 def test_it_reruns_a_run_from_a_stage_from_the_admin(
-    run: MiningRun, django_capture_on_commit_callbacks
+    run: MiningRun, boss: Client, django_capture_on_commit_callbacks
 ) -> None:
-    client = admin_client()
     url = reverse("admin:mining_miningrun_changelist")
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        response = client.post(
-            url, {"action": "rerun_from_filter", "_selected_action": [run.pk]}, follow=True
-        )
+        response = boss.post(url, {"action": "rerun_from_filter", "_selected_action": [run.pk]}, follow=True)
     assert response.status_code == 200
     run.refresh_from_db()
     assert run.job is not None and run.job.status == JobStatus.QUEUED and run.job.kind == MINE
@@ -59,11 +47,10 @@ def test_it_reruns_a_run_from_a_stage_from_the_admin(
     assert stages == {"extraction", "prefilter"}
 
 
-def test_it_refuses_to_start_a_run_whose_job_is_running(run: MiningRun) -> None:
+def test_it_refuses_to_start_a_run_whose_job_is_running(run: MiningRun, boss: Client) -> None:
     Job.objects.filter(pk=run.job_id).update(status=JobStatus.RUNNING)
-    client = admin_client()
     url = reverse("admin:mining_miningrun_changelist")
-    response = client.post(url, {"action": "start_or_resume", "_selected_action": [run.pk]}, follow=True)
+    response = boss.post(url, {"action": "start_or_resume", "_selected_action": [run.pk]}, follow=True)
     assert "cancel it first" in response.content.decode()
     assert Job.objects.filter(kind=MINE).count() == 1
 
@@ -71,23 +58,20 @@ def test_it_refuses_to_start_a_run_whose_job_is_running(run: MiningRun) -> None:
 def test_it_hides_run_actions_from_staff_without_the_run_permission(run: MiningRun) -> None:
     user = make_user(is_staff=True)
     user.user_permissions.add(*Permission.objects.filter(codename="view_miningrun"))
-    client = Client()
-    client.force_login(user)
-    html = client.get(reverse("admin:mining_miningrun_changelist")).content.decode()
+    html = logged_in(user).get(reverse("admin:mining_miningrun_changelist")).content.decode()
     assert "rerun_from_filter" not in html
     assert "Funnel" in html
 
 
-def test_it_validates_a_config_edited_in_the_admin(run: MiningRun) -> None:
-    client = admin_client()
+def test_it_validates_a_config_edited_in_the_admin(run: MiningRun, boss: Client) -> None:
     url = reverse("admin:mining_miningrun_change", args=[run.pk])
     bad = dict(run.config, stages={"default": {"model": "m", "backend": "nope"}})
-    response = client.post(url, {"name": run.name, "config": json.dumps(bad)})
+    response = boss.post(url, {"name": run.name, "config": json.dumps(bad)})
     assert response.status_code == 200 and "unknown backend" in response.content.decode()
     good = dict(
         run.config, stages={**run.config["stages"], "filter": {"prompt_path": "prompts/mine_filter.txt"}}
     )
-    response = client.post(url, {"name": run.name, "config": json.dumps(good)})
+    response = boss.post(url, {"name": run.name, "config": json.dumps(good)})
     assert response.status_code == 302
     run.refresh_from_db()
     assert run.config["stages"]["filter"] == {"prompt_path": "prompts/mine_filter.txt"}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client
 
 from h2e_site.jobs.models import Job, JobStatus
@@ -11,10 +10,9 @@ from mining.config import run_config_from_mapping
 from mining.models import MiningRun, StageOutcome
 from mining.runs import mine_job_run, mining_run_create
 from tests.factories import make_user
-from tests.llm_server import LoopbackLLM, llm_server
+from tests.llm_server import LoopbackLLM
 from tests.mining.canned import canned_responder, loopback_config, make_document
 
-__all__ = ["llm_server"]
 pytestmark = pytest.mark.django_db
 
 
@@ -28,13 +26,6 @@ def run(llm_server: LoopbackLLM) -> MiningRun:
     )
     mine_job_run(job_id=run.job_id or 0)
     return run
-
-
-@pytest.fixture
-def runner() -> Client:
-    client = Client()
-    client.force_login(get_user_model().objects.create_superuser("boss", "boss@example.com", "pw"))
-    return client
 
 
 def test_it_reruns_a_stage_through_the_api(

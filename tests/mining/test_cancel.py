@@ -11,10 +11,9 @@ from h2e_site.jobs.services import job_cancel
 from mining.config import run_config_from_mapping
 from mining.models import RunStatus, StageOutcome
 from mining.runs import mine_job_run, mining_run_create, mining_run_start
-from tests.llm_server import LoopbackLLM, llm_server
+from tests.llm_server import LoopbackLLM
 from tests.mining.canned import canned_responder, loopback_config, make_document
 
-__all__ = ["llm_server"]
 pytestmark = pytest.mark.django_db(transaction=True)
 
 

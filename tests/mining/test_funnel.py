@@ -15,10 +15,9 @@ from mining.models import STAGE_ORDER, MiningRun, StageOutcome
 from mining.runs import mine_job_run, mining_run_create
 from mining.selectors import run_funnel
 from tests.factories import make_user
-from tests.llm_server import LoopbackLLM, llm_server
+from tests.llm_server import LoopbackLLM
 from tests.mining.canned import canned_responder, loopback_config, make_document
 
-__all__ = ["llm_server"]
 pytestmark = pytest.mark.django_db
 
 MARKERS = ["", "NOPROC", "GARBLE", "FEWSTEPS", "REPEAT", "BRAND", "FINALNO", ""]
@@ -34,13 +33,6 @@ def run(llm_server: LoopbackLLM) -> MiningRun:
     run = mining_run_create(config=config, enqueue=False)
     mine_job_run(job_id=run.job_id or 0)
     return run
-
-
-@pytest.fixture
-def staff() -> Client:
-    client = Client()
-    client.force_login(make_user(is_staff=True))
-    return client
 
 
 def expected_from_outcomes(run: MiningRun) -> dict[tuple[str, str], tuple[int, int, int, float]]:

@@ -9,11 +9,10 @@ import pytest
 from mining.config import run_config_from_mapping
 from mining.models import Procedure, Split
 from mining.runs import mine_job_run, mining_run_create
-from tests.browser.conftest import page, requested_urls, screenshot, staff_page
-from tests.llm_server import LoopbackLLM, llm_server
+from tests.browser.conftest import PAGE_OVERFLOW, PHONE, screenshot
+from tests.llm_server import LoopbackLLM
 from tests.mining.canned import canned_responder, loopback_config, make_document
 
-__all__ = ["llm_server", "page", "requested_urls", "staff_page"]
 pytestmark = pytest.mark.browser
 
 MARKERS = ["", "NOPROC", "GARBLE", "FEWSTEPS", "REPEAT", "BRAND", "FINALNO", "", "", "REPEAT"]
@@ -68,8 +67,7 @@ def test_it_shows_a_second_run_of_reused_answers_and_a_final_pass_not_stored(
     costs = staff_page.locator("tfoot tr.funnel-stage-cost td[data-stage=extraction]").inner_text()
     assert "10 reused" in costs  # every extraction answer, the unparsable one too
     screenshot(staff_page, "mining-funnel-reused-desktop")
-    staff_page.set_viewport_size({"width": 390, "height": 844})
-    width = "document.documentElement.scrollWidth - document.documentElement.clientWidth"
-    overflow = staff_page.evaluate(width)
+    staff_page.set_viewport_size(PHONE)
+    overflow = staff_page.evaluate(PAGE_OVERFLOW)
     screenshot(staff_page, "mining-funnel-reused-phone")
     assert overflow <= 0, f"the funnel scrolls sideways by {overflow} px at 390 px"

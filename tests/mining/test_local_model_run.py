@@ -13,9 +13,7 @@ from mining.models import STAGE_ORDER, SourceDocument, StageOutcome
 from mining.runs import mine_job_run, mining_run_create
 from mining.selectors import run_funnel
 from tests.factories import make_topic
-from tests.local_llm import local_llm_url
 
-__all__ = ["local_llm_url"]
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 
 DOCUMENT = (

@@ -9,10 +9,9 @@ from h2e_site.jobs.models import JobStatus
 from mining.config import run_config_from_mapping
 from mining.models import MiningRun, Procedure, RunStatus, Split, StageOutcome
 from mining.runs import mine_job_run, mining_run_create, mining_run_rerun_stage, mining_run_retry_errors
-from tests.llm_server import Fail, LoopbackLLM, llm_server
+from tests.llm_server import Fail, LoopbackLLM
 from tests.mining.canned import canned_responder, loopback_config, make_document
 
-__all__ = ["llm_server"]
 pytestmark = pytest.mark.django_db
 
 CASES = {  # doc id -> (marker, the stage that stops it or "" when it passes them all)

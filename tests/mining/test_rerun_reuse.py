@@ -25,10 +25,9 @@ from mining.runs import (
     mining_run_retry_errors,
 )
 from mining.selectors import run_funnel, run_unstored
-from tests.llm_server import Fail, LoopbackLLM, llm_server
+from tests.llm_server import Fail, LoopbackLLM
 from tests.mining.canned import canned_responder, loopback_config, make_document
 
-__all__ = ["llm_server"]
 pytestmark = pytest.mark.django_db
 
 MARKERS = {"r-good": "", "r-noproc": "NOPROC", "r-few": "FEWSTEPS", "r-brand": "BRAND", "r-no": "FINALNO"}

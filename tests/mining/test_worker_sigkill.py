@@ -16,11 +16,10 @@ from h2e_site.jobs.models import Job, JobStatus
 from mining.config import run_config_from_mapping
 from mining.models import Procedure, StageOutcome
 from mining.runs import mining_run_create
-from tests.llm_server import LoopbackLLM, llm_server
+from tests.llm_server import LoopbackLLM
 from tests.mining.canned import canned_responder, loopback_config, make_document
 from tests.worker_process import Worker, process_env
 
-__all__ = ["llm_server"]
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 N_DOCUMENTS = 40

@@ -5,7 +5,6 @@ of no choice is shown, and the completion redirect; screenshots at a laptop widt
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,18 +14,12 @@ from annotation.models import Annotation, StudyKind
 from mining.models import TaskExample
 from tests.annotation.conftest import pid
 from tests.annotation.goal_step.conftest import make_task_set
-from tests.annotation.test_annotator_browser import PROLIFIC, new_tab  # noqa: F401 (a fixture)
+from tests.browser.conftest import PAGE_OVERFLOW, PHONE, PROLIFIC, screenshot
 
 pytestmark = pytest.mark.browser
-SCREENSHOTS = Path(__file__).resolve().parents[3] / "test-artifacts" / "screenshots" / "multiple-choice"
 
 
-def shot(page: Any, name: str) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
-
-
-def test_a_worker_answers_with_the_keyboard_to_the_completion_code(new_tab: Any, live_server: Any) -> None:  # noqa: F811
+def test_a_worker_answers_with_the_keyboard_to_the_completion_code(new_tab: Any, live_server: Any) -> None:
     make_task_set()
     study = services.study_create(
         title="Validate the tasks", slug="mc", kind=StudyKind.MULTIPLE_CHOICE,
@@ -47,7 +40,7 @@ def test_a_worker_answers_with_the_keyboard_to_the_completion_code(new_tab: Any,
         page.locator("#ack-goal").wait_for()
         page.wait_for_load_state("load")  # htmx and the page's script are in place before any key
         if n == 0:
-            shot(page, "01-item-start")
+            screenshot(page, "multiple-choice/01-item-start")
             # Submitting without a choice is refused, and said so.
             page.locator("#ack-goal").focus()
             page.keyboard.press("Enter")
@@ -74,7 +67,7 @@ def test_a_worker_answers_with_the_keyboard_to_the_completion_code(new_tab: Any,
         checked = [box.is_checked() for box in page.locator("input.mc-choice").all()]
         assert checked == [False, True, False, False, False], (n, checked)
         if n == 0:
-            shot(page, "02-item-chosen")
+            screenshot(page, "multiple-choice/02-item-chosen")
         page.get_by_role("button", name="Submit & Continue").click()
     page.wait_for_url(f"{PROLIFIC}submissions/complete?cc=MC0K")
     assert [a.answer["choice"] for a in Annotation.objects.order_by("pk")] == [1, 1]
@@ -87,7 +80,7 @@ def test_the_item_fits_a_phone(browser: Any, live_server: Any, transactional_db:
         title="Validate", slug="mc-phone", kind=StudyKind.MULTIPLE_CHOICE,
         selection=services.Selection(task_set="tasks"), min_dwell_seconds=0, attention_check_every=0,
     )  # fmt: skip
-    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
     try:
         page = context.new_page()
         page.goto(f"{live_server.url}/a/{study.slug}/?PROLIFIC_PID={pid(6)}&STUDY_ID=a&SESSION_ID=b")
@@ -98,14 +91,12 @@ def test_the_item_fits_a_phone(browser: Any, live_server: Any, transactional_db:
         page.get_by_role("button", name="Check my answers").click()
         page.locator("#ack-goal").click()
         page.locator("label.mc-option").first.click()
-        overflow = page.evaluate(
-            "document.documentElement.scrollWidth - document.documentElement.clientWidth"
-        )
+        overflow = page.evaluate(PAGE_OVERFLOW)
         assert overflow <= 0, f"the page scrolls sideways by {overflow} px"
         for option in page.locator("label.mc-option").all():
             box = option.bounding_box()
             assert box is not None and box["height"] >= 24
-        shot(page, "03-phone")
+        screenshot(page, "multiple-choice/03-phone")
     finally:
         context.close()
 
@@ -135,10 +126,8 @@ def test_an_example_with_more_options_than_letters_still_shows_every_one(
         page.locator(".mc-letter").last.wait_for()  # htmx swapped the options in
         letters = page.locator(".mc-letter").all_inner_texts()
         assert letters[:2] == ["A", "B"] and letters[25:] == ["Z", "AA", "AB", "AC", "AD"]
-        overflow = page.evaluate(
-            "document.documentElement.scrollWidth - document.documentElement.clientWidth"
-        )
+        overflow = page.evaluate(PAGE_OVERFLOW)
         assert overflow <= 0, f"the page scrolls sideways by {overflow} px"
-        shot(page, f"04-thirty-options-{width}")
+        screenshot(page, f"multiple-choice/04-thirty-options-{width}")
     finally:
         context.close()

@@ -6,6 +6,7 @@ distribution, human accuracy (Wilson) and Krippendorff's alpha checked by hand a
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import krippendorff
 import numpy as np
@@ -21,7 +22,7 @@ from annotation.models import Annotation, Study, StudyItem, StudyKind
 from judging.stats import wilson_interval
 from mining.goal_step.options import option_letter
 from mining.models import TaskExample
-from tests.annotation.conftest import qualified, read_everything
+from tests.annotation.conftest import annotate_all, qualified
 from tests.annotation.goal_step.conftest import make_task_set
 from tests.annotation.test_views import qualify, read_all, url
 
@@ -39,14 +40,13 @@ def make_mc_study(k: int = 3, attention_checks: int = 0, every: int = 0) -> Stud
 
 def answer_all(study: Study, worker: int, choices: dict[str, object]) -> None:
     """The worker answers every item: choices by prompt (default: the right answer)."""
-    participant = qualified(study, worker)
-    while (assignment := services.assignment_next(participant=participant)) is not None:
-        assignment = read_everything(assignment)
+
+    def choose(assignment: Any) -> MultipleChoiceSubmission:
         example = assignment.item.example
         choice = choices.get(example.prompt, example.answer)
-        submission = MultipleChoiceSubmission(choice, user_agent="test")  # type: ignore[arg-type]
-        services.annotation_submit(assignment=assignment, submission=submission)
-        participant.refresh_from_db()
+        return MultipleChoiceSubmission(choice, user_agent="test")  # type: ignore[arg-type]
+
+    annotate_all(qualified(study, worker), choose)
 
 
 def test_a_study_of_the_test_examples_with_the_kinds_texts() -> None:

@@ -15,7 +15,7 @@ from annotation.models import StepTypeLabelSet, Study
 from annotation.step_types.agreement import study_labels, study_step_types_agreement
 from annotation.step_types.measures import ALL, TASK_EXPERT, Expert
 from h2e_site.stats import wilson_interval
-from tests.factories import make_procedure, make_user
+from tests.factories import make_procedure
 
 from .labelled import THREE_STEPS, add_item, annotate, pid, step_study, table6_study
 
@@ -238,20 +238,6 @@ def test_it_has_no_figures_without_labels() -> None:
 # --- pages and API -----------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def staff() -> Client:
-    client = Client()
-    client.force_login(make_user(is_staff=True))
-    return client
-
-
-@pytest.fixture
-def teammate() -> Client:
-    client = Client()
-    client.force_login(make_user(is_staff=False))
-    return client
-
-
 def test_it_shows_a_step_types_study_at_its_agreement_url(
     study: Study, staff: Client, django_assert_max_num_queries: Any
 ) -> None:
@@ -341,18 +327,18 @@ def test_it_refuses_an_api_query_without_exactly_one_source(study: Study, staff:
         ("agreement:step_types_label_set", ["sio-test"]),
     ],
 )
-def test_it_keeps_the_pages_to_staff(study: Study, teammate: Client, name: str, args: list[str]) -> None:
+def test_it_keeps_the_pages_to_staff(study: Study, user_client: Client, name: str, args: list[str]) -> None:
     StepTypeLabelSet.objects.create(name="sio-test")
     url = reverse(name, args=args)
     anonymous = Client().get(url)
     assert anonymous.status_code == 302 and reverse("login") in anonymous["Location"]
-    assert teammate.get(url).status_code == 403
+    assert user_client.get(url).status_code == 403
 
 
-def test_it_keeps_the_api_to_staff(study: Study, teammate: Client) -> None:
+def test_it_keeps_the_api_to_staff(study: Study, user_client: Client) -> None:
     url = reverse("step-types-agreement-api")
     assert Client().get(url, {"study": study.slug}).status_code in {401, 403}
-    assert teammate.get(url, {"study": study.slug}).status_code == 403
+    assert user_client.get(url, {"study": study.slug}).status_code == 403
 
 
 def test_it_answers_only_get(study: Study, staff: Client) -> None:

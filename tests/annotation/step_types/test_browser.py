@@ -6,7 +6,6 @@ the completion redirect; the item page at a laptop width and at 390 px, with scr
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,12 +14,11 @@ from annotation import services
 from annotation.models import Annotation, StepTypeLabel, StudyKind
 from mining.models import Split
 from tests.annotation.conftest import pid
-from tests.annotation.test_annotator_browser import PROLIFIC, new_tab  # noqa: F401 (a fixture)
+from tests.browser.conftest import PAGE_OVERFLOW, PHONE, PROLIFIC, screenshot
 from tests.factories import make_procedure, make_topic
 
 pytestmark = pytest.mark.browser
 
-SCREENSHOTS = Path(__file__).resolve().parents[3] / "test-artifacts" / "screenshots" / "step-types"
 PATCH = [
     "Lay the base item on a flat, heat-resistant surface",
     "Place the patch in the position you chose",
@@ -29,12 +27,6 @@ PATCH = [
     "Position the heated iron over the patch and press down",
     "Remove the iron and allow the patch to cool",
 ]
-PHONE = {"width": 390, "height": 844}
-
-
-def shot(page: Any, name: str) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
 
 
 def make_patch_study(n: int = 1) -> Any:
@@ -59,10 +51,10 @@ def qualify(page: Any, live_server: Any, study: Any, n: int = 7) -> None:
     page.goto(f"{live_server.url}/a/{study.slug}/?PROLIFIC_PID={pid(n)}&STUDY_ID=abc&SESSION_ID=s1")
     page.get_by_role("button", name="I agree").click()
     page.get_by_role("button", name=re.compile("I have read the training")).wait_for()
-    shot(page, f"00-training-{page.viewport_size['width']}")
+    screenshot(page, f"step-types/00-training-{page.viewport_size['width']}")
     page.get_by_role("button", name=re.compile("I have read the training")).click()
     page.get_by_role("heading", name="A short check").wait_for()
-    shot(page, f"00-check-{page.viewport_size['width']}")
+    screenshot(page, f"step-types/00-check-{page.viewport_size['width']}")
     for i, question in enumerate(study.comprehension_questions):
         page.locator(f"input[name=q{i}][value='{question['answer']}']").check()
     page.get_by_role("button", name="Check my answers").click()
@@ -77,7 +69,7 @@ def read_all(page: Any) -> None:
 
 
 def test_a_participant_marks_step_types_from_prolific_to_the_completion_code(
-    new_tab: Any,  # noqa: F811
+    new_tab: Any,
     live_server: Any,
 ) -> None:
     study = make_patch_study()
@@ -87,7 +79,7 @@ def test_a_participant_marks_step_types_from_prolific_to_the_completion_code(
     qualify(page, live_server, study)
     assert page.get_by_text("Read every step to see the questions.").is_visible()
     assert page.locator("input[name=mark]").count() == 0
-    shot(page, "01-item-start")
+    screenshot(page, "step-types/01-item-start")
     read_all(page)
 
     # Every step read: the candidates of the three types, 5 + 4 + 4 for six steps.
@@ -99,7 +91,7 @@ def test_a_participant_marks_step_types_from_prolific_to_the_completion_code(
     assert not page.locator(".candidate-expert[data-for='sequential:1-2']").is_visible()  # not marked
     expert.get_by_label("No").check()
     page.locator("#task-expert-no, input[name=expert_knowledge][value=no]").first.check()
-    shot(page, "02-item-marked")
+    screenshot(page, "step-types/02-item-marked")
 
     # The interchangeable pair has no expert answer: refused, shown next to it, marks kept.
     page.wait_for_function("!document.getElementById('submit-button').disabled", timeout=10_000)
@@ -108,7 +100,7 @@ def test_a_participant_marks_step_types_from_prolific_to_the_completion_code(
     refusal.get_by_text("say whether it needs expert or domain knowledge").wait_for()
     assert page.get_by_label("Step 0 → step 1").is_checked()
     assert page.get_by_label("At step 0: steps 1 and 2").is_checked()
-    shot(page, "03-item-refused")
+    screenshot(page, "step-types/03-item-refused")
     refusal.locator(".candidate-expert").get_by_label("No").check()
     page.get_by_role("button", name="Submit & Continue").click()
     page.wait_for_url(f"{PROLIFIC}submissions/complete?cc=STEPS0K")
@@ -134,13 +126,11 @@ def test_the_step_types_item_page_fits_a_phone(
         qualify(page, live_server, study)
         read_all(page)
         page.get_by_label("At step 2: step 3").check()
-        overflow = page.evaluate(
-            "document.documentElement.scrollWidth - document.documentElement.clientWidth"
-        )
+        overflow = page.evaluate(PAGE_OVERFLOW)
         assert overflow <= 0, f"the page scrolls sideways by {overflow} px at 390 px"
         for box in page.locator("label.candidate-mark").all():
             size = box.bounding_box()
             assert size is not None and size["height"] >= 24
-        shot(page, "04-phone-item")
+        screenshot(page, "step-types/04-phone-item")
     finally:
         context.close()

@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 import yaml
-from django.contrib.auth.models import Permission
 from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
@@ -50,9 +49,8 @@ from h2e_site.llm.prompts import PromptChanged, prompt_sha256
 from h2e_site.stats import wilson_interval
 from tests.annotation.conftest import qualified, read_everything
 from tests.factories import make_generation, make_generator, make_procedure, make_topic, make_user
-from tests.llm_server import Fail, LoopbackLLM, llm_server
+from tests.llm_server import Fail, LoopbackLLM
 
-__all__ = ["llm_server"]
 pytestmark = pytest.mark.django_db
 
 LENTILS = ["Rinse the lentils", "Soak them overnight", "Drain the water", "Simmer them for an hour"]
@@ -508,22 +506,6 @@ def test_attention_check_labels_never_count(study: Study) -> None:
 
 
 # --- the page -----------------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def staff(client: Client) -> Client:
-    client.force_login(make_user(is_staff=True))
-    return client
-
-
-@pytest.fixture
-def runner() -> Client:
-    """Another browser: a staff user allowed to start jobs."""
-    user = make_user(is_staff=True)
-    user.user_permissions.add(Permission.objects.get(codename="add_job"))
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def page_url(study: Study) -> str:

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 import yaml
-from django.contrib.auth.models import Permission
 from django.core.management import CommandError, call_command
 from django.template.loader import render_to_string
 from django.test import Client
@@ -43,9 +42,8 @@ from mining.goal_step.answer_views import task_models_context
 from mining.goal_step.results import NO_TOPIC, task_models_results
 from mining.models import GoalStepTask, TaskAnswer, TaskExample, TaskModel, TaskSet, TaskSplit
 from tests.factories import make_topic, make_user
-from tests.llm_server import Fail, LoopbackLLM, llm_server
+from tests.llm_server import Fail, LoopbackLLM
 
-__all__ = ["llm_server"]
 pytestmark = pytest.mark.django_db
 
 SI, GI, SO = GoalStepTask.STEP_INFERENCE, GoalStepTask.GOAL_INFERENCE, GoalStepTask.STEP_ORDERING
@@ -564,22 +562,6 @@ def test_the_fragment_draws_bars_with_intervals(task_set: TaskSet, crafted: Task
 
 
 # --- the API ------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def staff(client: Client) -> Client:
-    client.force_login(make_user(is_staff=True))
-    return client
-
-
-@pytest.fixture
-def runner() -> Client:
-    """A staff user allowed to start jobs."""
-    user = make_user(is_staff=True)
-    user.user_permissions.add(Permission.objects.get(codename="add_job"))
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def test_the_api_returns_accuracy_per_task_and_topic(

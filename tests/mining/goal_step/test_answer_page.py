@@ -15,9 +15,8 @@ from mining.goal_step.answer_registry import ANSWER_TASKS
 from mining.models import TaskAnswer, TaskModel, TaskSet
 from tests.annotation.goal_step.conftest import make_task_set
 from tests.factories import make_user
-from tests.llm_server import LoopbackLLM, llm_server
+from tests.llm_server import LoopbackLLM
 
-__all__ = ["llm_server"]
 pytestmark = pytest.mark.django_db
 SMOL = "configs/goal_step/smollm2-local.yaml"
 

@@ -16,12 +16,12 @@ from mining.goal_step import exports
 from mining.models import Procedure, TaskSet, TaskSplit
 from mining.runs import _sequential, mine_job_run, mining_run_create
 from tests.factories import make_user
-from tests.llm_server import LoopbackLLM, llm_server
+from tests.llm_server import LoopbackLLM
 from tests.mining.canned import canned_responder, loopback_config, make_document
 from tests.mining.conftest import bench_records, write_file
 from tests.mining.goal_step.task_sets import build, make_procedures
 
-__all__ = ["bench_records", "llm_server"]
+__all__ = ["bench_records"]
 
 pytestmark = pytest.mark.django_db
 

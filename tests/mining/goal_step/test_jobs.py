@@ -7,7 +7,6 @@ import itertools
 import json
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.test import Client
 
@@ -151,13 +150,6 @@ def test_it_refuses_a_name_taken() -> None:
 
 
 # --- API and command -----------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def boss() -> Client:
-    client = Client()
-    client.force_login(get_user_model().objects.create_superuser("boss", "boss@example.com", "pw"))
-    return client
 
 
 def test_it_starts_a_build_job_on_post_api_jobs(boss: Client) -> None:

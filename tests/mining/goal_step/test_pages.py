@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -25,20 +24,6 @@ pytestmark = pytest.mark.django_db
 def built() -> TaskSet:
     make_procedures()
     return build("paged")
-
-
-@pytest.fixture
-def staff() -> Client:
-    client = Client()
-    client.force_login(make_user(is_staff=True))
-    return client
-
-
-@pytest.fixture
-def boss() -> Client:
-    client = Client()
-    client.force_login(get_user_model().objects.create_superuser("boss", "boss@example.com", "pw"))
-    return client
 
 
 def urls(task_set: TaskSet) -> list[str]:
