@@ -12,6 +12,8 @@ from h2e_site.jobs.models import Job, JobKind
 from h2e_site.jobs.registry import JobDescription, JobLink, JobSubject, JobType, job_type_register
 
 from .models import StepTypeClassifier, Study
+from .step_types.classify import classify_job_create, classify_job_retry
+from .tasks import run_classify_job
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -49,15 +51,10 @@ def _description(job: Job, classifier: StepTypeClassifier | None, study: Study |
 
 
 def _api_create(data: dict[str, Any], created_by: User | None) -> Job:
-    from .step_types.classify import classify_job_create
-
     return classify_job_create(classifier=data["classifier_id"], study=data["study"], created_by=created_by)
 
 
 def register_job_types() -> None:
-    from .step_types.classify import classify_job_retry
-    from .tasks import run_classify_job
-
     job_type_register(
         JobType(
             JobKind.CLASSIFY_STEPS,

@@ -12,6 +12,8 @@ from h2e_site.jobs.models import Job, JobKind
 from h2e_site.jobs.registry import JobDescription, JobLink, JobSubject, JobType, job_type_register
 
 from ..models import TaskModel, TaskSet
+from ..tasks import run_answer_tasks_job
+from .answer import answer_job_create, answer_job_retry
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -61,8 +63,6 @@ def _description(job: Job, task_model: TaskModel | None, task_set: TaskSet | Non
 
 
 def _api_create(data: dict[str, Any], created_by: User | None) -> Job:
-    from .answer import answer_job_create
-
     return answer_job_create(
         task_model=data["model_id"],
         task_set=data["task_set"],
@@ -73,9 +73,6 @@ def _api_create(data: dict[str, Any], created_by: User | None) -> Job:
 
 
 def register_answer_job_type() -> None:
-    from ..tasks import run_answer_tasks_job
-    from .answer import answer_job_retry
-
     job_type_register(
         JobType(
             JobKind.ANSWER_TASKS,
