@@ -129,7 +129,7 @@ class StudyKindSpec(ABC):
 
     @abstractmethod
     def check(self, submission: Any, item: StudyItem, assignment: Assignment) -> None:
-        """Raise services.Refused (with its field) when the answer is incomplete or inconsistent."""
+        """Raise study_types.Refused (with its field) when the answer is incomplete or inconsistent."""
 
     @abstractmethod
     def annotation_fields(self, submission: Any, item: StudyItem) -> AnnotationFields:
