@@ -43,7 +43,7 @@ from judging.calibration import (
 )
 from judging.models import Generation, Generator, Judge, Judgment
 from judging.sampling import inclusion_after_rounds
-from judging.selectors import How2Score
+from judging.selectors import How2Score, how2score_leaderboard
 
 from .agreement import majority
 from .models import Annotation, CalibrationDraw, Study, StudyItem, StudyKind
@@ -234,7 +234,6 @@ def calibrated_lines(
     """One line per generator x judge the judge-only leaderboard has, best calibrated score first within
     each judge (undefined ones last); a generator judged but never sampled gets a line with its reason.
     `samples`: generator_samples(), computed when not given."""
-    from judging.selectors import how2score_leaderboard
 
     rows = how2score_leaderboard(judge_ids=None if judge_ids is None else list(judge_ids))
     judges = {j.judge_id: j for j in Judge.objects.filter(judge_id__in={r.judge_id for r in rows})}

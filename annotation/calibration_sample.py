@@ -21,7 +21,6 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -32,9 +31,7 @@ from judging import sampling
 from judging.models import Generation, Judge, Judgment
 
 from .models import CalibrationDesign, CalibrationDraw, CalibrationRound, Study, StudyItem, StudyKind
-
-if TYPE_CHECKING:
-    from .services import Selection
+from .study_types import SAMPLE_SIZE, Selection
 
 BATCH = 2000  # CalibrationDraw rows per INSERT
 Progress = Callable[[int], None]
@@ -280,8 +277,6 @@ def next_round(
 
 
 def _check_round(size: int, design: str, judges: Sequence[int], seed: int, frame: Collection[int]) -> None:
-    from .services import SAMPLE_SIZE
-
     errors: dict[str, str] = {}
     for name, bounds, value in (("size", SAMPLE_SIZE, size), ("seed", SEED, seed)):
         try:

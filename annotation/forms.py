@@ -16,7 +16,7 @@ from . import codebook
 from .comprehension import comprehension_questions_parse, comprehension_questions_text
 from .kinds import kind_for
 from .models import PROLIFIC_STUDY_ID, CalibrationDesign, Study, StudyKind, study_slug_free
-from .services import ATTENTION_CHECKS, SAMPLE_SIZE
+from .study_types import ATTENTION_CHECKS, SAMPLE_SIZE
 
 KIND_TEXTS = (
     "instructions",

@@ -11,13 +11,15 @@ from django.urls import reverse
 from h2e_site.jobs.models import Job
 from h2e_site.jobs.registry import JobDescription, JobLink, JobSubject, JobType, job_type_register
 
+from .job_kinds import CLASSIFY_STEPS
 from .models import StepTypeClassifier, Study
+from .step_types.classify import classify_job_create, classify_job_retry
+from .tasks import run_classify_job
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 DEMO_WARNING = "demo model - predictions not meaningful"
-CLASSIFY_STEPS = "classify_steps"  # the kind of job this app registers (the name stored in Job.kind)
 
 
 def describe_classify_jobs(jobs: Sequence[Job]) -> dict[int, JobDescription]:
@@ -50,15 +52,10 @@ def _description(job: Job, classifier: StepTypeClassifier | None, study: Study |
 
 
 def _api_create(data: dict[str, Any], created_by: User | None) -> Job:
-    from .step_types.classify import classify_job_create
-
     return classify_job_create(classifier=data["classifier_id"], study=data["study"], created_by=created_by)
 
 
 def register_job_types() -> None:
-    from .step_types.classify import classify_job_retry
-    from .tasks import run_classify_job
-
     job_type_register(
         JobType(
             CLASSIFY_STEPS,

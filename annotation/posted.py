@@ -12,7 +12,7 @@ from django.http import QueryDict
 
 from h2e_site.inputs import BadInput, ascii_int, ascii_ints, clean_text
 
-from . import services
+from .study_types import FailureInput, Submission
 
 _FAILURE_KEY = re.compile(r"failure-([0-9]{1,3})-description", re.ASCII)
 MAX_ENTRIES = 50
@@ -86,10 +86,10 @@ def posted_active_seconds(post: QueryDict) -> float | None:
     return value if 0 <= value < 10**7 else None  # rejects nan, inf and negatives too
 
 
-def submission(posted: PostedItem, post: QueryDict, *, user_agent: str) -> services.Submission:
-    return services.Submission(
+def submission(posted: PostedItem, post: QueryDict, *, user_agent: str) -> Submission:
+    return Submission(
         has_failure={"yes": True, "no": False}.get(posted.choice),
-        failures=[services.FailureInput(f.description, sorted(f.l1), sorted(f.l2)) for f in posted.failures],
+        failures=[FailureInput(f.description, sorted(f.l1), sorted(f.l2)) for f in posted.failures],
         comments=posted.comments,
         active_seconds=posted_active_seconds(post),
         user_agent=clean_text(user_agent),

@@ -9,23 +9,23 @@ check constraint on the table and the unique constraints on Assignment and Annot
 
 from __future__ import annotations
 
-import random
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Count, F, Q, QuerySet
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
-from h2e_site.bounds import SEED, OutOfRange, Range
-from judging.models import Generation, Judgment
+from h2e_site.bounds import OutOfRange
 
 from .db import JSONAppend
+from .kinds import kind_for
 from .kinds.base import AnySubmission, ReadingTexts
+from .kinds.critical_failures import generations_selected as generations_selected
 from .models import (
     Annotation,
     Assignment,
@@ -36,100 +36,14 @@ from .models import (
     StudyItem,
     StudyKind,
 )
+from .study_types import ATTENTION_CHECKS, Refused, Selection
 
-
-class Refused(Exception):
-    """A request the rules turn away; `status` is the HTTP status a view answers with, `field` what it
-    concerns when that is one part of a form ("has_failure", "comments", "failure:<n>": the n-th failure)."""
-
-    def __init__(self, message: str, *, status: int = 400, field: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-        self.status = status
-        self.field = field
-
-    @property
-    def failure_number(self) -> int | None:
-        """n when the refusal concerns the n-th critical failure (1-based)."""
-        kind, _, n = self.field.partition(":")
-        return int(n) if kind == "failure" and n.isascii() and n.isdigit() else None
-
+# The shared types are defined in study_types.py (below the kinds); callers and tests also reach them here.
+from .study_types import SAMPLE_SIZE as SAMPLE_SIZE
+from .study_types import FailureInput as FailureInput
+from .study_types import Submission as Submission
 
 # --- Studies ---
-
-ATTENTION_CHECKS = Range(0, 100)  # instructed-response items of a study
-SAMPLE_SIZE = Range(1, 1_000_000)  # a selection's seeded sample
-
-
-@dataclass(frozen=True)
-class Selection:
-    """Which generations (critical failures), procedures (step types) or task examples (multiple choice) a
-    study annotates. Empty lists mean "any"; generators and judges apply to generations, splits to
-    procedures, the task set and its tasks to examples."""
-
-    topic_ids: list[int] = field(default_factory=list)
-    generator_ids: list[int] = field(default_factory=list)
-    disagreeing_judge_ids: list[int] = field(default_factory=list)  # two judges: keep items they disagree on
-    sample_size: int | None = None
-    seed: int = 0
-    splits: list[str] = field(default_factory=list)
-    task_set: str = ""  # multiple choice: the task set whose test examples are validated
-    tasks: list[str] = field(default_factory=list)
-    # A calibration sample (critical failures; annotation/calibration_sample.py): "" = none, else a design of
-    # judging/sampling.py; the round's size n is sample_size, the judges give the disagreement design's
-    # uncertainty.
-    calibration_design: str = ""
-    calibration_judge_ids: list[int] = field(default_factory=list)
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "task_set": self.task_set,
-            "tasks": self.tasks,
-            "splits": self.splits,
-            "topic_ids": self.topic_ids,
-            "generator_ids": self.generator_ids,
-            "disagreeing_judge_ids": self.disagreeing_judge_ids,
-            "sample_size": self.sample_size,
-            "seed": self.seed,
-            "calibration_design": self.calibration_design,
-            "calibration_judge_ids": self.calibration_judge_ids,
-        }
-
-    def check(self) -> None:
-        """OutOfRange naming the number (seed, sample_size) that is out of its range."""
-        SEED.check("seed", self.seed)
-        if self.sample_size is not None:
-            SAMPLE_SIZE.check("sample_size", self.sample_size)
-
-
-def generations_selected(*, selection: Selection) -> list[int]:
-    """Ids of generations with L2 steps matching the selection (a seeded random sample if sample_size)."""
-    generations = Generation.objects.filter(error="").exclude(predicted_steps=[])
-    if selection.topic_ids:
-        generations = generations.filter(procedure__topic_id__in=selection.topic_ids)
-    if selection.generator_ids:
-        generations = generations.filter(generator_id__in=selection.generator_ids)
-    if selection.disagreeing_judge_ids:
-        generations = generations.filter(pk__in=_judge_disagreements(selection.disagreeing_judge_ids))
-    ids = sorted(generations.values_list("pk", flat=True))
-    if selection.sample_size is not None and selection.sample_size < len(ids):
-        ids = sorted(random.Random(selection.seed).sample(ids, selection.sample_size))
-    return ids
-
-
-def _judge_disagreements(judge_ids: list[int]) -> QuerySet[Judgment, Any]:
-    """Generations the given judges all judged (parsed) without giving the same has_failure verdict."""
-    return (
-        Judgment.objects.filter(judge_id__in=judge_ids, parse_failed=False)
-        .values("generation_id")
-        .annotate(
-            n_judges=Count("judge_id", distinct=True),
-            n_fail=Count("pk", filter=Q(has_failure=True)),
-        )
-        .filter(n_judges=len(set(judge_ids)), n_fail__gt=0)
-        .exclude(n_fail=F("n_judges"))
-        .values("generation_id")
-    )
 
 
 def _code() -> str:
@@ -153,8 +67,6 @@ def study_create(
     texts (training, guidelines, comprehension questions) fill the ones not given. Every field is checked by
     the model's validators (ranges, slug, Prolific id, the comprehension questions' schema), and a selection
     with no item is refused: ValidationError naming the field, nothing stored."""
-    from .kinds import kind_for
-
     spec = kind_for(kind)
     settings = {**spec.study_defaults(), **settings}
     settings.setdefault("completion_code", _code())
@@ -414,8 +326,6 @@ def _lease(participant: Participant, study: Study, now: datetime) -> Assignment 
     item = item or _claim(participant, attention=False)
     if item is None:
         return None
-    from .kinds import kind_for
-
     return Assignment.objects.create(
         study=study,
         participant=participant,
@@ -497,35 +407,13 @@ def assignment_reveal_step(*, assignment: Assignment, number: int) -> Assignment
 
 def _reading_texts(assignment: Assignment) -> ReadingTexts:
     """The reading gate's refusals in the words of the assignment's study kind."""
-    from .kinds import kind_for
-
     return kind_for(assignment.study.kind).reading
 
 
 # --- Submissions ---
 
 
-@dataclass(frozen=True)
-class FailureInput:
-    description: str
-    l1_steps: list[int]
-    l2_steps: list[int]
-
-
-@dataclass(frozen=True)
-class Submission:
-    """What the participant's browser sent; `has_failure` is None when no choice was made."""
-
-    has_failure: bool | None
-    failures: list[FailureInput]
-    comments: str = ""
-    active_seconds: float | None = None
-    user_agent: str = ""
-
-
 def _check_gates(assignment: Assignment, study: Study, now: datetime) -> None:
-    from .kinds import kind_for
-
     waited = (now - assignment.issued_at).total_seconds()
     if waited < study.min_dwell_seconds:
         raise Refused(
@@ -548,8 +436,6 @@ class SubmitResult:
 def annotation_submit(*, assignment: Assignment, submission: AnySubmission) -> SubmitResult:
     """Store the annotation when every gate holds and the study's kind accepts the answer; a repeated
     submission returns the stored one unchanged."""
-    from .kinds import kind_for
-
     with transaction.atomic():
         locked = _locked_active(assignment)
         if locked.participant.is_preview:  # never an annotation: the view sends previews to preview_submit
@@ -581,8 +467,6 @@ def preview_submit(*, assignment: Assignment, submission: AnySubmission) -> None
 
 def _checked(locked: Assignment, submission: AnySubmission) -> tuple[StudyItem, datetime]:
     """The assignment's item once the gates hold and the kind accepts the answer (Refused otherwise)."""
-    from .kinds import kind_for
-
     item = StudyItem.objects.select_related("study", "generation__procedure", "procedure", "example").get(
         pk=locked.item_id
     )
@@ -596,8 +480,6 @@ def _annotation_store(
     assignment: Assignment, item: StudyItem, submission: AnySubmission, now: datetime
 ) -> Annotation:
     """The Annotation row (the kind's columns and the shared evidence) and the counters it moves."""
-    from .kinds import kind_for
-
     fields = kind_for(item.study).annotation_fields(submission, item)
     elapsed = (now - assignment.issued_at).total_seconds()
     annotation = Annotation.objects.create(

@@ -36,7 +36,10 @@ ROOT = Path(__file__).resolve().parent.parent
 STOP_GRACE_SECONDS = 15
 READY_TIMEOUT_SECONDS = 90
 LOG_TAIL_LINES = 20
-sys.path.insert(0, str(ROOT))  # h2e_site.llm.local (no Django setup needed)
+sys.path.insert(0, str(ROOT))  # the project's modules below, run as a script (no Django setup needed)
+
+from annotation.prolific import entry_link  # noqa: E402
+from h2e_site.llm.local import INSTALL_HINT, local_llm_url, server_is_up  # noqa: E402
 
 
 def web_command(host: str, port: int) -> list[str]:
@@ -54,8 +57,6 @@ def worker_command() -> list[str]:
 def llm_command() -> list[str] | None:
     """`manage.py serve_local_llm` on the port of H2E_LOCAL_LLM_URL, or None when a server already answers
     there. Exits with a clear message when the local-llm extra is missing (make demo installs it)."""
-    from h2e_site.llm.local import INSTALL_HINT, local_llm_url, server_is_up
-
     url = urlparse(local_llm_url())
     if server_is_up(local_llm_url()):
         say(f"Using the embedded model server already at {local_llm_url()}")
@@ -67,8 +68,6 @@ def llm_command() -> list[str] | None:
 
 
 def llm_url() -> str:
-    from h2e_site.llm.local import local_llm_url
-
     return local_llm_url()
 
 
@@ -98,8 +97,6 @@ def demo_annotator_paths() -> list[str]:
 def annotator_links(url: str) -> list[str]:
     """The demo studies' entries as links that work: each with a fresh random PROLIFIC_PID (a new
     participant each time the demo starts)."""
-    from annotation.prolific import entry_link
-
     return [f"{url.rstrip('/')}{entry_link(path, study_id='demo')}" for path in demo_annotator_paths()]
 
 

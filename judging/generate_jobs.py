@@ -24,7 +24,7 @@ from h2e_site.llm.base import BackendConfig, LLMBackend, LLMRequest, LLMResult
 from mining.models import Procedure
 
 from .configs import config_for_generator, prompt_for_generator
-from .job_types import GENERATE
+from .job_kinds import GENERATE
 from .models import Generation, Generator
 from .prompting import generation_prompt, generation_request
 from .results import generations_store

@@ -15,7 +15,7 @@ from h2e_site.jobs.services import job_create
 from mining.services import ImportProgress, ImportReport, bench_import
 
 from .h2e_import import h2e_import
-from .job_types import IMPORT
+from .job_kinds import IMPORT
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User

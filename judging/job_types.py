@@ -10,17 +10,18 @@ from django.urls import reverse
 from h2e_site.jobs.models import Job
 from h2e_site.jobs.registry import JobDescription, JobLink, JobSubject, JobType, job_type_register
 
+from .generate_jobs import generate_job_create, generate_job_retry
+from .job_kinds import GENERATE, IMPORT, JUDGE
+from .judge_jobs import judge_job_create, judge_job_retry
 from .models import Generator, Judge
+from .tasks import run_generate_job, run_import_job, run_judge_job
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 DEMO_WARNING = "demo model - judgments not meaningful"
 
-# The kinds of job this app registers (the names stored in Job.kind).
-IMPORT = "import"
-GENERATE = "generate"
-JUDGE = "judge"
+# The kinds of job this app registers are named in job_kinds.py (the names stored in Job.kind).
 
 JUDGE_MODE_LABELS = {
     "missing": "what is not judged yet",
@@ -76,9 +77,6 @@ def _description(job: Job, generator: Generator | None, judge: Judge | None) -> 
 
 
 def _api_create(data: dict[str, Any], created_by: User | None) -> Job:
-    from .generate_jobs import generate_job_create
-    from .judge_jobs import judge_job_create
-
     if data["kind"] == GENERATE:
         return generate_job_create(
             generator=data["generator"],
@@ -97,10 +95,6 @@ def _api_create(data: dict[str, Any], created_by: User | None) -> Job:
 
 
 def register_job_types() -> None:
-    from .generate_jobs import generate_job_retry
-    from .judge_jobs import judge_job_retry
-    from .tasks import run_generate_job, run_import_job, run_judge_job
-
     hint = (
         "Generate and judge: “Generate L2” (here: from a config file), the admin's generators (“Generate "
         "L2…”, “Judge with…”), POST /api/jobs/, or manage.py generate / judge."

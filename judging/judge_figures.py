@@ -28,7 +28,7 @@ from django.db.models import Count, F, Func, IntegerField, Q
 
 from h2e_site.jobs.models import Job
 
-from .job_types import JUDGE
+from .job_kinds import JUDGE
 from .models import Judge, JudgeError, Judgment
 from .stats import Coefficient, Confusion, observed_agreement, wilson_interval
 from .stats import kappa as kappa_of

@@ -25,7 +25,7 @@ from h2e_site.jobs.services import NothingToRetry, job_create
 from h2e_site.llm.base import BackendConfig, LLMBackend, LLMRequest, LLMResult
 
 from .configs import config_for_judge, prompt_for_judge
-from .job_types import JUDGE
+from .job_kinds import JUDGE
 from .models import Generation, Generator, Judge, JudgeError, Judgment
 from .prompting import clean_steps, judge_prompt, judge_request
 from .results import judgments_store

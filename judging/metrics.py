@@ -37,6 +37,10 @@ from typing import TYPE_CHECKING, Any
 
 from django.db.models import Q
 
+from mining.models import Procedure
+
+from .models import Generation
+
 if TYPE_CHECKING:
     import tiktoken
 
@@ -171,8 +175,6 @@ class BackfillReport:
 
 
 def _generations_missing(generator_ids: Iterable[int] | None) -> Any:
-    from .models import Generation
-
     qs = Generation.objects.filter(
         Q(n_tokens__isnull=True)
         | Q(step_count_mismatch__isnull=True)
@@ -185,8 +187,6 @@ def _generations_missing(generator_ids: Iterable[int] | None) -> Any:
 
 
 def _procedures_missing(generator_ids: Iterable[int] | None) -> Any:
-    from mining.models import Procedure
-
     qs = Procedure.objects.filter(n_tokens__isnull=True)
     if generator_ids is not None:
         qs = qs.filter(generations__generator_id__in=list(generator_ids)).distinct()
@@ -213,9 +213,6 @@ def metrics_backfill(
     an interrupted backfill keeps what it did and a second run only does the rest. on_progress(n) is
     called after each batch with the number of rows (procedures, then generations) just filled.
     """
-    from mining.models import Procedure
-
-    from .models import Generation
 
     ids = None if generator_ids is None else list(generator_ids)
     report_procedures = 0

@@ -8,6 +8,8 @@ from django.db.models.functions import Now
 
 from mining.models import Procedure, Topic
 
+from .ids import judge_short_name
+
 
 class GeneratorQuerySet(models.QuerySet["Generator"]):
     def by_model(self) -> GeneratorQuerySet:
@@ -141,7 +143,6 @@ class Judge(models.Model):
     @property
     def short_name(self) -> str:
         """The reference's judge folder prefix (last piece of the model name), made filesystem-safe."""
-        from .ids import judge_short_name
 
         return judge_short_name(self.model)
 

@@ -27,7 +27,7 @@ from django.db import connection
 from django.db.models import Q
 
 from . import selectors, versions
-from .models import Judge, Judgment
+from .models import Generator, Judge, Judgment
 from .stats import holm_adjusted
 
 if TYPE_CHECKING:
@@ -93,8 +93,6 @@ def _pass_fail_groups(judgments: Any) -> Groups:
 
 
 def _ids_of(groups: dict[tuple[int, int], Any]) -> tuple[dict[int, str], dict[int, str]]:
-    from .models import Generator
-
     generators = dict(
         Generator.objects.filter(pk__in={g for g, _ in groups}).values_list("pk", "generator_id")
     )

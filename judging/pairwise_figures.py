@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 
 from h2e_site.stats import Coefficient, agreement_undefined, chance_corrected, nominal_chance_agreement
 
-from .stats import wilson_interval
+from .stats import tau_b_rows, wilson_interval
 
 if TYPE_CHECKING:
     import numpy as np
@@ -505,8 +505,6 @@ def ranking_tau(
     items whose two generations have pointwise verdicts, with its bootstrap interval over those items."""
     import numpy as np
     from scipy.stats import kendalltau
-
-    from .stats import tau_b_rows
 
     kept = [r for r in records if pointwise_preference(r, pointwise) is not None]
     bt = bradley_terry(kept, alpha=alpha, resamples=0)

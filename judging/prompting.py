@@ -14,6 +14,7 @@ from typing import Any
 
 from h2e_site.llm.base import LLMRequest
 from h2e_site.llm.config import ModelConfig
+from h2e_site.llm.local import bounded_judge_schema, numbered_steps_grammar
 
 JUDGE_PROMPT_SUFFIX = "\n\nReturn only valid json."
 
@@ -70,8 +71,6 @@ def generation_request(config: ModelConfig, *, key: str, prompt: str, n_steps: i
     """The request for one L2. The local (llama.cpp) backend gets a grammar for exactly n numbered steps."""
     grammar = None
     if config.backend == "local":
-        from h2e_site.llm.local import numbered_steps_grammar
-
         grammar = numbered_steps_grammar(n_steps)
     return LLMRequest(
         key=key,
@@ -88,8 +87,6 @@ def judge_request(config: ModelConfig, *, key: str, prompt: str, n_l1: int, n_l2
     need it to produce JSON at all); other backends the judge schema when the config sets json_schema."""
     schema: dict[str, Any] | None = None
     if config.backend == "local":
-        from h2e_site.llm.local import bounded_judge_schema
-
         schema = bounded_judge_schema(n_l1, n_l2)
     elif config.json_schema:
         schema = JUDGE_SCHEMA

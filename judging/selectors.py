@@ -32,7 +32,7 @@ from django.db.models import (
 
 from mining.models import Procedure
 
-from .models import Generation, Judge, Judgment
+from .models import Generation, Generator, Judge, Judgment
 from .stats import wilson_interval
 
 _SCORED = Q(parse_failed=False)
@@ -267,7 +267,6 @@ def how2score_by_topic(
 
 def _names_for(keys: Iterable[tuple[int, int]]) -> dict[tuple[int, int], tuple[str, str, str, str]]:
     """(generator pk, judge pk) -> (generator_model, generator_id, judge_model, judge_id)."""
-    from .models import Generator, Judge
 
     keys = list(keys)
     generators = {

@@ -15,6 +15,7 @@ from h2e_site.bounds import BoundedJSONAdmin, ConstrainedModelForm
 from h2e_site.jobs.services import job_cancel
 from h2e_site.web import RUN_PERMISSION, numbered_block, pre_block
 
+from . import views
 from .config import run_config_from_mapping
 from .goal_step import admin as goal_step_admin  # noqa: F401  (registers TaskSet and TaskExample)
 from .models import STAGE_ORDER, MiningRun, Procedure, SourceDocument, Stage, StageOutcome, Topic
@@ -170,8 +171,6 @@ class MiningRunAdmin(BoundedJSONAdmin, admin.ModelAdmin):
         )
 
     def get_urls(self) -> list[URLPattern]:
-        from . import views
-
         return [
             path("<int:pk>/funnel/", views.run_funnel_page, name="mining_miningrun_funnel"),
             path(

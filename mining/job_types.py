@@ -11,14 +11,16 @@ from django.urls import reverse
 from h2e_site.jobs.models import Job
 from h2e_site.jobs.registry import JobDescription, JobLink, JobSubject, JobType, job_type_register
 
+from .goal_step.answer_registry import register_answer_job_type
+from .goal_step.jobs import task_set_create
+from .job_kinds import BUILD_TASKS, MINE
 from .models import MiningRun, TaskSet
+from .tasks import run_build_tasks_job, run_mine_job
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 # The kinds of job registered here (the names stored in Job.kind); answer_tasks: goal_step/answer_registry.py
-MINE = "mine"
-BUILD_TASKS = "build_tasks"
 
 
 def describe_mine_jobs(jobs: Sequence[Job]) -> dict[int, JobDescription]:
@@ -55,8 +57,6 @@ def describe_build_tasks_jobs(jobs: Sequence[Job]) -> dict[int, JobDescription]:
 
 
 def _api_create_build_tasks(data: dict[str, Any], created_by: User | None) -> Job:
-    from .goal_step.jobs import task_set_create
-
     task_set = task_set_create(
         data["name"],
         seed=data["seed"],
@@ -70,8 +70,6 @@ def _api_create_build_tasks(data: dict[str, Any], created_by: User | None) -> Jo
 
 
 def register_job_types() -> None:
-    from .tasks import run_build_tasks_job, run_mine_job
-
     job_type_register(
         JobType(
             MINE,
@@ -93,6 +91,5 @@ def register_job_types() -> None:
             start_link=("Build goal-step tasks", "mining:task_sets"),
         )
     )
-    from .goal_step.answer_registry import register_answer_job_type
 
     register_answer_job_type()

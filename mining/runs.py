@@ -46,7 +46,7 @@ from h2e_site.jobs.services import job_create
 from h2e_site.llm.base import LLMBackend, LLMRequest, LLMResult
 
 from .config import LLM_STAGES, RunConfig, run_config_from_mapping
-from .job_types import MINE
+from .job_kinds import MINE
 from .models import STAGE_ORDER, MiningRun, Procedure, RunStatus, SourceDocument, Split, Stage, StageOutcome
 from .prefilter import prefilter_steps
 from .stages import StageVerdict, parse_stage_output, request_sha256, stage_prompt, stage_request

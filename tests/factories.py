@@ -14,7 +14,7 @@ from django.contrib.auth.models import AbstractUser, Permission
 from django.test import Client
 
 from h2e_site.jobs.models import Job, JobStatus
-from judging.job_types import IMPORT
+from judging.job_kinds import IMPORT
 from judging.models import CriticalFailure, Generation, Generator, Judge, Judgment
 from mining.models import Procedure, Split, Topic
 

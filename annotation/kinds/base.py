@@ -16,7 +16,7 @@ from ..models import StudyItem
 
 if TYPE_CHECKING:
     from ..models import Annotation, Assignment, Study
-    from ..services import Selection
+    from ..study_types import Selection
 
 # The kind's own fields of an attention check: (the seeded random source, the subject's pk, its number).
 AttentionFields = Callable[[random.Random, int, int], dict[str, Any]]
@@ -129,7 +129,7 @@ class StudyKindSpec(ABC):
 
     @abstractmethod
     def check(self, submission: Any, item: StudyItem, assignment: Assignment) -> None:
-        """Raise services.Refused (with its field) when the answer is incomplete or inconsistent."""
+        """Raise study_types.Refused (with its field) when the answer is incomplete or inconsistent."""
 
     @abstractmethod
     def annotation_fields(self, submission: Any, item: StudyItem) -> AnnotationFields:

@@ -4,19 +4,20 @@ and linked to the L1 and/or L2 steps it concerns."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from django.db.models import Count, F, Q, QuerySet
 from django.http import QueryDict
 
+from judging.models import Generation, Judgment
 from judging.steps import steps_out_of_range
 
 from .. import calibration_sample, codebook, posted, selectors
 from ..models import AnnotatedFailure, Annotation, Assignment, Study, StudyItem
+from ..study_types import Refused, Selection, Submission
 from .base import AnnotationFields, KindForm, ReadingTexts, StudyKindSpec, attention_items_create
-
-if TYPE_CHECKING:
-    from ..services import Selection, Submission
 
 MAX_DESCRIPTION_CHARS = 4000
 MAX_COMMENTS_CHARS = 10000
@@ -47,8 +48,6 @@ class CriticalFailures(StudyKindSpec):
     def items_create(self, study: Study, selection: Selection, attention_checks: int) -> int:
         """The generations selected; with a calibration design, those round 1 draws from the frame (its
         probabilities stored: annotation/calibration_sample.py)."""
-        from ..services import generations_selected
-
         if selection.calibration_design:
             generation_ids = calibration_sample.first_round(study, selection)
         else:
@@ -138,6 +137,36 @@ def _bad_input_field(name: str) -> str:
     return "-".join(parts[:2]) if parts[0] == "failure" and len(parts) == 3 else name
 
 
+def generations_selected(*, selection: Selection) -> list[int]:
+    """Ids of generations with L2 steps matching the selection (a seeded random sample if sample_size)."""
+    generations = Generation.objects.filter(error="").exclude(predicted_steps=[])
+    if selection.topic_ids:
+        generations = generations.filter(procedure__topic_id__in=selection.topic_ids)
+    if selection.generator_ids:
+        generations = generations.filter(generator_id__in=selection.generator_ids)
+    if selection.disagreeing_judge_ids:
+        generations = generations.filter(pk__in=_judge_disagreements(selection.disagreeing_judge_ids))
+    ids = sorted(generations.values_list("pk", flat=True))
+    if selection.sample_size is not None and selection.sample_size < len(ids):
+        ids = sorted(random.Random(selection.seed).sample(ids, selection.sample_size))
+    return ids
+
+
+def _judge_disagreements(judge_ids: list[int]) -> QuerySet[Judgment, Any]:
+    """Generations the given judges all judged (parsed) without giving the same has_failure verdict."""
+    return (
+        Judgment.objects.filter(judge_id__in=judge_ids, parse_failed=False)
+        .values("generation_id")
+        .annotate(
+            n_judges=Count("judge_id", distinct=True),
+            n_fail=Count("pk", filter=Q(has_failure=True)),
+        )
+        .filter(n_judges=len(set(judge_ids)), n_fail__gt=0)
+        .exclude(n_fail=F("n_judges"))
+        .values("generation_id")
+    )
+
+
 def _entry_field(field: str, failures: list[posted.FailureEntry]) -> str:
     """A service refusal's "failure:<n>" (the n-th failure, 1-based) as the form's "failure-<index>"."""
     kind, _, n = field.partition(":")
@@ -147,8 +176,6 @@ def _entry_field(field: str, failures: list[posted.FailureEntry]) -> str:
 
 
 def check_answer(submission: Submission, *, n_l1: int, n_l2: int) -> None:
-    from ..services import Refused
-
     if submission.has_failure is None:
         raise Refused(
             "Choose “No critical failures identified” or “Critical failures identified”.", field="has_failure"
@@ -172,8 +199,6 @@ def check_answer(submission: Submission, *, n_l1: int, n_l2: int) -> None:
 
 def _check_failure(n: int, failure: Any, *, n_l1: int, n_l2: int) -> None:
     """A failure is described and linked to the L1 and/or L2 steps it concerns (paper C.1, figure 10)."""
-    from ..services import Refused
-
     field = f"failure:{n}"
     if not failure.description.strip():
         raise Refused(f"Critical failure {n} needs a description.", field=field)
@@ -189,4 +214,4 @@ def _check_failure(n: int, failure: Any, *, n_l1: int, n_l2: int) -> None:
         raise Refused(f"Critical failure {n} links to a step that does not exist.", field=field)
 
 
-__all__ = ["CriticalFailures", "check_answer"]
+__all__ = ["CriticalFailures", "check_answer", "generations_selected"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.http import QueryDict
@@ -21,6 +21,8 @@ from mining.models import TaskExample, TaskSet, TaskSplit
 
 from ..goal_step import guidelines
 from ..models import Annotation, Assignment, Study, StudyItem
+from ..posted import posted_active_seconds
+from ..study_types import Refused, Selection
 from .base import (
     AnnotationFields,
     AttentionFields,
@@ -29,9 +31,6 @@ from .base import (
     StudyKindSpec,
     attention_items_create,
 )
-
-if TYPE_CHECKING:
-    from ..services import Selection
 
 MAX_COMMENTS_CHARS = 10000
 NONE = "none"
@@ -155,8 +154,6 @@ class MultipleChoice(StudyKindSpec):
         return {"choice": "", "comments": ""}
 
     def parse_form(self, post: QueryDict, assignment: Assignment, *, user_agent: str) -> KindForm:
-        from ..posted import posted_active_seconds
-
         example = _example(assignment.item)
         chosen = [clean_text(value) for value in post.getlist("choice")]
         comments = clean_text(post.get("comments", ""))
@@ -174,8 +171,6 @@ class MultipleChoice(StudyKindSpec):
         return {**form.values, "error_field": field}
 
     def check(self, submission: MultipleChoiceSubmission, item: StudyItem, assignment: Assignment) -> None:
-        from ..services import Refused
-
         if submission.choice is None:
             raise Refused("Choose one of the options.", field="choice")
         if len(submission.comments) > MAX_COMMENTS_CHARS:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.http import QueryDict
 
@@ -21,8 +21,11 @@ from h2e_site.inputs import BadInput, clean_text
 from mining.models import Procedure
 
 from ..models import Annotation, Assignment, StepCandidate, StepTypeLabel, Study, StudyItem
+from ..posted import posted_active_seconds
 from ..step_types import guidelines
 from ..step_types.candidates import Candidate, StepType, candidates
+from ..step_types.exports import LABEL_FIELDS, study_label_rows
+from ..study_types import Refused, Selection
 from .base import (
     AnnotationFields,
     AttentionFields,
@@ -31,9 +34,6 @@ from .base import (
     StudyKindSpec,
     attention_items_create,
 )
-
-if TYPE_CHECKING:
-    from ..services import Selection
 
 MAX_COMMENTS_CHARS = 10000
 CONSENT = """This study is run by researchers studying how people and AI systems understand step-by-step \
@@ -207,8 +207,6 @@ class StepTypes(StudyKindSpec):
         return {"groups": _groups(assignment, set(), {}), "expert_knowledge": "", "comments": ""}
 
     def parse_form(self, post: QueryDict, assignment: Assignment, *, user_agent: str) -> KindForm:
-        from ..posted import posted_active_seconds
-
         keys = {c.key for c in candidates(assignment.n_l2_steps)}
         marked = [clean_text(value) for value in post.getlist("mark")]
         experts = {key: clean_text(post.get(f"expert-{key}", "")) for key in keys}
@@ -245,8 +243,6 @@ class StepTypes(StudyKindSpec):
         return {**form.values, "groups": groups, "error_field": field}
 
     def check(self, submission: StepTypesSubmission, item: StudyItem, assignment: Assignment) -> None:
-        from ..services import Refused
-
         if len(submission.comments) > MAX_COMMENTS_CHARS:
             raise Refused(
                 f"The comments are too long (at most {MAX_COMMENTS_CHARS} characters).", field="comments"
@@ -290,13 +286,9 @@ class StepTypes(StudyKindSpec):
         )
 
     def export_rows(self, study: Study) -> Iterator[dict[str, Any]]:
-        from ..step_types.exports import study_label_rows
-
         return study_label_rows(study)
 
     def export_fields(self) -> list[str]:
-        from ..step_types.exports import LABEL_FIELDS
-
         return LABEL_FIELDS
 
 

@@ -49,7 +49,7 @@ from h2e_site.llm.config import (
 from h2e_site.llm.prompts import check_prompt, prompt_sha256
 from mining.models import Procedure
 
-from ..job_types import CLASSIFY_STEPS
+from ..job_kinds import CLASSIFY_STEPS
 from ..kinds.step_types import procedure_candidates
 from ..models import StepCandidate, StepTypeClassifier, StepTypePrediction, Study, StudyKind
 from .candidates import Candidate, StepType

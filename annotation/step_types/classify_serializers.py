@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from ..job_types import CLASSIFY_STEPS
+from ..job_kinds import CLASSIFY_STEPS
 from ..models import StepTypeClassifier, Study, StudyKind
 
 

@@ -22,7 +22,7 @@ from h2e_site.jobs.views import JobLine, job_lines
 from h2e_site.llm.config import ConfigError
 from h2e_site.web import HtmxHttpRequest, can_run_jobs, request_user, staff_required, wants_fragment
 
-from ..job_types import CLASSIFY_STEPS
+from ..job_kinds import CLASSIFY_STEPS
 from ..models import Study, StudyKind
 from ..step_types.candidates import StepType
 from ..step_types.classify import (

@@ -16,8 +16,10 @@ from django.http import HttpRequest, HttpResponse
 
 from h2e_site.jobs.admin import jobs_redirect
 from h2e_site.jobs.models import Job
+from h2e_site.llm.config import load_config
 from mining.models import Split
 
+from ..configs import judge_attach_config, judge_for_config, judge_id_of
 from ..generate_jobs import LIMIT
 from ..models import Judge
 
@@ -56,9 +58,6 @@ def judge_choices() -> list[tuple[str, list[tuple[str, str]]]]:
 
 def _config_file_judge_id(path: Path) -> str | None:
     """The judge_id a config file would make (None when the file does not load: choosing it says why)."""
-    from h2e_site.llm.config import load_config
-
-    from ..configs import judge_id_of
 
     try:
         return judge_id_of(load_config(path, role="judge"))
@@ -72,9 +71,6 @@ def _demo_suffix(judge: Judge) -> str:
 
 def judge_from_choice(value: str) -> Judge:
     """The Judge row for a judge_choices() value; raises ValueError (ConfigError) for a bad config file."""
-    from h2e_site.llm.config import load_config
-
-    from ..configs import judge_for_config
 
     kind, _, ref = value.partition(":")
     if kind == "judge":
@@ -97,9 +93,6 @@ class AttachConfigForm(forms.Form):
 
     def clean_config_file(self) -> str:
         """Attach it (the service refuses a config that does not describe the judge: shown on the field)."""
-        from h2e_site.llm.config import load_config
-
-        from ..configs import judge_attach_config
 
         name = self.cleaned_data["config_file"]
         try:

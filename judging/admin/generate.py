@@ -16,8 +16,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 
+from h2e_site.llm.config import load_config
 from h2e_site.web import RUN_PERMISSION, request_user
 
+from ..configs import generator_for_config, generator_id_of
+from ..generate_jobs import generate_job_create
 from ..models import Generator
 from .actions import GenerateForm
 
@@ -33,9 +36,6 @@ def generator_config_files() -> list[Path]:
 
 def _config_file_generator_id(path: Path) -> str | None:
     """The generator_id a config file would make (None when the file does not load: choosing it says why)."""
-    from h2e_site.llm.config import load_config
-
-    from ..configs import generator_id_of
 
     try:
         return generator_id_of(load_config(path, role="generator"))
@@ -70,9 +70,6 @@ def generator_choices() -> list[tuple[str, list[tuple[str, str]]]]:
 
 def generator_from_choice(value: str) -> Generator:
     """The Generator for a generator_choices() value; ValueError (ConfigError) for a bad or unknown file."""
-    from h2e_site.llm.config import load_config
-
-    from ..configs import generator_for_config
 
     kind, _, ref = value.partition(":")
     if kind == "generator" and ref.isascii() and ref.isdigit():
@@ -135,8 +132,6 @@ def generate_view(request: HttpRequest, admin_site: admin.AdminSite) -> HttpResp
 
 
 def _start(request: HttpRequest, form: GenerateFromConfigForm) -> Any:
-    from ..generate_jobs import generate_job_create
-
     generator = form.cleaned_data["generator"]
     try:
         job = generate_job_create(

@@ -13,6 +13,8 @@ from django.utils.safestring import SafeString
 from h2e_site.bounds import BoundedJSONAdmin
 from h2e_site.web import RunActionsMixin, confirmed, request_user
 
+from ..generate_jobs import generate_job_create
+from ..judge_jobs import judge_job_create
 from ..models import Generation, Generator, Judge
 from .actions import AttachConfigForm, GenerateForm, JudgeWithForm, request_estimate, run_jobs
 from .generate import generate_view
@@ -58,8 +60,6 @@ class GeneratorAdmin(BoundedJSONAdmin, RunActionsMixin, admin.ModelAdmin):
 
     @admin.action(description="Generate L2 for the bench split…", permissions=["run"])
     def generate_l2(self, request: HttpRequest, queryset: QuerySet[Generator]) -> HttpResponse | None:
-        from ..generate_jobs import generate_job_create
-
         form = GenerateForm(request.POST if "apply" in request.POST else None)
         if form.is_bound and form.is_valid():
             split, limit = form.cleaned_data["split"] or None, form.cleaned_data["limit"]
@@ -84,8 +84,6 @@ class GeneratorAdmin(BoundedJSONAdmin, RunActionsMixin, admin.ModelAdmin):
 
     @admin.action(description="Judge with…", permissions=["run"])
     def judge_with(self, request: HttpRequest, queryset: QuerySet[Generator]) -> HttpResponse | None:
-        from ..judge_jobs import judge_job_create
-
         form = JudgeWithForm(request.POST if "apply" in request.POST else None)
         if form.is_bound and form.is_valid():
             judge = form.cleaned_data["judge"]
@@ -148,7 +146,6 @@ class JudgeAdmin(BoundedJSONAdmin, RunActionsMixin, admin.ModelAdmin):
     @admin.action(description="Judge all generators' missing generations…", permissions=["run"])
     def judge_all_missing(self, request: HttpRequest, queryset: QuerySet[Judge]) -> HttpResponse | None:
         """One job per judge x generator that has generations (with L2) this judge has not judged."""
-        from ..judge_jobs import judge_job_create
 
         pairs = [
             (judge, generator)

@@ -15,6 +15,7 @@ from h2e_site.jobs.models import Job
 from h2e_site.web import RUN_PERMISSION, request_user
 from mining.models import Split
 
+from ..import_jobs import import_job_create
 from ..models import Generator
 from ..uploads import UploadError, uploads_save
 
@@ -77,7 +78,6 @@ def _start_import(request: HttpRequest, form: ImportForm) -> Job | None:
     except UploadError as exc:
         form.add_error("uploads", str(exc))
         return None
-    from ..import_jobs import import_job_create
 
     return import_job_create(
         paths=paths,

@@ -20,6 +20,7 @@ from django.utils.safestring import SafeString
 from h2e_site.bounds import BoundedJSONAdmin
 from h2e_site.web import RunActionsMixin, admin_link, confirmed, numbered_block, pre_block, request_user
 
+from ..judge_jobs import judge_job_create
 from ..models import CriticalFailure, Generation, Judge, Judgment
 from .actions import rejudge_summary, run_jobs
 
@@ -217,8 +218,6 @@ class JudgmentAdmin(BoundedJSONAdmin, RunActionsMixin, admin.ModelAdmin):
     def _rejudge(
         self, request: HttpRequest, queryset: QuerySet[Judgment], *, mode: str
     ) -> HttpResponse | None:
-        from ..judge_jobs import judge_job_create
-
         by_judge: dict[int, list[int]] = defaultdict(list)
         for judge_pk, generation_pk in queryset.order_by().values_list("judge_id", "generation_id"):
             by_judge[judge_pk].append(generation_pk)

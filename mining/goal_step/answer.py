@@ -49,8 +49,8 @@ from h2e_site.llm.config import (
 from h2e_site.llm.json_output import find_json_object
 from h2e_site.llm.prompts import check_prompt, prompt_sha256
 
+from ..job_kinds import ANSWER_TASKS
 from ..models import GoalStepTask, TaskAnswer, TaskExample, TaskModel, TaskSet, TaskSplit
-from .answer_registry import ANSWER_TASKS
 from .options import LETTERS
 
 if TYPE_CHECKING:

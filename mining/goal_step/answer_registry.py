@@ -11,13 +11,15 @@ from django.urls import NoReverseMatch, reverse
 from h2e_site.jobs.models import Job
 from h2e_site.jobs.registry import JobDescription, JobLink, JobSubject, JobType, job_type_register
 
+from ..job_kinds import ANSWER_TASKS
 from ..models import TaskModel, TaskSet
+from ..tasks import run_answer_tasks_job
+from .answer import answer_job_create, answer_job_retry
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 DEMO_WARNING = "demo model - answers not meaningful"
-ANSWER_TASKS = "answer_tasks"  # the kind of job registered here (the name stored in Job.kind)
 
 
 def describe_answer_jobs(jobs: Sequence[Job]) -> dict[int, JobDescription]:
@@ -62,8 +64,6 @@ def _description(job: Job, task_model: TaskModel | None, task_set: TaskSet | Non
 
 
 def _api_create(data: dict[str, Any], created_by: User | None) -> Job:
-    from .answer import answer_job_create
-
     return answer_job_create(
         task_model=data["model_id"],
         task_set=data["task_set"],
@@ -74,9 +74,6 @@ def _api_create(data: dict[str, Any], created_by: User | None) -> Job:
 
 
 def register_answer_job_type() -> None:
-    from ..tasks import run_answer_tasks_job
-    from .answer import answer_job_retry
-
     job_type_register(
         JobType(
             ANSWER_TASKS,

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from ..job_kinds import ANSWER_TASKS
 from ..models import TaskModel, TaskSet, TaskSplit
-from .answer_registry import ANSWER_TASKS
 
 
 class AnswerJobCreateSerializer(serializers.Serializer):

@@ -36,7 +36,7 @@ from h2e_site.jobs.models import Job
 from h2e_site.jobs.services import job_create
 
 from ..embedding import DEFAULT_EMBEDDING_MODEL
-from ..job_types import BUILD_TASKS
+from ..job_kinds import BUILD_TASKS
 from ..models import Procedure, Split, TaskSet, Topic
 from .examples import N_CANDIDATES, ProcedureText
 from .filters import DEFAULT_FILTERS, ORDERING_FILTERS, filter_name

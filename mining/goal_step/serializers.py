@@ -6,7 +6,7 @@ from rest_framework import serializers
 
 from h2e_site.bounds import model_range
 
-from ..job_types import BUILD_TASKS
+from ..job_kinds import BUILD_TASKS
 from ..models import Split, TaskSet, Topic
 from .jobs import DEFAULT_TEST_SHARE
 

@@ -21,12 +21,11 @@ from h2e_site.jobs.models import Job
 from h2e_site.jobs.views import job_lines
 from h2e_site.web import HtmxHttpRequest, can_run_jobs, request_user, staff_required, wants_fragment
 
-from ..job_types import BUILD_TASKS
+from ..job_kinds import ANSWER_TASKS, BUILD_TASKS
 from ..models import GoalStepTask, TaskSet
 from . import exports
 from .answer import answer_job_create
 from .answer_forms import AnswerTasksForm
-from .answer_registry import ANSWER_TASKS
 from .answer_views import task_models_context
 from .forms import TaskSetBuildForm
 from .jobs import TaskSetRefused, task_set_create

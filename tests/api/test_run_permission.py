@@ -20,7 +20,7 @@ from django.test import Client
 from h2e_site.jobs.models import Job, JobStatus
 from judging.job_types import GENERATE, IMPORT
 from mining.config import run_config_from_mapping
-from mining.job_types import MINE
+from mining.job_kinds import MINE
 from mining.models import MiningRun
 from mining.runs import mining_run_create
 from tests.api.routes import Route, routes

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from h2e_site.jobs.models import Job, JobStatus
-from judging.job_types import IMPORT, JUDGE
+from judging.job_kinds import IMPORT, JUDGE
 from tests.annotation.step_types.test_browser import make_patch_study, qualify, read_all
 from tests.browser.conftest import BOX_OVERFLOW, DESKTOP, PAGE_OVERFLOW, PHONE, screenshot
 from tests.browser.test_research_pages_browser import research_world

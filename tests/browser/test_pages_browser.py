@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from h2e_site.jobs.models import JobStatus
-from judging.job_types import JUDGE
+from judging.job_kinds import JUDGE
 from tests.browser.conftest import screenshot
 from tests.factories import (
     make_generation,

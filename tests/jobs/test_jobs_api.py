@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from h2e_site.jobs.models import Job, JobStatus
-from judging.job_types import GENERATE, JUDGE
+from judging.job_kinds import GENERATE, JUDGE
 from judging.judge_jobs import judge_job_create
 from judging.models import JudgeError, Judgment
 from tests.factories import (

@@ -17,7 +17,7 @@ from django.utils import timezone
 from h2e_site.jobs.models import Job, JobStatus
 from h2e_site.web import format_duration
 from judging.generate_jobs import generate_job_create
-from judging.job_types import GENERATE
+from judging.job_kinds import GENERATE
 from judging.judge_jobs import judge_job_create
 from judging.metrics import compute_generation_metrics
 from judging.models import Generation, Judge, JudgeError

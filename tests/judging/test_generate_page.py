@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from h2e_site.jobs.models import Job
 from judging.admin import generate as generate_page
-from judging.job_types import GENERATE
+from judging.job_kinds import GENERATE
 from judging.models import Generator
 from tests.factories import make_generator, make_procedure, make_user
 

@@ -14,7 +14,7 @@ from statsmodels.stats.inter_rater import cohens_kappa
 
 from h2e_site.jobs.models import Job, JobStatus
 from judging import judge_figures
-from judging.job_types import JUDGE
+from judging.job_kinds import JUDGE
 from judging.models import JudgeError, Judgment
 from judging.stats import Confusion, cohen_kappa, gwet_ac1, observed_agreement
 from tests.factories import make_generation, make_judge, make_judgment, make_procedure

@@ -18,7 +18,7 @@ from h2e_site.jobs.models import Job, JobStatus
 from h2e_site.llm.prompts import prompt_sha256
 from judging.admin import actions as judging_admin
 from judging.configs import config_for_judge
-from judging.job_types import JUDGE
+from judging.job_kinds import JUDGE
 from judging.judge_jobs import judge_job_create
 from judging.models import Judge, JudgeError
 from tests.factories import make_generation, make_job, make_judgment

@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from h2e_site.jobs.models import Job, JobStatus
 from judging.admin import actions as judging_admin
-from judging.job_types import GENERATE, JUDGE
+from judging.job_kinds import GENERATE, JUDGE
 from judging.judge_jobs import judge_job_create
 from judging.models import Generation, Judge, JudgeError, Judgment
 from tests.factories import (

@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from h2e_site.jobs.models import Job, JobStatus
 from mining.config import run_config_from_mapping
-from mining.job_types import MINE
+from mining.job_kinds import MINE
 from mining.models import MiningRun, StageOutcome
 from mining.runs import mine_job_run, mining_run_create
 from tests.factories import logged_in, make_user

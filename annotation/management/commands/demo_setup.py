@@ -19,8 +19,10 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
-from annotation.models import Study
+from annotation.models import CalibrationDesign, Study
 from annotation.prolific import entry_link
+from annotation.services import study_create
+from annotation.study_types import Selection
 
 DEMO_DIR = Path(settings.BASE_DIR) / "demo"
 DEMO_USERNAME = "demo"
@@ -49,9 +51,6 @@ DEMO_CALIBRATION_SIZE = 6
 def demo_calibration_study() -> Study:
     """A calibration study (uniform: n = 6 of the demo's generations, probabilities stored), created once,
     closed: its page shows the calibration sample and draws the next rounds."""
-    from annotation.models import CalibrationDesign
-    from annotation.services import Selection, study_create
-
     existing = Study.objects.filter(slug=DEMO_CALIBRATION_SLUG).first()
     if existing is not None:
         return existing
@@ -69,8 +68,6 @@ def demo_calibration_study() -> Study:
 
 def _open_study(slug: str, title: str, kind: str, code: str) -> Study:
     """The study of that slug, or a new one of `kind` over all it can take, with one attention check."""
-    from annotation.services import Selection, study_create
-
     existing = Study.objects.filter(slug=slug).first()
     if existing is not None:
         return existing

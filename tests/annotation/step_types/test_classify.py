@@ -21,7 +21,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation import services
-from annotation.job_types import CLASSIFY_STEPS
+from annotation.job_kinds import CLASSIFY_STEPS
 from annotation.kinds.step_types import StepTypesSubmission, procedure_candidates
 from annotation.models import (
     Annotation,

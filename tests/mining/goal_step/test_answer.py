@@ -37,9 +37,9 @@ from mining.goal_step.answer import (
     task_model_for_config,
     templates_of,
 )
-from mining.goal_step.answer_registry import ANSWER_TASKS
 from mining.goal_step.answer_views import task_models_context
 from mining.goal_step.results import NO_TOPIC, task_models_results
+from mining.job_kinds import ANSWER_TASKS
 from mining.models import GoalStepTask, TaskAnswer, TaskExample, TaskModel, TaskSet, TaskSplit
 from tests.factories import make_topic, make_user
 from tests.llm_server import Fail, LoopbackLLM

@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from h2e_site.jobs.models import Job, JobStatus
 from mining.goal_step.answer import answer_job_run
-from mining.goal_step.answer_registry import ANSWER_TASKS
+from mining.job_kinds import ANSWER_TASKS
 from mining.models import TaskAnswer, TaskModel, TaskSet
 from tests.annotation.goal_step.conftest import make_task_set
 from tests.factories import make_user

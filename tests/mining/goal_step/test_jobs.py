@@ -15,7 +15,7 @@ from h2e_site.jobs.services import job_cancel
 from mining.goal_step import build_work
 from mining.goal_step.build import TASKS
 from mining.goal_step.jobs import TaskSetRefused, task_set_create
-from mining.job_types import BUILD_TASKS
+from mining.job_kinds import BUILD_TASKS
 from mining.models import Procedure, Split, TaskSet, TaskSplit, Topic
 from tests.factories import make_user
 from tests.mining.goal_step.task_sets import TOPICS, build, make_procedures, signature, texts_of

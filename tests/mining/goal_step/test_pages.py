@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from h2e_site.jobs.models import Job
 from mining.goal_step import exports
-from mining.job_types import BUILD_TASKS
+from mining.job_kinds import BUILD_TASKS
 from mining.models import TaskSet, TaskSplit
 from tests.factories import make_user
 from tests.mining.goal_step.task_sets import build, make_procedures

@@ -1,0 +1,90 @@
+"""The types the study engine (services.py, views/) and the study kinds (kinds/) share: a refusal, what a
+study selects, and the critical-failure kind's submission that posted.py builds. They live below both, so the
+engine imports the kinds and the kinds import these without a loop (docs/architecture.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from h2e_site.bounds import SEED, Range
+
+
+class Refused(Exception):
+    """A request the rules turn away; `status` is the HTTP status a view answers with, `field` what it
+    concerns when that is one part of a form ("has_failure", "comments", "failure:<n>": the n-th failure)."""
+
+    def __init__(self, message: str, *, status: int = 400, field: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.field = field
+
+    @property
+    def failure_number(self) -> int | None:
+        """n when the refusal concerns the n-th critical failure (1-based)."""
+        kind, _, n = self.field.partition(":")
+        return int(n) if kind == "failure" and n.isascii() and n.isdigit() else None
+
+
+ATTENTION_CHECKS = Range(0, 100)  # instructed-response items of a study
+SAMPLE_SIZE = Range(1, 1_000_000)  # a selection's seeded sample
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which generations (critical failures), procedures (step types) or task examples (multiple choice) a
+    study annotates. Empty lists mean "any"; generators and judges apply to generations, splits to
+    procedures, the task set and its tasks to examples."""
+
+    topic_ids: list[int] = field(default_factory=list)
+    generator_ids: list[int] = field(default_factory=list)
+    disagreeing_judge_ids: list[int] = field(default_factory=list)  # two judges: keep items they disagree on
+    sample_size: int | None = None
+    seed: int = 0
+    splits: list[str] = field(default_factory=list)
+    task_set: str = ""  # multiple choice: the task set whose test examples are validated
+    tasks: list[str] = field(default_factory=list)
+    # A calibration sample (critical failures; annotation/calibration_sample.py): "" = none, else a design of
+    # judging/sampling.py; the round's size n is sample_size, the judges give the disagreement design's
+    # uncertainty.
+    calibration_design: str = ""
+    calibration_judge_ids: list[int] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "task_set": self.task_set,
+            "tasks": self.tasks,
+            "splits": self.splits,
+            "topic_ids": self.topic_ids,
+            "generator_ids": self.generator_ids,
+            "disagreeing_judge_ids": self.disagreeing_judge_ids,
+            "sample_size": self.sample_size,
+            "seed": self.seed,
+            "calibration_design": self.calibration_design,
+            "calibration_judge_ids": self.calibration_judge_ids,
+        }
+
+    def check(self) -> None:
+        """OutOfRange naming the number (seed, sample_size) that is out of its range."""
+        SEED.check("seed", self.seed)
+        if self.sample_size is not None:
+            SAMPLE_SIZE.check("sample_size", self.sample_size)
+
+
+@dataclass(frozen=True)
+class FailureInput:
+    description: str
+    l1_steps: list[int]
+    l2_steps: list[int]
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What the participant's browser sent; `has_failure` is None when no choice was made."""
+
+    has_failure: bool | None
+    failures: list[FailureInput]
+    comments: str = ""
+    active_seconds: float | None = None
+    user_agent: str = ""
