@@ -1,5 +1,5 @@
-"""One slice for "a model answers every item of a set": generation, judging, step-type classification,
-goal-step answering, and whatever comes next.
+"""One slice for "a model answers every item of a set", whichever app's kind of job it is (docs/architecture.md
+shows a new one).
 
 - A configured model is a row found by its hashed identity: `model_row_for_config` gets or creates it (the
   id function stays with the app that owns the row and is passed in); `config_of_row` is the config a row
@@ -13,7 +13,7 @@ goal-step answering, and whatever comes next.
   cannot be built) is a failed item of the job, its pk in parameters["failed_items"], written in the same
   transaction as the answers of its group, so a resumed job asks neither again. The Jobs page shows the
   count and the first errors, and "Retry failed items" (JobType.retry = the kind's AnsweringWork.retry)
-  starts a job over those still unanswered. A kind may keep its own record beside it (judging's JudgeError)
+  starts a job over those still unanswered. A kind may keep its own record beside it (a table of its errors)
   and say which of them still stand (`still_failed`).
 """
 
