@@ -31,18 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
-from h2e_site.jobs.answering import (
-    AnsweringWork,
-    NothingToAsk,
-    answering_job_create,
-    config_of_row,
-    config_without_prompt_path,
-    constrained_request,
-    model_row_for_config,
-    output_constraint,
-    prompts_json,
-    stored_prompts,
-)
+from h2e_site.jobs import answering
 from h2e_site.jobs.loop import job_run
 from h2e_site.jobs.models import Job
 from h2e_site.llm.base import LLMBackend, LLMRequest, LLMResult
@@ -88,7 +77,7 @@ ANSWER_SCHEMA: dict[str, Any] = {
 }
 
 
-class NothingToClassify(NothingToAsk):
+class NothingToClassify(answering.NothingToAsk):
     """Every candidate of the study already has a prediction by the classifier (or the study has none)."""
 
 
@@ -109,7 +98,9 @@ def classifier_config(config_path: Path | str) -> ModelConfig:
     """A step-type model config: a judge config (an instruct model, the same fields) without prompt_path,
     since the prompts are always prompts/step_types/*.txt. ConfigError naming the file and field."""
     prompts = f"{PROMPTS_DIR.name}/*.txt (one per type)"
-    return config_without_prompt_path(config_path, role="judge", used_for="step types", prompts=prompts)
+    return answering.config_without_prompt_path(
+        config_path, role="judge", used_for="step types", prompts=prompts
+    )
 
 
 def classifier_id_of(config: ModelConfig, prompt_text: str) -> str:
@@ -117,7 +108,7 @@ def classifier_id_of(config: ModelConfig, prompt_text: str) -> str:
     constraint) and the SHA-256 of each prompt template."""
     payload = {
         "classifier_id_version": CLASSIFIER_ID_VERSION,
-        "classifier": config_identity(config, output=output_constraint(config, "yes-no")),
+        "classifier": config_identity(config, output=answering.output_constraint(config, "yes-no")),
     }
     return hashed_id(payload, json.loads(prompt_text))
 
@@ -133,19 +124,19 @@ def classifier_for_model_config(config: ModelConfig) -> StepTypeClassifier:
     with the files its templates came from."""
     stored = {key: value for key, value in config.as_json().items() if key != "prompt_path"}
     stored["prompt_files"] = [f"prompts/{PROMPTS_DIR.name}/{PROMPT_FILES[t]}" for t in StepType]
-    return model_row_for_config(
+    return answering.model_row_for_config(
         StepTypeClassifier,
         id_field="classifier_id",
         id_of=classifier_id_of,
         config=config,
-        prompt_text=prompts_json({t.value: prompt_template(t) for t in StepType}),
+        prompt_text=answering.prompts_json({t.value: prompt_template(t) for t in StepType}),
         stored_config=stored,
     )
 
 
 def config_for_classifier(classifier: StepTypeClassifier) -> ModelConfig:
     """The config a classifier runs with (its stored .config); ConfigError for an imported one."""
-    return config_of_row(
+    return answering.config_of_row(
         {} if classifier.imported else classifier.config,
         role="judge",
         label=f"step-type classifier {classifier.classifier_id}",
@@ -158,7 +149,7 @@ def templates_of(classifier: StepTypeClassifier) -> dict[StepType, str]:
     (PromptChanged otherwise); ValueError when the text is not the three templates."""
     label = f"step-type classifier {classifier.classifier_id}"
     what = "the three step-type templates"
-    stored = stored_prompts(
+    stored = answering.stored_prompts(
         classifier.prompt_text, expected_sha256=classifier.prompt_sha256, label=label, what=what
     )
     if set(stored) != {t.value for t in StepType}:
@@ -169,7 +160,9 @@ def templates_of(classifier: StepTypeClassifier) -> dict[StepType, str]:
 def classify_request(config: ModelConfig, *, key: str, prompt: str) -> LLMRequest:
     """One yes/no question: the embedded model under a yes/no grammar, a json_schema config under the
     answer schema, any other model free (parse_answer reads its text)."""
-    return constrained_request(config, key=key, prompt=prompt, grammar=YES_NO_GRAMMAR, schema=ANSWER_SCHEMA)
+    return answering.constrained_request(
+        config, key=key, prompt=prompt, grammar=YES_NO_GRAMMAR, schema=ANSWER_SCHEMA
+    )
 
 
 # --- jobs ----------------------------------------------------------------------------------------------
@@ -229,7 +222,7 @@ def classify_job_create(
         "study": study.pk,
         "study_slug": study.slug,
     }
-    return answering_job_create(
+    return answering.answering_job_create(
         CLASSIFY_STEPS,
         config=config,
         items=items,
@@ -251,7 +244,7 @@ def classify_job_run(*, job_id: int, backend: LLMBackend | None = None) -> Job |
     return job_run(job_id, CLASSIFY_STEPS, lambda job: ClassifyWork(job, backend))
 
 
-class ClassifyWork(AnsweringWork):
+class ClassifyWork(answering.AnsweringWork):
     """One request per candidate (see the module doc)."""
 
     answered_verb = "classified"

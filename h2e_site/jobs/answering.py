@@ -1,5 +1,5 @@
-"""One slice for "a model answers every item of a set", whichever app's kind of job it is (docs/architecture.md
-shows a new one).
+"""One slice for "a model answers every item of a set", whichever app's kind of job it is
+(docs/architecture.md shows a new one).
 
 - A configured model is a row found by its hashed identity: `model_row_for_config` gets or creates it (the
   id function stays with the app that owns the row and is passed in); `config_of_row` is the config a row

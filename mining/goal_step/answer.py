@@ -32,18 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
-from h2e_site.jobs.answering import (
-    AnsweringWork,
-    NothingToAsk,
-    answering_job_create,
-    config_of_row,
-    config_without_prompt_path,
-    constrained_request,
-    model_row_for_config,
-    output_constraint,
-    prompts_json,
-    stored_prompts,
-)
+from h2e_site.jobs import answering
 from h2e_site.jobs.loop import job_run
 from h2e_site.jobs.models import Job
 from h2e_site.llm.base import LLMBackend, LLMRequest, LLMResult
@@ -88,7 +77,7 @@ CANDIDATES_ONLY_PROMPT = "answer_candidates_only.txt"
 _SECTION = re.compile(r"^### (\w+)[ \t]*$", re.MULTILINE)
 
 
-class NothingToAnswer(NothingToAsk):
+class NothingToAnswer(answering.NothingToAsk):
     """Every example of the set's split has this model's answer in this mode already (or there is none)."""
 
 
@@ -278,7 +267,7 @@ def task_model_config(config_path: Path | str) -> ModelConfig:
     """A generator config (any prompt style, the same fields) without prompt_path, since the prompts are
     always prompts/goal_step/*.txt. ConfigError naming the file and field."""
     prompts = f"prompts/{PROMPTS_DIR.name}/*.txt"
-    return config_without_prompt_path(
+    return answering.config_without_prompt_path(
         config_path, role="generator", used_for="goal-step tasks", prompts=prompts
     )
 
@@ -286,7 +275,7 @@ def task_model_config(config_path: Path | str) -> ModelConfig:
 def task_model_id_of(config: ModelConfig, prompt_text: str) -> str:
     """h2e_site.llm.config.hashed_id over the model's identity (with its prompt style and the output
     constraint) and the SHA-256 of each prompt file."""
-    output = output_constraint(config, "letter")
+    output = answering.output_constraint(config, "letter")
     payload = {
         "model_id_version": MODEL_ID_VERSION,
         "model": config_identity(config, output=output, with_prompt_style=True),
@@ -306,19 +295,19 @@ def task_model_for_model_config(config: ModelConfig) -> TaskModel:
     PromptTemplates(files)  # a broken file fails here, not on the worker
     stored = {key: value for key, value in config.as_json().items() if key != "prompt_path"}
     stored["prompt_files"] = [f"prompts/{PROMPTS_DIR.name}/{name}" for name in sorted(files)]
-    return model_row_for_config(
+    return answering.model_row_for_config(
         TaskModel,
         id_field="model_id",
         id_of=task_model_id_of,
         config=config,
-        prompt_text=prompts_json(files),
+        prompt_text=answering.prompts_json(files),
         stored_config=stored,
     )
 
 
 def config_for_task_model(task_model: TaskModel) -> ModelConfig:
     """The config a model runs with (its stored .config); ConfigError for imported answers."""
-    return config_of_row(
+    return answering.config_of_row(
         {key: value for key, value in task_model.config.items() if key != "prompt_path"},
         role="generator",
         label=f"goal-step model {task_model.model_id}",
@@ -330,7 +319,7 @@ def templates_of(task_model: TaskModel) -> PromptTemplates:
     """The templates a model's jobs send: its stored text, checked against its prompt_sha256 (PromptChanged
     otherwise); ValueError when the text is not the two files."""
     label = f"goal-step model {task_model.model_id}"
-    stored = stored_prompts(
+    stored = answering.stored_prompts(
         task_model.prompt_text,
         expected_sha256=task_model.prompt_sha256,
         label=label,
@@ -343,7 +332,7 @@ def answer_request(config: ModelConfig, *, key: str, prompt: str, n_candidates: 
     """One multiple-choice question: the embedded model under a letter grammar, a json_schema config under the
     answer schema, any other model free (parse_choice reads its text)."""
     grammar, schema = letter_grammar(n_candidates), letter_schema(n_candidates)
-    return constrained_request(config, key=key, prompt=prompt, grammar=grammar, schema=schema)
+    return answering.constrained_request(config, key=key, prompt=prompt, grammar=grammar, schema=schema)
 
 
 # --- jobs ---------------------------------------------------------------------------------------------------
@@ -398,7 +387,7 @@ def answer_job_create(
         "split": split,
         "candidates_only": candidates_only,
     }
-    return answering_job_create(
+    return answering.answering_job_create(
         ANSWER_TASKS,
         config=config,
         items=items,
@@ -420,7 +409,7 @@ def answer_job_run(*, job_id: int, backend: LLMBackend | None = None) -> Job | N
     return job_run(job_id, ANSWER_TASKS, lambda job: AnswerWork(job, backend))
 
 
-class AnswerWork(AnsweringWork):
+class AnswerWork(answering.AnsweringWork):
     """One request per example (see the module doc)."""
 
     def __init__(self, job: Job, backend: LLMBackend | None = None) -> None:
