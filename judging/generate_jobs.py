@@ -71,13 +71,7 @@ def generate_job_create(
         "limit": limit,
     }
     return answering.answering_job_create(
-        GENERATE,
-        config=config,
-        items=items,
-        parameters=parameters,
-        created_by=created_by,
-        enqueue=enqueue,
-        retry_of=retry_of,
+        GENERATE, config, items, parameters, created_by=created_by, enqueue=enqueue, retry_of=retry_of
     )
 
 

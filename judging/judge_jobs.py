@@ -80,13 +80,7 @@ def judge_job_create(
         "mode": mode,
     }
     return answering.answering_job_create(
-        JUDGE,
-        config=config,
-        items=items,
-        parameters=parameters,
-        created_by=created_by,
-        enqueue=enqueue,
-        retry_of=retry_of,
+        JUDGE, config, items, parameters, created_by=created_by, enqueue=enqueue, retry_of=retry_of
     )
 
 

@@ -223,13 +223,7 @@ def classify_job_create(
         "study_slug": study.slug,
     }
     return answering.answering_job_create(
-        CLASSIFY_STEPS,
-        config=config,
-        items=items,
-        parameters=parameters,
-        created_by=created_by,
-        enqueue=enqueue,
-        retry_of=retry_of,
+        CLASSIFY_STEPS, config, items, parameters, created_by=created_by, enqueue=enqueue, retry_of=retry_of
     )
 
 

@@ -174,10 +174,10 @@ def constrained_request(
 
 def answering_job_create(
     kind: str,
-    *,
     config: ModelConfig,
     items: list[int],
     parameters: dict[str, Any],
+    *,
     created_by: User | None = None,
     enqueue: bool = True,
     retry_of: int | None = None,

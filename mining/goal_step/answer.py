@@ -388,13 +388,7 @@ def answer_job_create(
         "candidates_only": candidates_only,
     }
     return answering.answering_job_create(
-        ANSWER_TASKS,
-        config=config,
-        items=items,
-        parameters=parameters,
-        created_by=created_by,
-        enqueue=enqueue,
-        retry_of=retry_of,
+        ANSWER_TASKS, config, items, parameters, created_by=created_by, enqueue=enqueue, retry_of=retry_of
     )
 
 
