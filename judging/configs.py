@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import IntegrityError, transaction
-
-from h2e_site.llm.config import CONFIG_FIELDS, ConfigError, ModelConfig, Role, config_from_mapping
+from h2e_site.jobs.answering import config_of_row, model_row_for_config
+from h2e_site.llm.config import ConfigError, ModelConfig, Role
 from h2e_site.llm.prompts import check_prompt, prompt_sha256
 
 from . import ids
@@ -60,62 +59,66 @@ def generator_for_config(config: ModelConfig) -> Generator:
     """The Generator row for this config: found by generator_id, created on first use."""
     if config.role != "generator":
         raise ValueError("generator_for_config needs a generator config")
+
+    def more(generator_id: str) -> dict[str, Any]:
+        return {
+            **_decoding(config),
+            "prompt_style": config.prompt_style,
+            **_rate_limits(config),
+            "prompt_path": config.prompt_path,
+            "run_name": config.run_name or ids.run_name_for_model(config.model),
+            "manifest": {
+                "generator_id": generator_id,
+                "generation_prompt_sha256": prompt_sha256(prompt),
+                "generation_prompt_path": config.prompt_path,
+                "generation": {"model_type": config.prompt_style},
+                "generator": {**_manifest_role(config), **_rate_limits(config)},
+            },
+        }
+
     prompt = config.prompt_text()
-    defaults = {
-        "model": config.model,
-        "backend": config.backend,
-        "provider": config.provider,
-        "prompt_style": config.prompt_style,
-        "prompt_text": prompt,
-        "temperature": config.temperature,
-        "max_new_tokens": config.max_new_tokens,
-        "max_requests_per_minute": config.max_requests_per_minute,
-        "max_tokens_per_minute": config.max_tokens_per_minute,
-        "reasoning_effort": config.reasoning_effort,
-        "vllm_overrides": config.vllm,
-        "prompt_sha256": prompt_sha256(prompt),
-        "prompt_path": config.prompt_path,
-        "run_name": config.run_name or ids.run_name_for_model(config.model),
-        "config": config.as_json(),
-    }
-    generator_id = generator_id_of(config, prompt)
-    defaults["manifest"] = {
-        "generator_id": generator_id,
-        "generation_prompt_sha256": defaults["prompt_sha256"],
-        "generation_prompt_path": config.prompt_path,
-        "generation": {"model_type": config.prompt_style},
-        "generator": {**_manifest_role(config), **_rate_limits(config)},
-    }
-    return _get_or_create(Generator, {"generator_id": generator_id}, defaults)
+    return model_row_for_config(
+        Generator,
+        id_field="generator_id",
+        id_of=generator_id_of,
+        config=config,
+        prompt_text=prompt,
+        more=more,
+    )
 
 
 def judge_for_config(config: ModelConfig) -> Judge:
     """The Judge row for this config: found by judge_id, created on first use."""
     if config.role != "judge":
         raise ValueError("judge_for_config needs a judge config")
+
+    def more(judge_id: str) -> dict[str, Any]:
+        return {
+            **_decoding(config),
+            "prompt_path": config.prompt_path,
+            "manifest": {
+                "judge_id": judge_id,
+                "judge_prompt_sha256": prompt_sha256(prompt),
+                "judge_prompt_path": config.prompt_path,
+                "judge": _manifest_role(config),
+            },
+        }
+
     prompt = config.prompt_text()
-    defaults = {
-        "model": config.model,
-        "backend": config.backend,
+    return model_row_for_config(
+        Judge, id_field="judge_id", id_of=judge_id_of, config=config, prompt_text=prompt, more=more
+    )
+
+
+def _decoding(config: ModelConfig) -> dict[str, Any]:
+    """The row's fields of what the id hashes besides model and prompt."""
+    return {
         "provider": config.provider,
-        "prompt_text": prompt,
         "temperature": config.temperature,
         "max_new_tokens": config.max_new_tokens,
         "reasoning_effort": config.reasoning_effort,
         "vllm_overrides": config.vllm,
-        "prompt_sha256": prompt_sha256(prompt),
-        "prompt_path": config.prompt_path,
-        "is_demo_model": config.is_demo_model,
-        "config": config.as_json(),
     }
-    judge_id = judge_id_of(config, prompt)
-    defaults["manifest"] = {
-        "judge_id": judge_id,
-        "judge_prompt_sha256": defaults["prompt_sha256"],
-        "judge_prompt_path": config.prompt_path,
-        "judge": _manifest_role(config),
-    }
-    return _get_or_create(Judge, {"judge_id": judge_id}, defaults)
 
 
 def _manifest_role(config: ModelConfig) -> dict[str, Any]:
@@ -139,22 +142,6 @@ def _rate_limits(config: ModelConfig) -> dict[str, Any]:
     }
 
 
-def _get_or_create(model: type[Generator] | type[Judge], lookup: dict[str, str], defaults: dict) -> Any:
-    """get_or_create; a row that exists keeps its identity fields but takes the latest resolved config
-    (only operational fields such as base_url or concurrency can differ under one id)."""
-    try:
-        with transaction.atomic():
-            row, created = model.objects.get_or_create(**lookup, defaults=defaults)
-    except IntegrityError:  # created concurrently by another process
-        row, created = model.objects.get(**lookup), False
-    if not created and row.config != defaults["config"]:
-        row.config = defaults["config"]
-        if isinstance(row, Judge):
-            row.is_demo_model = row.is_demo_model or defaults["is_demo_model"]
-        row.save(update_fields=["config", *(["is_demo_model"] if isinstance(row, Judge) else [])])
-    return row
-
-
 def config_for_generator(generator: Generator) -> ModelConfig:
     """The config a Generator row runs with (its stored .config); an imported row has none."""
     return _stored_config(generator.config, role="generator", label=f"generator {generator.generator_id}")
@@ -165,18 +152,16 @@ def config_for_judge(judge: Judge) -> ModelConfig:
 
 
 def _stored_config(stored: dict, *, role: Role, label: str) -> ModelConfig:
-    if not stored:
-        how = (
-            "attach a config to it in the admin (Judges, action “Attach a config…”: its prompt file must "
-            "hash to the judge's recorded prompt_sha256, so the judge_id stays true), or judge with a judge "
-            "made from a config (python manage.py judge --judge-config FILE; it gets its own judge_id)"
-            if role == "judge"
-            else "generate with a generator made from a config (python manage.py generate --generator-config "
-            "FILE; it gets its own generator_id)"
-        )
-        raise ConfigError(label, "config", f"this row was imported, not created from a config: {how}")
-    data = {key: value for key, value in stored.items() if key in CONFIG_FIELDS}
-    return config_from_mapping(data, role=role, source=label)
+    how = (
+        "attach a config to it in the admin (Judges, action “Attach a config…”: its prompt file must "
+        "hash to the judge's recorded prompt_sha256, so the judge_id stays true), or judge with a judge "
+        "made from a config (python manage.py judge --judge-config FILE; it gets its own judge_id)"
+        if role == "judge"
+        else "generate with a generator made from a config (python manage.py generate --generator-config "
+        "FILE; it gets its own generator_id)"
+    )
+    refusal = f"this row was imported, not created from a config: {how}"
+    return config_of_row(stored, role=role, label=label, refusal=refusal)
 
 
 def prompt_for_generator(generator: Generator) -> str:

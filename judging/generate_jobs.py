@@ -5,8 +5,11 @@ and how to store an answer).
 - Requests are built a chunk of rows at a time as the backend asks for them, with the prompt text stored on
   the Generator (the one its generator_id hashes), and each answer is upserted as the Generation of
   (generator, procedure) with its steps and metrics, or its error (results.py).
-- Resumable: "done" is read off the rows (a good L2 counts, an error written since the job first started
-  counts as failed), so a resumed job sends only what is missing.
+- Failed items are recorded as every answering job records them (h2e_site.jobs.answering: the job's
+  parameters["failed_items"]), and kept as the Generation's error beside them; a retry asks those whose
+  L2 still failed.
+- Resumable: "done" is read off the rows (a good L2 counts, a failed item or an error written since the
+  job first started counts as failed), so a resumed job sends only what is missing.
 """
 
 from __future__ import annotations
@@ -14,13 +17,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, QuerySet
 
 from h2e_site.bounds import Range
-from h2e_site.jobs.loop import ItemWork, Progress, job_run
+from h2e_site.jobs import answering
+from h2e_site.jobs.loop import job_run
 from h2e_site.jobs.models import Job
-from h2e_site.jobs.services import NothingToRetry, job_create
-from h2e_site.llm.base import BackendConfig, LLMBackend, LLMRequest, LLMResult
+from h2e_site.llm.base import LLMBackend, LLMRequest, LLMResult
 from mining.models import Procedure
 
 from .configs import config_for_generator, prompt_for_generator
@@ -66,28 +69,15 @@ def generate_job_create(
         "split": split,
         "procedure_ids": procedure_ids,
         "limit": limit,
-        "backend": config.backend,
-        "items": items,
-        **({"retry_of": retry_of} if retry_of else {}),
     }
-    return job_create(
-        kind=GENERATE, parameters=parameters, total=len(items), created_by=created_by, enqueue=enqueue
+    return answering.answering_job_create(
+        GENERATE, config, items, parameters, created_by=created_by, enqueue=enqueue, retry_of=retry_of
     )
 
 
 def generate_job_retry(job: Job, created_by: User | None) -> Job:
     """A new generate job over the procedures of `job` whose L2 failed (API errors after retries)."""
-    generator = Generator.objects.get(pk=job.parameters["generator"])
-    failed = list(
-        Generation.objects.filter(generator=generator, procedure_id__in=job.parameters.get("items", []))
-        .exclude(error="")
-        .values_list("procedure_id", flat=True)
-    )
-    if not failed:
-        raise NothingToRetry(f"job {job.pk} has no failed items left to retry (they were run again since)")
-    return generate_job_create(
-        generator=generator, split=None, procedure_ids=failed, created_by=created_by, retry_of=job.pk
-    )
+    return GenerateWork.retry(job, created_by)
 
 
 def generate_job_run(*, job_id: int, backend: LLMBackend | None = None) -> Job | None:
@@ -95,53 +85,50 @@ def generate_job_run(*, job_id: int, backend: LLMBackend | None = None) -> Job |
     return job_run(job_id, GENERATE, lambda job: GenerateWork(job, backend))
 
 
-class GenerateWork(ItemWork):
+class GenerateWork(answering.AnsweringWork):
+    answered_verb = "run again"
+
     def __init__(self, job: Job, backend: LLMBackend | None = None) -> None:
-        super().__init__(job)
-        self.backend = backend
+        super().__init__(job, backend)
         self.generator = Generator.objects.get(pk=job.parameters["generator"])
         self.config = config_for_generator(self.generator)
         self.template = prompt_for_generator(self.generator)
         self.in_flight: dict[int, tuple[Procedure, str]] = {}  # procedure pk -> (procedure, prompt)
 
-    def backend_config(self) -> BackendConfig:
-        return self.config.backend_config()
+    def _generations(self, pks: Sequence[int]) -> QuerySet[Generation]:
+        return Generation.objects.filter(generator=self.generator, procedure_id__in=list(pks))
 
-    def pending_and_counts(self) -> tuple[list[int], Progress]:
-        rows = dict(
-            Generation.objects.filter(generator=self.generator, procedure_id__in=self.items).values_list(
-                "procedure_id", "error"
-            )
-        )
-        written_since = set(
-            Generation.objects.filter(
-                generator=self.generator,
-                procedure_id__in=self.items,
-                updated_at__gte=self.job.started_at,
-            ).values_list("procedure_id", flat=True)
-        )
-        progress = Progress()
-        pending = []
-        for pk in self.items:
-            if pk in rows and rows[pk] == "":
-                progress.done += 1
-            elif pk in written_since:
-                progress.failed += 1
-            else:
-                pending.append(pk)
-        return pending, progress
+    def answered(self, pks: Sequence[int]) -> set[int]:
+        """A good L2."""
+        return set(self._generations(pks).filter(error="").values_list("procedure_id", flat=True))
 
-    def fetch(self, pks: Sequence[int]) -> list[LLMRequest]:
-        procedures = Procedure.objects.in_bulk(list(pks))
-        requests = []
-        for pk in self.present(pks, procedures):
-            procedure = procedures[pk]
-            n = len(procedure.steps)
-            prompt = generation_prompt(self.template, goal=procedure.goal, resources=procedure.resources, n=n)
-            self.in_flight[pk] = (procedure, prompt)
-            requests.append(generation_request(self.config, key=str(pk), prompt=prompt, n_steps=n))
-        return requests
+    def failed_before(self) -> set[int]:
+        if self.job.started_at is None:
+            return self.failed_items
+        written = self._generations(self.items).exclude(error="").filter(updated_at__gte=self.job.started_at)
+        return self.failed_items | set(written.values_list("procedure_id", flat=True))
 
-    def store(self, results: Sequence[LLMResult]) -> None:
+    def still_failed(self) -> set[int]:
+        return set(self._generations(self.items).exclude(error="").values_list("procedure_id", flat=True))
+
+    def rows(self, pks: Sequence[int]) -> dict[int, Procedure]:
+        return Procedure.objects.in_bulk(list(pks))
+
+    def request(self, pk: int, row: Procedure) -> LLMRequest:
+        n = len(row.steps)
+        prompt = generation_prompt(self.template, goal=row.goal, resources=row.resources, n=n)
+        self.in_flight[pk] = (row, prompt)
+        return generation_request(self.config, key=str(pk), prompt=prompt, n_steps=n)
+
+    def save(self, results: Sequence[LLMResult]) -> None:
         rows = [(*self.in_flight.pop(int(result.key)), result) for result in results]
         generations_store(generator=self.generator, results=rows)
+
+    def again(self, pks: list[int], created_by: User | None) -> Job:
+        return generate_job_create(
+            generator=self.generator,
+            split=None,
+            procedure_ids=pks,
+            created_by=created_by,
+            retry_of=self.job.pk,
+        )

@@ -8,8 +8,12 @@ send and how to store an answer).
 - Requests carry the judge prompt stored on the Judge (the one its judge_id hashes); each answer is parsed
   and upserted with its critical failures (results.py). An API or connection error is a failed item of the
   job (a JudgeError, retryable), never a judgment: it leaves any judgment already stored as it was.
+- Failed items are recorded as every answering job records them (h2e_site.jobs.answering: the job's
+  parameters["failed_items"], shown and retried on the Jobs page), and kept as JudgeError rows beside them
+  (the judge's record: the failures page and the judge's figures read it); a retry asks those whose
+  JudgeError still stands.
 - Resumable: for mode missing any judgment counts as done, for parse_failed / replace a judgment written
-  since the job first started; an item with a JudgeError of this job counts as failed.
+  since the job first started; a failed item of this job (or one with a JudgeError of it) counts as failed.
 """
 
 from __future__ import annotations
@@ -19,10 +23,10 @@ from typing import TYPE_CHECKING, Literal
 
 from django.db.models import Q
 
-from h2e_site.jobs.loop import ItemWork, Progress, job_run
+from h2e_site.jobs import answering
+from h2e_site.jobs.loop import job_run
 from h2e_site.jobs.models import Job
-from h2e_site.jobs.services import NothingToRetry, job_create
-from h2e_site.llm.base import BackendConfig, LLMBackend, LLMRequest, LLMResult
+from h2e_site.llm.base import LLMBackend, LLMRequest, LLMResult
 
 from .configs import config_for_judge, prompt_for_judge
 from .job_kinds import JUDGE
@@ -74,28 +78,15 @@ def judge_job_create(
         "generator_id": generator.generator_id if generator else None,
         "generation_ids": generation_ids,
         "mode": mode,
-        "backend": config.backend,
-        "items": items,
-        **({"retry_of": retry_of} if retry_of else {}),
     }
-    return job_create(
-        kind=JUDGE, parameters=parameters, total=len(items), created_by=created_by, enqueue=enqueue
+    return answering.answering_job_create(
+        JUDGE, config, items, parameters, created_by=created_by, enqueue=enqueue, retry_of=retry_of
     )
 
 
 def judge_job_retry(job: Job, created_by: User | None) -> Job:
     """A new judge job over the items of `job` the judge could not judge (its JudgeErrors still standing)."""
-    judge = Judge.objects.get(pk=job.parameters["judge"])
-    failed = list(
-        JudgeError.objects.filter(judge=judge, generation_id__in=job.parameters.get("items", []))
-        .order_by("generation_id")
-        .values_list("generation_id", flat=True)
-    )
-    if not failed:
-        raise NothingToRetry(f"job {job.pk} has no failed items left to retry (they were judged again since)")
-    return judge_job_create(
-        judge=judge, generation_ids=failed, mode="parse_failed", created_by=created_by, retry_of=job.pk
-    )
+    return JudgeWork.retry(job, created_by)
 
 
 def judge_job_run(*, job_id: int, backend: LLMBackend | None = None) -> Job | None:
@@ -103,56 +94,51 @@ def judge_job_run(*, job_id: int, backend: LLMBackend | None = None) -> Job | No
     return job_run(job_id, JUDGE, lambda job: JudgeWork(job, backend))
 
 
-class JudgeWork(ItemWork):
+class JudgeWork(answering.AnsweringWork):
+    answered_verb = "judged again"
+
     def __init__(self, job: Job, backend: LLMBackend | None = None) -> None:
-        super().__init__(job)
-        self.backend = backend
+        super().__init__(job, backend)
         self.judge = Judge.objects.get(pk=job.parameters["judge"])
         self.mode: JudgeMode = job.parameters.get("mode", "missing")
         self.config = config_for_judge(self.judge)
         self.template = prompt_for_judge(self.judge)
         self.in_flight: dict[int, Generation] = {}
 
-    def backend_config(self) -> BackendConfig:
-        return self.config.backend_config()
+    def answered(self, pks: Sequence[int]) -> set[int]:
+        """Judged: for mode missing any judgment, else one written since the job first started."""
+        judged = Judgment.objects.filter(judge=self.judge, generation_id__in=list(pks))
+        if self.mode != "missing":
+            started = self.job.started_at
+            judged = judged.filter(updated_at__gte=started) if started else judged.none()
+        return set(judged.values_list("generation_id", flat=True))
 
-    def pending_and_counts(self) -> tuple[list[int], Progress]:
-        judged = dict(
-            Judgment.objects.filter(judge=self.judge, generation_id__in=self.items).values_list(
-                "generation_id", "updated_at"
-            )
-        )
-        failed = set(
-            JudgeError.objects.filter(job=self.job, generation_id__in=self.items).values_list(
-                "generation_id", flat=True
-            )
-        )
-        started = self.job.started_at
-        progress = Progress()
-        pending = []
-        for pk in self.items:
-            written_since = pk in judged and started is not None and judged[pk] >= started
-            if pk in judged and (written_since or self.mode == "missing"):
-                progress.done += 1
-            elif pk in failed:
-                progress.failed += 1
-            else:
-                pending.append(pk)
-        return pending, progress
+    def failed_before(self) -> set[int]:
+        errors = JudgeError.objects.filter(job=self.job, generation_id__in=self.items)
+        return self.failed_items | set(errors.values_list("generation_id", flat=True))
 
-    def fetch(self, pks: Sequence[int]) -> list[LLMRequest]:
-        generations = Generation.objects.select_related("procedure").in_bulk(list(pks))
-        requests = []
-        for pk in self.present(pks, generations):
-            generation = generations[pk]
-            l1, l2 = clean_steps(generation.procedure.steps), clean_steps(generation.predicted_steps)
-            prompt = judge_prompt(self.template, goal=generation.procedure.goal, reference_steps=l1, steps=l2)
-            self.in_flight[pk] = generation
-            requests.append(
-                judge_request(self.config, key=str(pk), prompt=prompt, n_l1=len(l1), n_l2=len(l2))
-            )
-        return requests
+    def still_failed(self) -> set[int]:
+        errors = JudgeError.objects.filter(judge=self.judge, generation_id__in=self.items)
+        return set(errors.values_list("generation_id", flat=True))
 
-    def store(self, results: Sequence[LLMResult]) -> None:
+    def rows(self, pks: Sequence[int]) -> dict[int, Generation]:
+        return Generation.objects.select_related("procedure").in_bulk(list(pks))
+
+    def request(self, pk: int, row: Generation) -> LLMRequest:
+        l1, l2 = clean_steps(row.procedure.steps), clean_steps(row.predicted_steps)
+        prompt = judge_prompt(self.template, goal=row.procedure.goal, reference_steps=l1, steps=l2)
+        self.in_flight[pk] = row
+        return judge_request(self.config, key=str(pk), prompt=prompt, n_l1=len(l1), n_l2=len(l2))
+
+    def save(self, results: Sequence[LLMResult]) -> None:
         rows = [(self.in_flight.pop(int(result.key)), result) for result in results]
         judgments_store(judge=self.judge, results=rows, job_pk=self.job.pk)
+
+    def again(self, pks: list[int], created_by: User | None) -> Job:
+        return judge_job_create(
+            judge=self.judge,
+            generation_ids=pks,
+            mode="parse_failed",
+            created_by=created_by,
+            retry_of=self.job.pk,
+        )

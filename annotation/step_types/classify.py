@@ -18,35 +18,24 @@ how to store an answer.
   failed item of the job (its candidate pk in parameters["failed_items"]), never a prediction; "Retry
   failed items" starts a job over those still without one.
 - Resumable: any prediction by the classifier counts as done, a failed item of this job as failed; the rest
-  is sent. Failed items are written with the predictions of their group, so a resumed job does not re-ask
-  them (nor anything already answered).
+  is sent. h2e_site.jobs.answering owns pending and failed items, retry, cost and latency; this module says
+  which candidates, what to ask and what to store.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
 from django.conf import settings
-from django.db import IntegrityError, transaction
 
-from h2e_site.jobs.loop import ItemWork, Progress, job_run
+from h2e_site.jobs import answering
+from h2e_site.jobs.loop import job_run
 from h2e_site.jobs.models import Job
-from h2e_site.jobs.services import NothingToRetry, job_create
-from h2e_site.llm.base import BackendConfig, LLMBackend, LLMRequest, LLMResult
-from h2e_site.llm.config import (
-    CONFIG_FIELDS,
-    ConfigError,
-    ModelConfig,
-    config_from_mapping,
-    config_identity,
-    hashed_id,
-    load_config,
-)
-from h2e_site.llm.prompts import check_prompt, prompt_sha256
+from h2e_site.llm.base import LLMBackend, LLMRequest, LLMResult
+from h2e_site.llm.config import ModelConfig, config_identity, hashed_id
 from mining.models import Procedure
 
 from ..job_kinds import CLASSIFY_STEPS
@@ -88,7 +77,7 @@ ANSWER_SCHEMA: dict[str, Any] = {
 }
 
 
-class NothingToClassify(ValueError):
+class NothingToClassify(answering.NothingToAsk):
     """Every candidate of the study already has a prediction by the classifier (or the study has none)."""
 
 
@@ -108,27 +97,10 @@ def step_type_configs() -> list[Path]:
 def classifier_config(config_path: Path | str) -> ModelConfig:
     """A step-type model config: a judge config (an instruct model, the same fields) without prompt_path,
     since the prompts are always prompts/step_types/*.txt. ConfigError naming the file and field."""
-    config = load_config(config_path, role="judge")
-    data = yaml.safe_load(Path(config_path).read_text(encoding="utf-8"))
-    if "prompt_path" in data:
-        raise ConfigError(
-            str(config_path),
-            "prompt_path",
-            f"not used for step types: the prompts are {PROMPTS_DIR.name}/*.txt (one per type); leave it out",
-        )
-    return config
-
-
-def _prompts_text(templates: dict[str, str]) -> str:
-    """The three templates as one text, as stored and hashed: a JSON object type -> template."""
-    return json.dumps(templates, sort_keys=True, ensure_ascii=False, indent=2)
-
-
-def _output_constraint(config: ModelConfig) -> str:
-    """How the answer is held to yes / no: part of the classifier's identity (it changes what is asked)."""
-    if config.backend == "local":
-        return "grammar:yes-no"
-    return "json_schema:answer" if config.json_schema else "none"
+    prompts = f"{PROMPTS_DIR.name}/*.txt (one per type)"
+    return answering.config_without_prompt_path(
+        config_path, role="judge", used_for="step types", prompts=prompts
+    )
 
 
 def classifier_id_of(config: ModelConfig, prompt_text: str) -> str:
@@ -136,17 +108,9 @@ def classifier_id_of(config: ModelConfig, prompt_text: str) -> str:
     constraint) and the SHA-256 of each prompt template."""
     payload = {
         "classifier_id_version": CLASSIFIER_ID_VERSION,
-        "classifier": config_identity(config, output=_output_constraint(config)),
+        "classifier": config_identity(config, output=answering.output_constraint(config, "yes-no")),
     }
     return hashed_id(payload, json.loads(prompt_text))
-
-
-def _stored_config(config: ModelConfig) -> dict[str, Any]:
-    """The resolved config a classifier keeps: without the judge prompt path (never read), with the files
-    its templates came from."""
-    stored = {key: value for key, value in config.as_json().items() if key != "prompt_path"}
-    stored["prompt_files"] = [f"prompts/{PROMPTS_DIR.name}/{PROMPT_FILES[t]}" for t in StepType]
-    return stored
 
 
 def classifier_for_config(config_path: Path | str) -> StepTypeClassifier:
@@ -155,75 +119,49 @@ def classifier_for_config(config_path: Path | str) -> StepTypeClassifier:
 
 
 def classifier_for_model_config(config: ModelConfig) -> StepTypeClassifier:
-    """The StepTypeClassifier of a validated config with the prompt files as they are now. A row that
-    exists keeps its identity and prompts, and takes the latest resolved config (only operational fields,
-    e.g. base_url or concurrency, can differ under one id)."""
-    prompt_text = _prompts_text({t.value: prompt_template(t) for t in StepType})
-    classifier_id = classifier_id_of(config, prompt_text)
-    defaults = {
-        "model": config.model,
-        "backend": config.backend,
-        "config": _stored_config(config),
-        "prompt_text": prompt_text,
-        "prompt_sha256": prompt_sha256(prompt_text),
-        "is_demo_model": config.is_demo_model,
-    }
-    try:
-        with transaction.atomic():
-            row, created = StepTypeClassifier.objects.get_or_create(
-                classifier_id=classifier_id, defaults=defaults
-            )
-    except IntegrityError:  # created concurrently by another process
-        row, created = StepTypeClassifier.objects.get(classifier_id=classifier_id), False
-    if not created and row.config != defaults["config"]:
-        row.config = defaults["config"]
-        row.is_demo_model = row.is_demo_model or config.is_demo_model
-        row.save(update_fields=["config", "is_demo_model"])
-    return row
+    """The StepTypeClassifier of a validated config with the prompt files as they are now (see
+    answering.model_row_for_config); it keeps the config without the judge prompt path (never read) and
+    with the files its templates came from."""
+    stored = {key: value for key, value in config.as_json().items() if key != "prompt_path"}
+    stored["prompt_files"] = [f"prompts/{PROMPTS_DIR.name}/{PROMPT_FILES[t]}" for t in StepType]
+    return answering.model_row_for_config(
+        StepTypeClassifier,
+        id_field="classifier_id",
+        id_of=classifier_id_of,
+        config=config,
+        prompt_text=answering.prompts_json({t.value: prompt_template(t) for t in StepType}),
+        stored_config=stored,
+    )
 
 
 def config_for_classifier(classifier: StepTypeClassifier) -> ModelConfig:
     """The config a classifier runs with (its stored .config); ConfigError for an imported one."""
-    label = f"step-type classifier {classifier.classifier_id}"
-    if classifier.imported or not classifier.config:
-        raise ConfigError(
-            label,
-            "config",
-            "imported predictions have no model config to run; classify with a configured model",
-        )
-    data = {key: value for key, value in classifier.config.items() if key in CONFIG_FIELDS}
-    return config_from_mapping(data, role="judge", source=label)
+    return answering.config_of_row(
+        {} if classifier.imported else classifier.config,
+        role="judge",
+        label=f"step-type classifier {classifier.classifier_id}",
+        refusal="imported predictions have no model config to run; classify with a configured model",
+    )
 
 
 def templates_of(classifier: StepTypeClassifier) -> dict[StepType, str]:
     """The templates a classifier's jobs send: its stored text, checked against its prompt_sha256
     (PromptChanged otherwise); ValueError when the text is not the three templates."""
     label = f"step-type classifier {classifier.classifier_id}"
-    text = check_prompt(classifier.prompt_text, expected_sha256=classifier.prompt_sha256, label=label)
-    try:
-        stored = json.loads(text)
-    except ValueError:
-        stored = None
-    if not isinstance(stored, dict) or set(stored) != {t.value for t in StepType}:
-        raise ValueError(f"{label}: prompt_text is not the three step-type templates (a JSON object by type)")
-    return {StepType(name): str(template) for name, template in stored.items()}
+    what = "the three step-type templates"
+    stored = answering.stored_prompts(
+        classifier.prompt_text, expected_sha256=classifier.prompt_sha256, label=label, what=what
+    )
+    if set(stored) != {t.value for t in StepType}:
+        raise ValueError(f"{label}: prompt_text is not {what} (a JSON object by type)")
+    return {StepType(name): template for name, template in stored.items()}
 
 
 def classify_request(config: ModelConfig, *, key: str, prompt: str) -> LLMRequest:
     """One yes/no question: the embedded model under a yes/no grammar, a json_schema config under the
     answer schema, any other model free (parse_answer reads its text)."""
-    constraint = _output_constraint(config)
-    stop = (
-        () if config.backend == "vllm" and "stop" in config.vllm.get("sampling_kwargs", {}) else config.stop
-    )
-    return LLMRequest(
-        key=key,
-        prompt=prompt,
-        max_tokens=config.max_new_tokens,
-        temperature=config.temperature,
-        stop=stop,
-        grammar=YES_NO_GRAMMAR if constraint == "grammar:yes-no" else None,
-        json_schema=ANSWER_SCHEMA if constraint == "json_schema:answer" else None,
+    return answering.constrained_request(
+        config, key=key, prompt=prompt, grammar=YES_NO_GRAMMAR, schema=ANSWER_SCHEMA
     )
 
 
@@ -247,6 +185,11 @@ def _study_candidates(study: Study) -> list[StepCandidate]:
     return list(StepCandidate.objects.filter(procedure_id__in=ids).order_by("procedure_id", "position"))
 
 
+def _predicted(classifier: StepTypeClassifier, pks: Sequence[int]) -> set[int]:
+    rows = StepTypePrediction.objects.filter(classifier=classifier, candidate_id__in=list(pks))
+    return set(rows.values_list("candidate_id", flat=True))
+
+
 def classify_job_create(
     *,
     classifier: StepTypeClassifier,
@@ -266,11 +209,7 @@ def classify_job_create(
     templates_of(classifier)
     candidates = _study_candidates(study)
     wanted = None if candidate_ids is None else set(candidate_ids)
-    predicted = set(
-        StepTypePrediction.objects.filter(
-            classifier=classifier, candidate_id__in=[c.pk for c in candidates]
-        ).values_list("candidate_id", flat=True)
-    )
+    predicted = _predicted(classifier, [c.pk for c in candidates])
     items = [c.pk for c in candidates if c.pk not in predicted and (wanted is None or c.pk in wanted)]
     if not items:
         raise NothingToClassify(
@@ -282,43 +221,16 @@ def classify_job_create(
         "classifier_id": classifier.classifier_id,
         "study": study.pk,
         "study_slug": study.slug,
-        "backend": config.backend,
-        "items": items,
-        "failed_items": [],
-        **({"retry_of": retry_of} if retry_of else {}),
     }
-    return job_create(
-        kind=CLASSIFY_STEPS,
-        parameters=parameters,
-        total=len(items),
-        created_by=created_by,
-        enqueue=enqueue,
+    return answering.answering_job_create(
+        CLASSIFY_STEPS, config, items, parameters, created_by=created_by, enqueue=enqueue, retry_of=retry_of
     )
 
 
 def classify_job_retry(job: Job, created_by: User | None) -> Job:
     """A new job over the candidates of `job` that failed (API or connection errors) and still have no
     prediction by its classifier."""
-    classifier = StepTypeClassifier.objects.get(pk=job.parameters["classifier"])
-    study = Study.objects.get(pk=job.parameters["study"])
-    failed = set(job.parameters.get("failed_items", []))
-    failed -= set(
-        StepTypePrediction.objects.filter(classifier=classifier, candidate_id__in=failed).values_list(
-            "candidate_id", flat=True
-        )
-    )
-    if not failed:
-        raise NothingToRetry(f"job {job.pk} has no failed items left to retry (they were classified since)")
-    try:
-        return classify_job_create(
-            classifier=classifier,
-            study=study,
-            created_by=created_by,
-            candidate_ids=sorted(failed),
-            retry_of=job.pk,
-        )
-    except NothingToClassify as nothing:  # the candidates left the study since
-        raise NothingToRetry(str(nothing)) from None
+    return ClassifyWork.retry(job, created_by)
 
 
 def classify_job_run(*, job_id: int, backend: LLMBackend | None = None) -> Job | None:
@@ -326,82 +238,58 @@ def classify_job_run(*, job_id: int, backend: LLMBackend | None = None) -> Job |
     return job_run(job_id, CLASSIFY_STEPS, lambda job: ClassifyWork(job, backend))
 
 
-class ClassifyWork(ItemWork):
+class ClassifyWork(answering.AnsweringWork):
     """One request per candidate (see the module doc)."""
 
+    answered_verb = "classified"
+
     def __init__(self, job: Job, backend: LLMBackend | None = None) -> None:
-        super().__init__(job)
-        self.backend = backend
+        super().__init__(job, backend)
         self.classifier = StepTypeClassifier.objects.get(pk=job.parameters["classifier"])
         self.config = config_for_classifier(self.classifier)
         self.templates = templates_of(self.classifier)
-        self.failed_items: set[int] = set(job.parameters.get("failed_items", []))
 
-    def backend_config(self) -> BackendConfig:
-        return self.config.backend_config()
+    def answered(self, pks: Sequence[int]) -> set[int]:
+        return _predicted(self.classifier, pks)
 
-    def pending_and_counts(self) -> tuple[list[int], Progress]:
-        predicted = set(
-            StepTypePrediction.objects.filter(
-                classifier=self.classifier, candidate_id__in=self.items
-            ).values_list("candidate_id", flat=True)
+    def rows(self, pks: Sequence[int]) -> Mapping[int, StepCandidate]:
+        return StepCandidate.objects.select_related("procedure").in_bulk(list(pks))
+
+    def request(self, pk: int, row: StepCandidate) -> LLMRequest:
+        candidate = Candidate.from_key(row.key)  # ValueError: the procedure's steps changed under it
+        prompt = step_type_prompt(
+            candidate,
+            task=row.procedure.goal,
+            steps=[str(step) for step in row.procedure.steps],
+            template=self.templates[candidate.step_type],
         )
-        progress = Progress()
-        pending = []
-        for pk in self.items:
-            if pk in predicted:
-                progress.done += 1
-            elif pk in self.failed_items:
-                progress.failed += 1
-            else:
-                pending.append(pk)
-        return pending, progress
+        return classify_request(self.config, key=str(pk), prompt=prompt)
 
-    def fetch(self, pks: Sequence[int]) -> list[LLMRequest]:
-        rows = StepCandidate.objects.select_related("procedure").in_bulk(list(pks))
-        requests = []
-        for pk in self.present(pks, rows):
-            row = rows[pk]
-            try:
-                candidate = Candidate.from_key(row.key)
-                prompt = step_type_prompt(
-                    candidate,
-                    task=row.procedure.goal,
-                    steps=[str(step) for step in row.procedure.steps],
-                    template=self.templates[candidate.step_type],
-                )
-            except ValueError as exc:  # the procedure's steps changed under its candidates
-                self.progress.failed += 1
-                self.keep_error(f"item {pk}: {exc}")
-                continue
-            requests.append(classify_request(self.config, key=str(pk), prompt=prompt))
-        return requests
+    def save(self, results: Sequence[LLMResult]) -> None:
+        predictions = [
+            StepTypePrediction(
+                classifier=self.classifier,
+                candidate_id=int(result.key),
+                holds=parse_answer(result.text or ""),
+                raw_output=result.text or "",
+                job_id=self.job.pk,
+            )
+            for result in results
+            if result.ok
+        ]
+        StepTypePrediction.objects.bulk_create(
+            predictions,
+            update_conflicts=True,
+            unique_fields=["classifier", "candidate"],
+            update_fields=["holds", "raw_output", "job", "updated_at"],
+        )
 
-    def store(self, results: Sequence[LLMResult]) -> None:
-        predictions = []
-        failed_before = len(self.failed_items)
-        for result in results:
-            pk = int(result.key)
-            if not result.ok:
-                self.failed_items.add(pk)
-                continue
-            text = result.text or ""
-            predictions.append(
-                StepTypePrediction(
-                    classifier=self.classifier,
-                    candidate_id=pk,
-                    holds=parse_answer(text),
-                    raw_output=text,
-                    job_id=self.job.pk,
-                )
-            )
-        with transaction.atomic():
-            StepTypePrediction.objects.bulk_create(
-                predictions,
-                update_conflicts=True,
-                unique_fields=["classifier", "candidate"],
-                update_fields=["holds", "raw_output", "job", "updated_at"],
-            )
-            if len(self.failed_items) != failed_before:
-                self.job.parameters = {**self.job.parameters, "failed_items": sorted(self.failed_items)}
-                Job.objects.filter(pk=self.job.pk).update(parameters=self.job.parameters)
+    def again(self, pks: list[int], created_by: User | None) -> Job:
+        study = Study.objects.get(pk=self.job.parameters["study"])
+        return classify_job_create(
+            classifier=self.classifier,
+            study=study,
+            created_by=created_by,
+            candidate_ids=pks,
+            retry_of=self.job.pk,
+        )

@@ -18,36 +18,26 @@ split, one request per example; h2e_site.jobs runs the loop, this says what to s
   error is a failed item of the job (its example pk in parameters["failed_items"]), never an answer; "Retry
   failed items" starts a job over those still without one.
 - Resumable: an answer in the job's mode counts as done, a failed item of this job as failed; the rest is
-  sent. Failed items are written with the answers of their group, so a resumed job asks neither again.
+  sent. h2e_site.jobs.answering owns pending and failed items, retry, cost and latency; this module says
+  which examples, what to ask and what to store.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
 from django.conf import settings
-from django.db import IntegrityError, transaction
 
-from h2e_site.jobs.loop import ItemWork, Progress, job_run
+from h2e_site.jobs import answering
+from h2e_site.jobs.loop import job_run
 from h2e_site.jobs.models import Job
-from h2e_site.jobs.services import NothingToRetry, job_create
-from h2e_site.llm.base import BackendConfig, LLMBackend, LLMRequest, LLMResult
-from h2e_site.llm.config import (
-    CONFIG_FIELDS,
-    ConfigError,
-    ModelConfig,
-    config_from_mapping,
-    config_identity,
-    hashed_id,
-    load_config,
-)
+from h2e_site.llm.base import LLMBackend, LLMRequest, LLMResult
+from h2e_site.llm.config import ModelConfig, config_identity, hashed_id
 from h2e_site.llm.json_output import find_json_object
-from h2e_site.llm.prompts import check_prompt, prompt_sha256
 
 from ..job_kinds import ANSWER_TASKS
 from ..models import GoalStepTask, TaskAnswer, TaskExample, TaskModel, TaskSet, TaskSplit
@@ -87,7 +77,7 @@ CANDIDATES_ONLY_PROMPT = "answer_candidates_only.txt"
 _SECTION = re.compile(r"^### (\w+)[ \t]*$", re.MULTILINE)
 
 
-class NothingToAnswer(ValueError):
+class NothingToAnswer(answering.NothingToAsk):
     """Every example of the set's split has this model's answer in this mode already (or there is none)."""
 
 
@@ -276,45 +266,21 @@ def configs_dir() -> Path:
 def task_model_config(config_path: Path | str) -> ModelConfig:
     """A generator config (any prompt style, the same fields) without prompt_path, since the prompts are
     always prompts/goal_step/*.txt. ConfigError naming the file and field."""
-    config = load_config(config_path, role="generator")
-    data = yaml.safe_load(Path(config_path).read_text(encoding="utf-8"))
-    if "prompt_path" in data:
-        raise ConfigError(
-            str(config_path),
-            "prompt_path",
-            f"not used for goal-step tasks: the prompts are prompts/{PROMPTS_DIR.name}/*.txt; leave it out",
-        )
-    return config
-
-
-def _output_constraint(config: ModelConfig) -> str:
-    """How the answer is held to a letter: part of the model's identity (it changes what is asked)."""
-    if config.backend == "local":
-        return "grammar:letter"
-    return "json_schema:answer" if config.json_schema else "none"
-
-
-def _prompts_text(files: dict[str, str]) -> str:
-    """The two files as one text, as stored and hashed: a JSON object file name -> text."""
-    return json.dumps(files, sort_keys=True, ensure_ascii=False, indent=2)
+    prompts = f"prompts/{PROMPTS_DIR.name}/*.txt"
+    return answering.config_without_prompt_path(
+        config_path, role="generator", used_for="goal-step tasks", prompts=prompts
+    )
 
 
 def task_model_id_of(config: ModelConfig, prompt_text: str) -> str:
     """h2e_site.llm.config.hashed_id over the model's identity (with its prompt style and the output
     constraint) and the SHA-256 of each prompt file."""
+    output = answering.output_constraint(config, "letter")
     payload = {
         "model_id_version": MODEL_ID_VERSION,
-        "model": config_identity(config, output=_output_constraint(config), with_prompt_style=True),
+        "model": config_identity(config, output=output, with_prompt_style=True),
     }
     return hashed_id(payload, json.loads(prompt_text))
-
-
-def _stored_config(config: ModelConfig) -> dict[str, Any]:
-    stored = {key: value for key, value in config.as_json().items() if key != "prompt_path"}
-    stored["prompt_files"] = [
-        f"prompts/{PROMPTS_DIR.name}/{name}" for name in (ANSWER_PROMPT, CANDIDATES_ONLY_PROMPT)
-    ]
-    return stored
 
 
 def task_model_for_config(config_path: Path | str) -> TaskModel:
@@ -323,79 +289,60 @@ def task_model_for_config(config_path: Path | str) -> TaskModel:
 
 
 def task_model_for_model_config(config: ModelConfig) -> TaskModel:
-    """The TaskModel of a validated config with the prompt files as they are now. A row that exists keeps its
-    identity and prompts, and takes the latest resolved config (only operational fields can differ)."""
+    """The TaskModel of a validated config with the prompt files as they are now (see
+    answering.model_row_for_config); it keeps the config without prompt_path and with its prompt files."""
     files = prompt_files()
     PromptTemplates(files)  # a broken file fails here, not on the worker
-    prompt_text = _prompts_text(files)
-    model_id = task_model_id_of(config, prompt_text)
-    defaults = {
-        "model": config.model,
-        "backend": config.backend,
-        "config": _stored_config(config),
-        "prompt_text": prompt_text,
-        "prompt_sha256": prompt_sha256(prompt_text),
-        "is_demo_model": config.is_demo_model,
-    }
-    try:
-        with transaction.atomic():
-            row, created = TaskModel.objects.get_or_create(model_id=model_id, defaults=defaults)
-    except IntegrityError:  # created concurrently by another process
-        row, created = TaskModel.objects.get(model_id=model_id), False
-    if not created and row.config != defaults["config"]:
-        row.config = defaults["config"]
-        row.is_demo_model = row.is_demo_model or config.is_demo_model
-        row.save(update_fields=["config", "is_demo_model"])
-    return row
+    stored = {key: value for key, value in config.as_json().items() if key != "prompt_path"}
+    stored["prompt_files"] = [f"prompts/{PROMPTS_DIR.name}/{name}" for name in sorted(files)]
+    return answering.model_row_for_config(
+        TaskModel,
+        id_field="model_id",
+        id_of=task_model_id_of,
+        config=config,
+        prompt_text=answering.prompts_json(files),
+        stored_config=stored,
+    )
 
 
 def config_for_task_model(task_model: TaskModel) -> ModelConfig:
     """The config a model runs with (its stored .config); ConfigError for imported answers."""
-    label = f"goal-step model {task_model.model_id}"
-    if not task_model.config:
-        raise ConfigError(
-            label, "config", "imported answers have no model config to run; use a configured model"
-        )
-    data = {key: value for key, value in task_model.config.items() if key in CONFIG_FIELDS}
-    data.pop("prompt_path", None)
-    return config_from_mapping(data, role="generator", source=label)
+    return answering.config_of_row(
+        {key: value for key, value in task_model.config.items() if key != "prompt_path"},
+        role="generator",
+        label=f"goal-step model {task_model.model_id}",
+        refusal="imported answers have no model config to run; use a configured model",
+    )
 
 
 def templates_of(task_model: TaskModel) -> PromptTemplates:
     """The templates a model's jobs send: its stored text, checked against its prompt_sha256 (PromptChanged
     otherwise); ValueError when the text is not the two files."""
     label = f"goal-step model {task_model.model_id}"
-    text = check_prompt(task_model.prompt_text, expected_sha256=task_model.prompt_sha256, label=label)
-    try:
-        stored = json.loads(text)
-    except ValueError:
-        stored = None
-    if not isinstance(stored, dict):
-        raise ValueError(
-            f"{label}: prompt_text is not the goal-step prompt files (a JSON object by file name)"
-        )
-    return PromptTemplates({str(k): str(v) for k, v in stored.items()}, label=label)
+    stored = answering.stored_prompts(
+        task_model.prompt_text,
+        expected_sha256=task_model.prompt_sha256,
+        label=label,
+        what="the goal-step prompt files",
+    )
+    return PromptTemplates(stored, label=label)
 
 
 def answer_request(config: ModelConfig, *, key: str, prompt: str, n_candidates: int) -> LLMRequest:
     """One multiple-choice question: the embedded model under a letter grammar, a json_schema config under the
     answer schema, any other model free (parse_choice reads its text)."""
-    constraint = _output_constraint(config)
-    stop = (
-        () if config.backend == "vllm" and "stop" in config.vllm.get("sampling_kwargs", {}) else config.stop
-    )
-    return LLMRequest(
-        key=key,
-        prompt=prompt,
-        max_tokens=config.max_new_tokens,
-        temperature=config.temperature,
-        stop=stop,
-        grammar=letter_grammar(n_candidates) if constraint == "grammar:letter" else None,
-        json_schema=letter_schema(n_candidates) if constraint == "json_schema:answer" else None,
-    )
+    grammar, schema = letter_grammar(n_candidates), letter_schema(n_candidates)
+    return answering.constrained_request(config, key=key, prompt=prompt, grammar=grammar, schema=schema)
 
 
 # --- jobs ---------------------------------------------------------------------------------------------------
+
+
+def _answered(task_model: TaskModel, candidates_only: bool, pks: Sequence[int]) -> set[int]:
+    rows = TaskAnswer.objects.filter(
+        model=task_model, candidates_only=candidates_only, example_id__in=list(pks)
+    )
+    return set(rows.values_list("example_id", flat=True))
 
 
 def answer_job_create(
@@ -439,46 +386,16 @@ def answer_job_create(
         "task_set_name": task_set.name,
         "split": split,
         "candidates_only": candidates_only,
-        "backend": config.backend,
-        "items": items,
-        "failed_items": [],
-        **({"retry_of": retry_of} if retry_of else {}),
     }
-    return job_create(
-        kind=ANSWER_TASKS,
-        parameters=parameters,
-        total=len(items),
-        created_by=created_by,
-        enqueue=enqueue,
+    return answering.answering_job_create(
+        ANSWER_TASKS, config, items, parameters, created_by=created_by, enqueue=enqueue, retry_of=retry_of
     )
 
 
 def answer_job_retry(job: Job, created_by: User | None) -> Job:
     """A new job over the examples of `job` that failed (API or connection errors) and still have no answer
     by its model in its mode."""
-    task_model = TaskModel.objects.get(pk=job.parameters["model"])
-    task_set = TaskSet.objects.get(pk=job.parameters["task_set"])
-    candidates_only = bool(job.parameters.get("candidates_only"))
-    failed = set(job.parameters.get("failed_items", []))
-    failed -= set(
-        TaskAnswer.objects.filter(
-            model=task_model, candidates_only=candidates_only, example_id__in=failed
-        ).values_list("example_id", flat=True)
-    )
-    if not failed:
-        raise NothingToRetry(f"job {job.pk} has no failed items left to retry (they were answered since)")
-    try:
-        return answer_job_create(
-            task_model=task_model,
-            task_set=task_set,
-            split=job.parameters.get("split", TaskSplit.TEST),
-            candidates_only=candidates_only,
-            created_by=created_by,
-            example_ids=sorted(failed),
-            retry_of=job.pk,
-        )
-    except NothingToAnswer as nothing:  # the examples left the set since
-        raise NothingToRetry(str(nothing)) from None
+    return AnswerWork.retry(job, created_by)
 
 
 def answer_job_run(*, job_id: int, backend: LLMBackend | None = None) -> Job | None:
@@ -486,90 +403,65 @@ def answer_job_run(*, job_id: int, backend: LLMBackend | None = None) -> Job | N
     return job_run(job_id, ANSWER_TASKS, lambda job: AnswerWork(job, backend))
 
 
-class AnswerWork(ItemWork):
+class AnswerWork(answering.AnsweringWork):
     """One request per example (see the module doc)."""
 
     def __init__(self, job: Job, backend: LLMBackend | None = None) -> None:
-        super().__init__(job)
-        self.backend = backend
+        super().__init__(job, backend)
         self.task_model = TaskModel.objects.get(pk=job.parameters["model"])
         self.config = config_for_task_model(self.task_model)
         self.templates = templates_of(self.task_model)
         self.candidates_only = bool(job.parameters.get("candidates_only"))
-        self.failed_items: set[int] = set(job.parameters.get("failed_items", []))
         self.in_flight: dict[int, list[str]] = {}  # example pk -> its candidates, until its answer is stored
 
-    def backend_config(self) -> BackendConfig:
-        return self.config.backend_config()
+    def answered(self, pks: Sequence[int]) -> set[int]:
+        return _answered(self.task_model, self.candidates_only, pks)
 
-    def pending_and_counts(self) -> tuple[list[int], Progress]:
-        answered = set(
-            TaskAnswer.objects.filter(
-                model=self.task_model, candidates_only=self.candidates_only, example_id__in=self.items
-            ).values_list("example_id", flat=True)
+    def rows(self, pks: Sequence[int]) -> Mapping[int, TaskExample]:
+        return TaskExample.objects.only("pk", "task", "prompt", "candidates").in_bulk(list(pks))
+
+    def request(self, pk: int, row: TaskExample) -> LLMRequest:
+        candidates = [str(text) for text in row.candidates]
+        prompt = answer_prompt(  # KeyError / ValueError: an unknown task, or too few / many candidates
+            task=row.task,
+            prompt=row.prompt,
+            candidates=candidates,
+            templates=self.templates,
+            candidates_only=self.candidates_only,
         )
-        progress = Progress()
-        pending = []
-        for pk in self.items:
-            if pk in answered:
-                progress.done += 1
-            elif pk in self.failed_items:
-                progress.failed += 1
-            else:
-                pending.append(pk)
-        return pending, progress
+        self.in_flight[pk] = candidates
+        return answer_request(self.config, key=str(pk), prompt=prompt, n_candidates=len(candidates))
 
-    def fetch(self, pks: Sequence[int]) -> list[LLMRequest]:
-        rows = TaskExample.objects.only("pk", "task", "prompt", "candidates").in_bulk(list(pks))
-        requests = []
-        for pk in self.present(pks, rows):
-            example = rows[pk]
-            candidates = [str(text) for text in example.candidates]
-            try:
-                prompt = answer_prompt(
-                    task=example.task,
-                    prompt=example.prompt,
-                    candidates=candidates,
-                    templates=self.templates,
-                    candidates_only=self.candidates_only,
-                )
-            except (KeyError, ValueError) as exc:  # an unknown task, or too few / many candidates
-                self.progress.failed += 1
-                self.keep_error(f"item {pk}: {exc!r}")
-                continue
-            self.in_flight[pk] = candidates
-            requests.append(
-                answer_request(self.config, key=str(pk), prompt=prompt, n_candidates=len(candidates))
-            )
-        return requests
-
-    def store(self, results: Sequence[LLMResult]) -> None:
+    def save(self, results: Sequence[LLMResult]) -> None:
         answers = []
-        failed_before = len(self.failed_items)
         for result in results:
-            pk = int(result.key)
-            candidates = self.in_flight.pop(pk, [])
-            if not result.ok:
-                self.failed_items.add(pk)
-                continue
-            text = result.text or ""
-            answers.append(
-                TaskAnswer(
-                    model=self.task_model,
-                    example_id=pk,
-                    candidates_only=self.candidates_only,
-                    choice=parse_choice(text, len(candidates), candidates=candidates),
-                    raw_output=text,
-                    job_id=self.job.pk,
+            candidates = self.in_flight.pop(int(result.key), [])
+            if result.ok:
+                text = result.text or ""
+                answers.append(
+                    TaskAnswer(
+                        model=self.task_model,
+                        example_id=int(result.key),
+                        candidates_only=self.candidates_only,
+                        choice=parse_choice(text, len(candidates), candidates=candidates),
+                        raw_output=text,
+                        job_id=self.job.pk,
+                    )
                 )
-            )
-        with transaction.atomic():
-            TaskAnswer.objects.bulk_create(
-                answers,
-                update_conflicts=True,
-                unique_fields=["model", "example", "candidates_only"],
-                update_fields=["choice", "raw_output", "job", "updated_at"],
-            )
-            if len(self.failed_items) != failed_before:
-                self.job.parameters = {**self.job.parameters, "failed_items": sorted(self.failed_items)}
-                Job.objects.filter(pk=self.job.pk).update(parameters=self.job.parameters)
+        TaskAnswer.objects.bulk_create(
+            answers,
+            update_conflicts=True,
+            unique_fields=["model", "example", "candidates_only"],
+            update_fields=["choice", "raw_output", "job", "updated_at"],
+        )
+
+    def again(self, pks: list[int], created_by: User | None) -> Job:
+        return answer_job_create(
+            task_model=self.task_model,
+            task_set=TaskSet.objects.get(pk=self.job.parameters["task_set"]),
+            split=self.job.parameters.get("split", TaskSplit.TEST),
+            candidates_only=self.candidates_only,
+            created_by=created_by,
+            example_ids=pks,
+            retry_of=self.job.pk,
+        )
