@@ -32,8 +32,8 @@ from judging.models import Judge
 from . import calibration, calibration_sample, failures, planner
 from .agreement import Agreement
 from .agreement_data import JudgeFigures, StudyAgreement, studies_agreement, study_agreement
-from .kinds import kind_for
-from .models import CalibrationDesign, CalibrationRound, Study, StudyKind
+from .kinds import KINDS, StudyKindSpec, kind_for
+from .models import CalibrationDesign, CalibrationRound, Study
 from .report_card import report_card
 from .step_types.agreement_api import StepTypesAgreementView
 from .step_types.classify_serializers import ShareSerializer
@@ -115,8 +115,8 @@ class AgreementView(ComputedView):
     @extend_schema(parameters=[AgreementQuerySerializer])
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         slugs = query_params(request, AgreementQuerySerializer).get("study", [])
-        critical = Study.objects.filter(kind=StudyKind.CRITICAL_FAILURES)
-        studies = list(critical.filter(slug__in=slugs)) if slugs else list(critical)
+        covered = Study.objects.filter(kind__in=[spec.kind for spec in _covered_kinds()])
+        studies = list(covered.filter(slug__in=slugs)) if slugs else list(covered)
         missing = sorted(set(slugs) - {study.slug for study in studies})
         other_kind = Study.objects.filter(slug__in=missing).order_by("slug")
         if other_kind:
@@ -130,13 +130,22 @@ class AgreementView(ComputedView):
         return Response(self.get_serializer(result).data)
 
 
+AGREEMENT_API = "agreement-api"  # this view's URL name: the kinds whose agreement_api it is are covered
+
+
+def _covered_kinds() -> list[StudyKindSpec]:
+    return [spec for spec in KINDS.values() if spec.agreement_api == AGREEMENT_API]
+
+
 def _other_kind(study: Study) -> str:
-    """Why a study of another kind is refused here, and where its agreement is."""
+    """Why a study of another kind is refused here (named by its kind in the registry), and where its
+    agreement is: the kind's own endpoint, if it has one, and its agreement page."""
     spec = kind_for(study)
     where = reverse("agreement:study", args=[study.slug])
     if spec.agreement_api:
         where = f"{reverse(spec.agreement_api)}?study={study.slug} or {where}"
-    return f"{study.slug}: a {spec.noun} study (this endpoint covers critical-failures studies); see {where}"
+    covered = " or ".join(kind.noun for kind in _covered_kinds())
+    return f"{study.slug}: a {spec.noun} study (this endpoint covers {covered} studies); see {where}"
 
 
 class FailureSerializer(serializers.Serializer):
@@ -612,7 +621,7 @@ def _judge_pks(values: list[str]) -> list[int]:
 urlpatterns = [
     # Before "agreement/": a step-types study's Table 6 figures (annotation/step_types/agreement_api.py).
     path("agreement/step-types/", StepTypesAgreementView.as_view(), name="step-types-agreement-api"),
-    path("agreement/", AgreementView.as_view(), name="agreement-api"),
+    path("agreement/", AgreementView.as_view(), name=AGREEMENT_API),
     path("judges/<str:judge_id>/report-card/", JudgeReportCardView.as_view(), name="judge-report-card-api"),
 ]
 # Mounted by h2e_site/urls.py under the "api" namespace: /api/failures/.

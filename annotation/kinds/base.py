@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from django.http import QueryDict
+from django.http import HttpRequest, HttpResponse, QueryDict
 
 from h2e_site.inputs import BadInput
 
@@ -72,7 +72,8 @@ class StudyKindSpec(ABC):
     item_template: str  # the participant's item page; it has a {% partialdef reading %} the engine swaps
     nothing_selected: str  # why a selection can have no item, for the builder's refusal
     reading: ReadingTexts  # the reading gate's refusals, in the kind's words
-    agreement_api: str = ""  # URL name of the kind's own agreement endpoint, if it has one
+    agreement_api: str = ""  # URL name of the API endpoint with the kind's agreement, if it has one
+    on_overview: bool = False  # whether the agreement overview (/agreement/) has a part for the kind
 
     @property
     def noun(self) -> str:
@@ -138,6 +139,18 @@ class StudyKindSpec(ABC):
     @abstractmethod
     def store_details(self, annotation: Annotation, submission: Any, item: StudyItem) -> None:
         """The rows the annotation owns (failures, step-type labels), in the submission's transaction."""
+
+    # --- agreement -----------------------------------------------------------------------------------------
+
+    @abstractmethod
+    def agreement_page(self, request: HttpRequest, study: Study) -> HttpResponse:
+        """The study's agreement page, /agreement/<slug>/ (the caller checked staff and GET and found the
+        study)."""
+
+    def agreement_overview(self, request: HttpRequest) -> str:
+        """The kind's part of the agreement overview, rendered; "" when it has nothing to show (a kind
+        `on_overview` overrides this)."""
+        return ""
 
     # --- exports -------------------------------------------------------------------------------------------
 

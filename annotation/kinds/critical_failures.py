@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from django.db.models import Count, F, Q, QuerySet
-from django.http import QueryDict
+from django.http import HttpRequest, HttpResponse, QueryDict
 
 from judging.models import Generation, Judgment
 from judging.steps import steps_out_of_range
@@ -17,6 +17,7 @@ from judging.steps import steps_out_of_range
 from .. import calibration_sample, codebook, posted, selectors
 from ..models import AnnotatedFailure, Annotation, Assignment, Study, StudyItem
 from ..study_types import Refused, Selection, Submission
+from ..views import critical_failures as agreement_views
 from .base import AnnotationFields, KindForm, ReadingTexts, StudyKindSpec, attention_items_create
 
 MAX_DESCRIPTION_CHARS = 4000
@@ -27,6 +28,8 @@ MAX_FAILURES = 50
 class CriticalFailures(StudyKindSpec):
     kind = "critical_failures"
     label = "Critical failures"
+    agreement_api = "agreement-api"
+    on_overview = True
     item_template = "annotation/item.html"
     nothing_selected = (
         "no generation (L2 without an error) of the chosen topics and generators"
@@ -123,6 +126,12 @@ class CriticalFailures(StudyKindSpec):
             )
             for i, f in enumerate(failures)
         )
+
+    def agreement_page(self, request: HttpRequest, study: Study) -> HttpResponse:
+        return agreement_views.study_agreement_page(request, study)
+
+    def agreement_overview(self, request: HttpRequest) -> str:
+        return agreement_views.overview_section(request)
 
     def export_rows(self, study: Study) -> Iterator[dict[str, Any]]:
         return selectors.annotations_export(study=study)

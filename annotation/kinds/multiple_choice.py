@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.http import QueryDict
+from django.http import HttpRequest, HttpResponse, QueryDict
 
 from h2e_site.inputs import BadInput, ascii_int, clean_text
 from mining.goal_step.options import MAX_CANDIDATES, option_letter
@@ -23,6 +23,7 @@ from ..goal_step import guidelines
 from ..models import Annotation, Assignment, Study, StudyItem
 from ..posted import posted_active_seconds
 from ..study_types import Refused, Selection
+from ..views import goal_step as agreement_views
 from .base import (
     AnnotationFields,
     AttentionFields,
@@ -188,6 +189,10 @@ class MultipleChoice(StudyKindSpec):
         self, annotation: Annotation, submission: MultipleChoiceSubmission, item: StudyItem
     ) -> None:
         return None  # everything is in Annotation.answer
+
+    def agreement_page(self, request: HttpRequest, study: Study) -> HttpResponse:
+        """The validation page: which examples every worker answered correctly, and the models on them."""
+        return agreement_views.study_validation_page(request, study)
 
     def export_rows(self, study: Study) -> Iterator[dict[str, Any]]:
         annotations = (

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from django.http import QueryDict
+from django.http import HttpRequest, HttpResponse, QueryDict
 
 from h2e_site.inputs import BadInput, clean_text
 from mining.models import Procedure
@@ -26,6 +26,7 @@ from ..step_types import guidelines
 from ..step_types.candidates import Candidate, StepType, candidates
 from ..step_types.exports import LABEL_FIELDS, study_label_rows
 from ..study_types import Refused, Selection
+from ..views import step_types as agreement_views
 from .base import (
     AnnotationFields,
     AttentionFields,
@@ -151,6 +152,7 @@ def _filtered(procedures: Any, selection: Selection) -> Any:
 class StepTypes(StudyKindSpec):
     kind = "step_types"
     label = "Step types"
+    on_overview = True
     agreement_api = "step-types-agreement-api"
     item_template = "annotation/item_step_types.html"
     nothing_selected = (
@@ -284,6 +286,12 @@ class StepTypes(StudyKindSpec):
             )
             for candidate in procedure_candidates(item.procedure)
         )
+
+    def agreement_page(self, request: HttpRequest, study: Study) -> HttpResponse:
+        return agreement_views.study_agreement_page(request, study)
+
+    def agreement_overview(self, request: HttpRequest) -> str:
+        return agreement_views.overview_section(request)
 
     def export_rows(self, study: Study) -> Iterator[dict[str, Any]]:
         return study_label_rows(study)

@@ -1,5 +1,6 @@
-"""Agreement pages (staff only): human agreement per study and across studies, each judge against the human
-majority, and the items where a judge and the humans disagree, side by side on the L1/L2 pair."""
+"""Agreement pages (staff only): the overview and a study's page, each drawn by the study's kind through the
+registry (annotation/kinds/), and the items where a judge and the humans of a critical-failures study
+disagree, side by side on the L1/L2 pair."""
 
 from __future__ import annotations
 
@@ -13,144 +14,41 @@ from django.views.decorators.http import require_GET
 
 from h2e_site.web import staff_required
 from judging.models import CriticalFailure, Generation, Judge, Judgment
-from judging.stats import wilson_interval
 
 from ..agreement import majority
-from ..agreement_data import StudyAgreement, studies_agreement, study_agreement
-from ..charts import Bar, BarChart, bar_chart
-from ..models import AnnotatedFailure, Annotation, Study, StudyKind
+from ..kinds import KINDS, kind_for
+from ..models import AnnotatedFailure, Annotation, Study
 from ..selectors import study_unlabelled_reason
-from . import goal_step, step_types
 from .failures import FailureView, step_links
-
-MAX_STUDIES_ON_OVERVIEW = 50
 
 
 @staff_required
 @require_GET
 def agreement_overview(request: HttpRequest) -> HttpResponse:
-    """Alpha with its CI for each study, and for all of them pooled."""
-    studies = list(
-        Study.objects.filter(kind=StudyKind.CRITICAL_FAILURES).order_by("-created_at", "-id")[
-            :MAX_STUDIES_ON_OVERVIEW
-        ]
-    )
-    step_type_studies = list(
-        Study.objects.filter(kind=StudyKind.STEP_TYPES, annotations__isnull=False)
-        .distinct()
-        .order_by("-created_at", "-id")[:MAX_STUDIES_ON_OVERVIEW]
-    )
-    rows = [(study, study_agreement(study=study, with_judges=False)) for study in studies]
-    rows = [(study, result) for study, result in rows if result.n_labels]
-    everything = studies_agreement(studies=[study for study, _ in rows]) if len(rows) > 1 else None
-    chart = bar_chart(
-        "Krippendorff's alpha on has_failure (95 % bootstrap CI)",
-        [_alpha_bar(study.title, result) for study, result in rows]
-        + ([_alpha_bar("All studies pooled", everything, kind="human")] if everything else []),
-        percent=False,
-    )
-    context = {
-        "rows": rows,
-        "everything": everything,
-        "chart": chart,
-        "step_type_studies": step_type_studies,
-        "empty_reason": "" if rows or step_type_studies else _overview_empty_reason(),
-    }
+    """Each kind's part of the overview, in the registry's order (critical failures: alpha with its CI per
+    study and pooled; step types: links to their Table 6 pages)."""
+    sections = [spec.agreement_overview(request) for spec in KINDS.values() if spec.on_overview]
+    sections = [section for section in sections if section]
+    context = {"sections": sections, "empty_reason": "" if sections else _overview_empty_reason()}
     return render(request, "annotation/agreement_overview.html", context)
 
 
 def _overview_empty_reason() -> str:
-    """Why the overview has no study to show: no study at all, or none with a label yet."""
-    n_studies = Study.objects.filter(kind__in=[StudyKind.CRITICAL_FAILURES, StudyKind.STEP_TYPES]).count()
+    """Why the overview has no study to show: no study of a kind it covers, or none with a label yet."""
+    kinds = [spec for spec in KINDS.values() if spec.on_overview]
+    n_studies = Study.objects.filter(kind__in=[spec.kind for spec in kinds]).count()
     if not n_studies:
-        return "No critical-failures or step-types study exists yet."
+        return f"No {' or '.join(spec.noun for spec in kinds)} study exists yet."
     studies = "The study has no" if n_studies == 1 else f"None of the {n_studies} studies has a"
     return f"{studies} human label yet (attention checks never count)."
-
-
-def _alpha_bar(label: str, result: StudyAgreement, kind: str = "alpha") -> Bar:
-    note = "undefined" if result.alpha_binary is None else f"{result.alpha_binary:.3f}"
-    return Bar(label, result.alpha_binary, result.ci.low, result.ci.high, note=note, kind=kind)
 
 
 @staff_required
 @require_GET
 def study_agreement_page(request: HttpRequest, slug: str) -> HttpResponse:
+    """The study's agreement page, as its kind draws it."""
     study = get_object_or_404(Study, slug=slug)
-    if study.kind == StudyKind.STEP_TYPES:
-        return step_types.study_agreement_page(request, study)
-    if study.kind == StudyKind.MULTIPLE_CHOICE:
-        return goal_step.study_validation_page(request, study)
-    result = study_agreement(study=study)
-    context = {
-        "study": study,
-        "result": result,
-        "alpha_chart": _alpha_chart(result),
-        "judge_chart": _judge_chart(result),
-        "unlabelled_reason": "" if result.n_labels else study_unlabelled_reason(study=study),
-        "no_judge_reason": "" if result.judges or not result.n_labels else _no_judge_reason(study, result),
-    }
-    return render(request, "annotation/study_agreement.html", context)
-
-
-def _no_judge_reason(study: Study, result: StudyAgreement) -> str:
-    """Why no judge is compared with the humans of a study that has labels."""
-    judged = (
-        Judgment.objects.filter(
-            generation__study_items__study=study, generation__study_items__is_attention_check=False
-        )
-        .values("judge_id")
-        .distinct()
-        .count()
-    )
-    if not judged:
-        return "No judge has judged this study's generations yet."
-    judges = f"{judged} judge{'s' if judged != 1 else ''}"
-    return (
-        f"{judges} judged generations of this study, but none of the {result.n_items} item"
-        f"{'s' if result.n_items != 1 else ''} the annotators have labelled."
-    )
-
-
-def _alpha_chart(result: StudyAgreement) -> BarChart:
-    def note(value: float | None) -> str:
-        return "undefined" if value is None else f"{value:.3f}"
-
-    bars = [
-        Bar(
-            "has_failure (binary)",
-            result.alpha_binary,
-            result.ci.low,
-            result.ci.high,
-            note(result.alpha_binary),
-        ),
-        Bar("first failure location", result.alpha_first_failure, note=note(result.alpha_first_failure)),
-        Bar("linked step sets (MASI)", result.alpha_step_sets, note=note(result.alpha_step_sets)),
-    ]
-    return bar_chart("Krippendorff's alpha between annotators", bars, percent=False)
-
-
-def _judge_chart(result: StudyAgreement) -> BarChart:
-    bars = []
-    for figures in result.judges:
-        overall = figures.agreement.overall
-        interval = wilson_interval(overall.agreed, overall.n)
-        low, high = interval if interval else (None, None)
-        kind = "demo" if figures.judge.is_demo_model else "judge"
-        note = f"{overall.rate:.1%} of {overall.n}" if overall.rate is not None else "no items"
-        bars.append(Bar(figures.judge.model, overall.rate, low, high, note, kind))
-    pooled = result.ceiling_pooled  # on the items with a human majority, as the judges' agreement
-    if pooled.n:
-        interval = wilson_interval(pooled.agreed, pooled.n)
-        low, high = interval if interval else (None, None)
-        bars.append(Bar("humans, leave-one-out", pooled.rate, low, high, f"{pooled.rate:.1%}", "human"))
-    band = result.ceiling_range
-    return bar_chart(
-        "Agreement with the human majority (95 % Wilson CI)",
-        bars,
-        band=band,
-        band_label="range of single annotators, leave-one-out" if band else "",
-    )
+    return kind_for(study).agreement_page(request, study)
 
 
 @dataclass

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
@@ -21,8 +22,21 @@ from ..step_types import exports
 from ..step_types.agreement import label_set_agreement, study_step_types_agreement
 
 TEMPLATE = "annotation/step_types_agreement.html"
+MAX_STUDIES_ON_OVERVIEW = 50
 JSONL = "application/x-ndjson"
 CSV = "text/csv; charset=utf-8"
+
+
+def overview_section(request: HttpRequest) -> str:
+    """The step-types studies with a label, linked to their agreement pages; "" when none has one."""
+    studies = list(
+        Study.objects.filter(kind=StudyKind.STEP_TYPES, annotations__isnull=False)
+        .distinct()
+        .order_by("-created_at", "-id")[:MAX_STUDIES_ON_OVERVIEW]
+    )
+    if not studies:
+        return ""
+    return render_to_string("annotation/_overview_step_types.html", {"studies": studies}, request=request)
 
 
 def study_agreement_page(request: HttpRequest, study: Study) -> HttpResponse:

@@ -63,3 +63,40 @@ def test_the_agreement_api_names_the_kind_of_a_study_it_does_not_cover(admin_cli
         message.startswith(f"{steps.slug}: a step-types study")
         and "/api/agreement/step-types/?study=" in message
     )
+
+
+MAKERS = {"critical_failures": make_study, "step_types": make_step_study, "multiple_choice": make_mc_study}
+
+
+@pytest.mark.parametrize("kind", sorted(MAKERS))
+def test_the_agreement_api_refuses_a_study_by_its_kind_in_the_registry(
+    admin_client: Client, kind: str
+) -> None:
+    """The study's own kind names it, and its agreement is where the registry says (its own endpoint, if it
+    has one, and its page); a multiple-choice slug is never called a step-types study."""
+    spec, study = KINDS[kind], MAKERS[kind]()  # type: ignore[operator]
+    answer = admin_client.get(reverse("agreement-api"), {"study": study.slug})
+    if spec.agreement_api == "agreement-api":
+        assert answer.status_code == 200 and answer.json()["studies"] == [study.slug]
+        return
+    assert answer.status_code == 400
+    message = answer.json()["study"][0]
+    assert message.startswith(f"{study.slug}: a {spec.noun} study (this endpoint covers critical-failures ")
+    page = reverse("agreement:study", args=[study.slug])
+    own_api = f"{reverse(spec.agreement_api)}?study={study.slug} or " if spec.agreement_api else ""
+    assert message.endswith(f"; see {own_api}{page}")
+    others = {other.noun for other in KINDS.values() if other.kind not in (kind, "critical_failures")}
+    assert not any(f"a {noun} study" in message for noun in others)
+
+
+def test_each_kind_draws_its_own_agreement_page(admin_client: Client) -> None:
+    templates = {
+        "critical_failures": "annotation/study_agreement.html",
+        "step_types": "annotation/step_types_agreement.html",
+        "multiple_choice": "annotation/mc_validation.html",
+    }
+    for kind, make in MAKERS.items():
+        study = make()  # type: ignore[operator]
+        page = admin_client.get(reverse("agreement:study", args=[study.slug]))
+        assert page.status_code == 200, kind
+        assert templates[kind] in {t.name for t in page.templates}, kind
