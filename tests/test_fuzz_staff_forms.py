@@ -470,7 +470,12 @@ def test_it_survives_any_value_in_every_site_form(
                 else {}
             )
             if _must_refuse(bound.field, value, None):
-                assert _refused_on(errors, bound.name), (target.label, bound.name, _shown(value), errors)
+                # A GET form's NUL is refused before its view, by NulMiddleware's 400 naming the parameter.
+                by_middleware = not errors and response.status_code == 400
+                named = bound.html_name in response.content.decode(errors="replace")
+                assert _refused_on(errors, bound.name) or (by_middleware and named), (
+                    target.label, bound.name, _shown(value), errors
+                )  # fmt: skip
 
     post()
 
