@@ -5,18 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.urls import reverse
-from django.utils.html import format_html
 
 from h2e_site.bounds import SEED, model_range
-from judging.models import Generator, Judge
-from mining.models import GoalStepTask, Split, TaskSet, Topic
+from judging.models import Judge
+from mining.models import Topic
 
 from . import codebook
 from .comprehension import comprehension_questions_parse, comprehension_questions_text
-from .kinds import kind_for
+from .kinds import KINDS, kind_for
 from .models import PROLIFIC_STUDY_ID, CalibrationDesign, Study, StudyKind, study_slug_free
-from .study_types import ATTENTION_CHECKS, SAMPLE_SIZE
+from .study_types import ATTENTION_CHECKS, SAMPLE_SIZE, Selection
 
 KIND_TEXTS = (
     "instructions",
@@ -26,24 +24,18 @@ KIND_TEXTS = (
     "min_dwell_seconds",
     "estimated_item_minutes",
 )
-# Selection fields that apply to one kind only (the others select items for every kind).
-KIND_ONLY_FIELDS = {
-    StudyKind.CRITICAL_FAILURES: (
-        "generators",
-        "disagreeing_judges",
-        "calibration_design",
-        "calibration_judges",
-    ),
-    StudyKind.STEP_TYPES: ("splits",),
-    StudyKind.MULTIPLE_CHOICE: ("task_set", "tasks"),
-}
 
 
 class StudyForm(forms.Form):
-    """A new study of one kind (?kind= on the builder page): its selection, gates and texts, the texts
-    starting from the kind's own (the codebook for critical failures, the SIO guidelines for step types)."""
+    """A new study of one kind (?kind= on the builder page): the shared fields (title, topics, sample, gates,
+    texts) and the kind's own selection fields (its `builder_fields`, after the topics), the texts starting
+    from the kind's own (its `study_defaults`)."""
 
-    kind = forms.ChoiceField(choices=StudyKind.choices, widget=forms.HiddenInput, required=False)
+    kind = forms.ChoiceField(
+        choices=[(name, spec.label) for name, spec in KINDS.items()],
+        widget=forms.HiddenInput,
+        required=False,
+    )
     title = forms.CharField(max_length=200)
     slug = forms.SlugField(
         max_length=64, validators=[study_slug_free], help_text="part of the annotators' URL: /a/<slug>/"
@@ -59,45 +51,6 @@ class StudyForm(forms.Form):
         required=False,
         widget=forms.CheckboxSelectMultiple,
         help_text="none: any topic",
-    )
-    splits = forms.MultipleChoiceField(
-        choices=Split.choices,
-        required=False,
-        widget=forms.CheckboxSelectMultiple,
-        help_text="procedures of these splits; none: any split",
-    )
-    task_set = forms.ChoiceField(choices=[], help_text="the task set whose test examples are validated")
-    tasks = forms.MultipleChoiceField(
-        choices=GoalStepTask.choices,
-        required=False,
-        widget=forms.CheckboxSelectMultiple,
-        help_text="none: every task of the set",
-    )
-    generators = forms.ModelMultipleChoiceField(
-        Generator.objects.all(), required=False, help_text="none: any generator"
-    )
-    disagreeing_judges = forms.ModelMultipleChoiceField(
-        Judge.objects.all(),
-        required=False,
-        help_text="two or more: only generations these judges disagree on",
-    )
-    calibration_design = forms.ChoiceField(
-        choices=[
-            ("", "none: the items are the selection (or its seeded sample)"),
-            *CalibrationDesign.choices,
-        ],
-        required=False,
-        label="Calibration sample",
-        help_text="draw the items with known inclusion probabilities (stored), so the human labels can "
-        "calibrate the judges' How2Score; the sample size is the round's n. Not with a topic filter or "
-        "“disagreeing judges”",
-    )
-    calibration_judges = forms.ModelMultipleChoiceField(
-        Judge.objects.all(),
-        required=False,
-        label="Judges of the disagreement design",
-        help_text="their verdicts (and re-runs' flips) give each generation's uncertainty: two or more, "
-        "or one judge with re-run verdicts",
     )
     sample_size = SAMPLE_SIZE.form_field(
         required=False, help_text="seeded random sample; empty: all. With a calibration sample: its size n"
@@ -137,21 +90,13 @@ class StudyForm(forms.Form):
     def __init__(self, *args: Any, kind: str = StudyKind.CRITICAL_FAILURES, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["kind"].initial = kind
-        for other, names in KIND_ONLY_FIELDS.items():
-            if other != kind:
-                for name in names:
-                    del self.fields[name]
-        if "task_set" in self.fields:
-            task_sets = TaskSet.objects.order_by("-created_at").values_list("name", flat=True)
-            field = self.fields["task_set"]
-            assert isinstance(field, forms.ChoiceField)
-            field.choices = [(name, name) for name in task_sets]
-            if not task_sets:
-                field.help_text = format_html(
-                    'No task set yet: <a href="{}">build one on the Tasks page</a> (or import a BIG-bench '
-                    "task with <code>manage.py import_bigbench</code>), then come back.",
-                    reverse("mining:task_sets") + "#build",
-                )
+        self.spec = kind_for(kind)
+        own = self.spec.builder_fields()
+        self.kind_fields = list(own)  # the kind's selection fields, shown after the shared topics
+        names = list(self.fields)
+        at = names.index("topics") + 1
+        self.fields.update(own)
+        self.order_fields([*names[:at], *own, *names[at:]])
         defaults = kind_for(kind).study_defaults()
         for name in KIND_TEXTS:
             if name in defaults:
@@ -166,12 +111,6 @@ class StudyForm(forms.Form):
             raise forms.ValidationError("A study with this slug exists.")
         return slug
 
-    def clean_disagreeing_judges(self) -> Any:
-        judges = self.cleaned_data["disagreeing_judges"]
-        if len(judges) == 1:
-            raise forms.ValidationError("Choose at least two judges, or none.")
-        return judges
-
     def clean_prolific_study_id(self) -> str:
         study_id = str(self.cleaned_data["prolific_study_id"]).strip().lower()
         if study_id:
@@ -180,6 +119,25 @@ class StudyForm(forms.Form):
 
     def clean_comprehension_questions(self) -> list[dict[str, Any]]:
         return comprehension_questions_parse(self.cleaned_data["comprehension_questions"])
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        self.spec.builder_clean(data)  # its ValidationError lands on the kind's fields
+        return data
+
+    def selection(self) -> Selection:
+        """The study's Selection: the shared fields and the kind's part (valid forms only)."""
+        data = self.cleaned_data
+        return Selection(
+            topic_ids=[t.pk for t in data["topics"]],
+            sample_size=data["sample_size"],
+            seed=data["seed"],
+            **self.spec.selection_from(data),
+        )
+
+    def selection_names(self) -> dict[str, str]:
+        """The form's field of a Selection field the service's refusals name, where they differ."""
+        return {"topic_ids": "topics", **self.spec.builder_names()}
 
 
 class CalibrationRoundForm(forms.Form):

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from django import forms
 from django.http import HttpRequest, HttpResponse, QueryDict
 
 from h2e_site.inputs import BadInput
@@ -98,6 +99,26 @@ class StudyKindSpec(ABC):
                     f"from generations, for critical-failures studies only, not for a {self.noun} study"
                 }
             )
+
+    # --- the study builder -----------------------------------------------------------------------------
+
+    def builder_fields(self) -> dict[str, forms.Field]:
+        """The kind's own selection fields on the study builder, in order, new instances on every call (the
+        builder shows them after the shared topics); their names are the form's."""
+        return {}
+
+    def builder_clean(self, data: dict[str, Any]) -> None:
+        """Raise ValidationError({field: message}) on the kind's builder fields (`data`: the form's cleaned
+        data; a field that did not clean is missing). The default has nothing to refuse."""
+        return None
+
+    def selection_from(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The kind's part of the Selection (its keyword arguments) from the builder's cleaned data."""
+        return {}
+
+    def builder_names(self) -> dict[str, str]:
+        """The builder's field of a Selection field this kind's refusals name, where the names differ."""
+        return {}
 
     @abstractmethod
     def items_create(self, study: Study, selection: Selection, attention_checks: int) -> int:

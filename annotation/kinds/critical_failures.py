@@ -8,14 +8,16 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
+from django import forms
+from django.core.exceptions import ValidationError
 from django.db.models import Count, F, Q, QuerySet
 from django.http import HttpRequest, HttpResponse, QueryDict
 
-from judging.models import Generation, Judgment
+from judging.models import Generation, Generator, Judge, Judgment
 from judging.steps import steps_out_of_range
 
 from .. import calibration_sample, codebook, posted, selectors
-from ..models import AnnotatedFailure, Annotation, Assignment, Study, StudyItem
+from ..models import AnnotatedFailure, Annotation, Assignment, CalibrationDesign, Study, StudyItem
 from ..study_types import Refused, Selection, Submission
 from ..views import critical_failures as agreement_views
 from .base import AnnotationFields, KindForm, ReadingTexts, StudyKindSpec, attention_items_create
@@ -47,6 +49,55 @@ class CriticalFailures(StudyKindSpec):
 
     def check_selection(self, selection: Selection) -> None:
         calibration_sample.check_selection(selection)
+
+    def builder_fields(self) -> dict[str, forms.Field]:
+        return {
+            "generators": forms.ModelMultipleChoiceField(
+                Generator.objects.all(), required=False, help_text="none: any generator"
+            ),
+            "disagreeing_judges": forms.ModelMultipleChoiceField(
+                Judge.objects.all(),
+                required=False,
+                help_text="two or more: only generations these judges disagree on",
+            ),
+            "calibration_design": forms.ChoiceField(
+                choices=[
+                    ("", "none: the items are the selection (or its seeded sample)"),
+                    *CalibrationDesign.choices,
+                ],
+                required=False,
+                label="Calibration sample",
+                help_text="draw the items with known inclusion probabilities (stored), so the human labels "
+                "can calibrate the judges' How2Score; the sample size is the round's n. Not with a topic "
+                "filter or “disagreeing judges”",
+            ),
+            "calibration_judges": forms.ModelMultipleChoiceField(
+                Judge.objects.all(),
+                required=False,
+                label="Judges of the disagreement design",
+                help_text="their verdicts (and re-runs' flips) give each generation's uncertainty: two or "
+                "more, or one judge with re-run verdicts",
+            ),
+        }
+
+    def builder_clean(self, data: dict[str, Any]) -> None:
+        if len(data.get("disagreeing_judges", ())) == 1:
+            raise ValidationError({"disagreeing_judges": "Choose at least two judges, or none."})
+
+    def selection_from(self, data: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "generator_ids": [g.pk for g in data["generators"]],
+            "disagreeing_judge_ids": [j.pk for j in data["disagreeing_judges"]],
+            "calibration_design": data["calibration_design"],
+            "calibration_judge_ids": [j.pk for j in data["calibration_judges"]],
+        }
+
+    def builder_names(self) -> dict[str, str]:
+        return {
+            "generator_ids": "generators",
+            "disagreeing_judge_ids": "disagreeing_judges",
+            "calibration_judge_ids": "calibration_judges",
+        }
 
     def items_create(self, study: Study, selection: Selection, attention_checks: int) -> int:
         """The generations selected; with a calibration design, those round 1 draws from the frame (its

@@ -12,12 +12,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from django import forms
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, QueryDict
+from django.urls import reverse
+from django.utils.html import format_html
 
 from h2e_site.inputs import BadInput, ascii_int, clean_text
 from mining.goal_step.options import MAX_CANDIDATES, option_letter
-from mining.models import TaskExample, TaskSet, TaskSplit
+from mining.models import GoalStepTask, TaskExample, TaskSet, TaskSplit
 
 from ..goal_step import guidelines
 from ..models import Annotation, Assignment, Study, StudyItem
@@ -116,6 +119,29 @@ class MultipleChoice(StudyKindSpec):
             "min_dwell_seconds": 5,  # the HIT's 20 s a task, 15 or 30 tasks in 5 minutes
             "estimated_item_minutes": 0.4,
         }
+
+    def builder_fields(self) -> dict[str, forms.Field]:
+        names = list(TaskSet.objects.order_by("-created_at").values_list("name", flat=True))
+        task_set = forms.ChoiceField(
+            choices=[(name, name) for name in names],
+            help_text="the task set whose test examples are validated",
+        )
+        if not names:
+            task_set.help_text = format_html(
+                'No task set yet: <a href="{}">build one on the Tasks page</a> (or import a BIG-bench '
+                "task with <code>manage.py import_bigbench</code>), then come back.",
+                reverse("mining:task_sets") + "#build",
+            )
+        tasks = forms.MultipleChoiceField(
+            choices=GoalStepTask.choices,
+            required=False,
+            widget=forms.CheckboxSelectMultiple,
+            help_text="none: every task of the set",
+        )
+        return {"task_set": task_set, "tasks": tasks}
+
+    def selection_from(self, data: dict[str, Any]) -> dict[str, Any]:
+        return {"task_set": data["task_set"], "tasks": list(data["tasks"])}
 
     def items_create(self, study: Study, selection: Selection, attention_checks: int) -> int:
         example_ids = examples_selected(selection)

@@ -15,10 +15,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from django import forms
 from django.http import HttpRequest, HttpResponse, QueryDict
 
 from h2e_site.inputs import BadInput, clean_text
-from mining.models import Procedure
+from mining.models import Procedure, Split
 
 from ..models import Annotation, Assignment, StepCandidate, StepTypeLabel, Study, StudyItem
 from ..posted import posted_active_seconds
@@ -173,6 +174,19 @@ class StepTypes(StudyKindSpec):
             "comprehension_questions": guidelines.default_comprehension_questions(),
             "consent_text": CONSENT,
         }
+
+    def builder_fields(self) -> dict[str, forms.Field]:
+        return {
+            "splits": forms.MultipleChoiceField(
+                choices=Split.choices,
+                required=False,
+                widget=forms.CheckboxSelectMultiple,
+                help_text="procedures of these splits; none: any split",
+            )
+        }
+
+    def selection_from(self, data: dict[str, Any]) -> dict[str, Any]:
+        return {"splits": list(data["splits"])}
 
     def items_create(self, study: Study, selection: Selection, attention_checks: int) -> int:
         procedure_ids = procedures_selected(selection)

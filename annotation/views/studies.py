@@ -20,7 +20,7 @@ from h2e_site.web import SafeDictWriter, staff_required
 from .. import calibration_sample, codebook, selectors, services
 from ..calibration import not_calibration_reason
 from ..forms import CalibrationRoundForm, StudyForm
-from ..kinds import kind_for
+from ..kinds import KINDS, kind_for
 from ..models import Study, StudyKind
 
 
@@ -31,36 +31,11 @@ def study_list(request: HttpRequest) -> HttpResponse:
     return render(request, "annotation/study_list.html", {"studies": studies})
 
 
-def _selection(form: StudyForm) -> services.Selection:
-    data = form.cleaned_data
-    return services.Selection(
-        topic_ids=[t.pk for t in data["topics"]],
-        generator_ids=[g.pk for g in data.get("generators", [])],
-        disagreeing_judge_ids=[j.pk for j in data.get("disagreeing_judges", [])],
-        splits=list(data.get("splits", [])),
-        task_set=data.get("task_set", ""),
-        tasks=list(data.get("tasks", [])),
-        sample_size=data["sample_size"],
-        seed=data["seed"],
-        calibration_design=data.get("calibration_design", ""),
-        calibration_judge_ids=[j.pk for j in data.get("calibration_judges", [])],
-    )
-
-
-# The builder's form fields of the Selection's fields the service's refusals name.
-FORM_NAMES = {
-    "topic_ids": "topics",
-    "generator_ids": "generators",
-    "disagreeing_judge_ids": "disagreeing_judges",
-    "calibration_judge_ids": "calibration_judges",
-}
-
-
 def _kind(request: HttpRequest) -> str:
     """The kind the builder makes (?kind= or the posted field); an unknown one is a 400 naming it."""
     kind = (request.POST.get("kind") or request.GET.get("kind") or StudyKind.CRITICAL_FAILURES).strip()
-    if kind not in StudyKind.values:
-        raise BadInput("kind", kind, f"one of {', '.join(StudyKind.values)}")
+    if kind not in KINDS:
+        raise BadInput("kind", kind, f"one of {', '.join(KINDS)}")
     return kind
 
 
@@ -98,13 +73,13 @@ def study_create(request: HttpRequest) -> HttpResponse:
                 title=data["title"],
                 slug=data["slug"],
                 kind=kind,
-                selection=_selection(form),
+                selection=form.selection(),
                 attention_checks=data["attention_checks"],
                 created_by=request.user,
                 **settings,
             )
         except ValidationError as refused:
-            _refusal_on_form(form, refused, FORM_NAMES)
+            _refusal_on_form(form, refused, form.selection_names())
         else:
             count = study.items.not_attention_checks().count()
             messages.success(request, f"Study created with {count} items.")
