@@ -1,11 +1,12 @@
 """Study kinds: what a study's items are and what its participants answer.
 
 Every kind is one `StudyKindSpec` (annotation/kinds/base.py) in KINDS. A kind owns its items (which rows a
-study annotates), the steps a participant must read, the item page's form and its server-side validation,
-what an annotation stores, its export rows, and its agreement (its page, its part of the overview, its API
-endpoint); everything else (entry, consent, training, comprehension check, attention-check scheduling,
-dwell, leases, exactly-k assignment, codes, the study builder and the exports' shared columns) is the shared
-engine in services.py and views/, which asks `kind_for(study)`.
+study annotates, and its selection fields on the study builder), the steps a participant must read, the item
+page's form and its server-side validation, what an annotation stores, its export rows, and its agreement (its
+page, its part of the overview, its API endpoint); everything else (entry, consent, training, comprehension
+check, attention-check scheduling, dwell, leases, exactly-k assignment, codes, the study builder's shared
+fields and the exports' shared columns) is the shared engine in services.py and views/, which asks
+`kind_for(study)`.
 
 A new kind: a module here with a StudyKindSpec subclass, its member of models.StudyKind (a choices
 migration), an entry in KINDS, and its item template; nothing in the engine changes.
