@@ -101,7 +101,7 @@ class AssignmentAdmin(BoundedJSONAdmin, admin.ModelAdmin):
     list_display = ["pk", "study", "participant", "item", "status", "issued_at", "lease_expires_at"]
     list_filter = ["study", "status"]
     raw_id_fields = ["participant", "item"]
-    readonly_fields = ["issued_at", "goal_acknowledged_at", "step_revealed_at", "n_l2_steps"]
+    readonly_fields = ["issued_at", "goal_acknowledged_at", "step_revealed_at", "n_reading_steps"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # leased by the annotator flow, which keeps the items' counters

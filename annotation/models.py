@@ -293,8 +293,11 @@ class Assignment(models.Model):
     issued_at = models.DateTimeField()
     lease_expires_at = models.DateTimeField()
     goal_acknowledged_at = models.DateTimeField(null=True, blank=True)
-    n_l2_steps = models.PositiveIntegerField(
-        help_text="steps to read when issued (L2's; a procedure's for step types): all must be revealed"
+    n_reading_steps = models.PositiveIntegerField(
+        help_text=(
+            "texts the reading gate reveals, counted when issued (the kind's "
+            "reading_steps): all must be revealed"
+        )
     )
     n_revealed = models.PositiveIntegerField(default=0, help_text="steps read so far")
     step_revealed_at = models.JSONField(
@@ -313,7 +316,7 @@ class Assignment(models.Model):
                 name="assignment_one_active_per_participant",
             ),
             models.CheckConstraint(
-                condition=Q(n_revealed__lte=F("n_l2_steps")), name="assignment_revealed_le_steps"
+                condition=Q(n_revealed__lte=F("n_reading_steps")), name="assignment_revealed_le_steps"
             ),
         ]
         indexes = [
@@ -329,7 +332,7 @@ class Assignment(models.Model):
 
     @property
     def all_steps_revealed(self) -> bool:
-        return self.n_revealed >= self.n_l2_steps
+        return self.n_revealed >= self.n_reading_steps
 
 
 class AnnotationQuerySet(models.QuerySet["Annotation"]):

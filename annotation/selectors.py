@@ -102,13 +102,12 @@ def studies_with_progress() -> QuerySet[Study, Study]:
     )
 
 
-def study_items_progress(*, study: Study) -> QuerySet[StudyItem, StudyItem]:
-    """Items with their generation, in position order; counters are on the rows."""
+def study_items_progress(*, study: Study, listed: tuple[str, ...] = ()) -> QuerySet[StudyItem, StudyItem]:
+    """Items with the relations the study page's list shows (`listed`: its kind's `item_listed`), in position
+    order; counters are on the rows."""
     return (
         StudyItem.objects.filter(study=study)
-        .select_related(
-            "generation__generator", "generation__procedure", "procedure__topic", "example__task_set"
-        )
+        .select_related(*listed)
         .annotate(
             n_with_failure=Count("annotations", filter=Q(annotations__has_failure=True), distinct=True),
             n_active=Count(

@@ -209,43 +209,29 @@ def leases_reclaim(*, study: Study, now: datetime | None = None) -> int:
     return len(expired)
 
 
-# Long texts the item page never shows.
-UNSHOWN = (
-    "item__generation__prompt",
-    "item__generation__model_completion",
-    "item__generation__procedure__source_text",
-)
-# What the item page reads: the assignment with its item, the L2 steps and the L1 (goal, steps, resources);
-# for a step-types item, its procedure and payload.
+# What the item page reads of every kind's item: the assignment and the item's shared columns; the study's
+# kind adds its subject's (StudyKindSpec.item_related / item_page_fields).
 ITEM_PAGE_FIELDS = (
     *(f.name for f in Assignment._meta.concrete_fields),
     "item__is_attention_check",
-    "item__attention_expects_failure",
-    "item__generation__predicted_steps",
-    "item__generation__procedure__goal",
-    "item__generation__procedure__steps",
-    "item__generation__procedure__resources",
     "item__payload",
-    "item__procedure__goal",
-    "item__procedure__steps",
-    "item__procedure__resources",
-    "item__procedure__topic_id",
-    "item__example__task",
-    "item__example__prompt",
-    "item__example__candidates",
-    "item__example__answer",
 )
 
 
-def assignments_for_item_page() -> QuerySet[Assignment, Assignment]:
-    return Assignment.objects.select_related(
-        "item__generation__procedure", "item__procedure", "item__example"
-    ).only(*ITEM_PAGE_FIELDS)
+def assignments_for_item_page(study: Study) -> QuerySet[Assignment, Assignment]:
+    """The assignments with what the item page of the study's kind reads, in one query."""
+    spec = kind_for(study)
+    return Assignment.objects.select_related(*(f"item__{path}" for path in spec.item_related)).only(
+        *ITEM_PAGE_FIELDS, *(f"item__{path}" for path in spec.item_page_fields)
+    )
 
 
 def assignment_current(*, participant: Participant) -> Assignment | None:
     """The participant's active assignment, if any (leased, not yet submitted or reclaimed)."""
-    return assignments_for_item_page().filter(participant=participant, status=AssignmentStatus.ACTIVE).first()
+    active = assignments_for_item_page(participant.study).filter(
+        participant=participant, status=AssignmentStatus.ACTIVE
+    )
+    return active.first()
 
 
 def _wants_attention_check(participant: Participant, study: Study) -> bool:
@@ -278,10 +264,11 @@ def _claim(participant: Participant, *, attention: bool) -> StudyItem | None:
 
 
 def _claim_one(participant: Participant, *, attention: bool, skip_locked: bool) -> StudyItem | None:
+    spec = kind_for(participant.study)
     candidates = (
         _claimable(participant, attention=attention)
-        .select_related("generation__procedure")
-        .defer(*(field.removeprefix("item__") for field in UNSHOWN))
+        .select_related(*spec.item_related)
+        .defer(*spec.item_unshown)
     )
     if participant.is_preview:
         return candidates.first()
@@ -332,13 +319,15 @@ def _lease(participant: Participant, study: Study, now: datetime) -> Assignment 
         item=item,
         issued_at=now,
         lease_expires_at=now + timedelta(minutes=study.lease_minutes),
-        n_l2_steps=len(kind_for(study).reading_steps(item)),
+        n_reading_steps=len(kind_for(study).reading_steps(item)),
     )
 
 
 def _locked_active(assignment: Assignment) -> Assignment:
     locked = (
-        Assignment.objects.select_for_update(of=("self",)).select_related("participant").get(pk=assignment.pk)
+        Assignment.objects.select_for_update(of=("self",))
+        .select_related("participant", "study")
+        .get(pk=assignment.pk)
     )
     if locked.status == AssignmentStatus.EXPIRED:
         raise Refused(
@@ -360,7 +349,7 @@ def _refreshed(assignment: Assignment, locked: Assignment) -> Assignment:
 def _reloaded(assignment: Assignment) -> Assignment:
     """The caller's object with the row's current reading state; 409 if the lease was reclaimed."""
     fresh = Assignment.objects.only(
-        "status", "goal_acknowledged_at", "n_revealed", "step_revealed_at", "n_l2_steps"
+        "status", "goal_acknowledged_at", "n_revealed", "step_revealed_at", "n_reading_steps"
     ).get(pk=assignment.pk)
     if fresh.status == AssignmentStatus.EXPIRED:
         raise Refused(
@@ -383,15 +372,16 @@ def assignment_acknowledge_goal(*, assignment: Assignment) -> Assignment:
 
 
 def assignment_reveal_step(*, assignment: Assignment, number: int) -> Assignment:
-    """Record that L2 step `number` (1-based) was read; steps are read in order, each once. One conditional
-    UPDATE that changes the row only when this is the next step of an active, acknowledged assignment."""
+    """Record that reading step `number` (1-based) was read; steps are read in order, each once. One
+    conditional UPDATE that changes the row only when this is the next step of an active, acknowledged
+    assignment."""
     now = timezone.now().isoformat()
     recorded = Assignment.objects.filter(
         pk=assignment.pk,
         status=AssignmentStatus.ACTIVE,
         goal_acknowledged_at__isnull=False,
         n_revealed=number - 1,
-        n_l2_steps__gte=number,
+        n_reading_steps__gte=number,
     ).update(n_revealed=F("n_revealed") + 1, step_revealed_at=JSONAppend("step_revealed_at", now))
     if recorded and len(assignment.step_revealed_at) == number - 1:
         assignment.n_revealed, assignment.step_revealed_at = number, [*assignment.step_revealed_at, now]
@@ -424,7 +414,7 @@ def _check_gates(assignment: Assignment, study: Study, now: datetime) -> None:
         raise Refused(kind_for(study).reading.unacknowledged)
     if not assignment.all_steps_revealed:
         unread = kind_for(study).reading.unread
-        raise Refused(unread.format(read=assignment.n_revealed, total=assignment.n_l2_steps))
+        raise Refused(unread.format(read=assignment.n_revealed, total=assignment.n_reading_steps))
 
 
 @dataclass(frozen=True)
@@ -467,9 +457,8 @@ def preview_submit(*, assignment: Assignment, submission: AnySubmission) -> None
 
 def _checked(locked: Assignment, submission: AnySubmission) -> tuple[StudyItem, datetime]:
     """The assignment's item once the gates hold and the kind accepts the answer (Refused otherwise)."""
-    item = StudyItem.objects.select_related("study", "generation__procedure", "procedure", "example").get(
-        pk=locked.item_id
-    )
+    item = StudyItem.objects.select_related(*kind_for(locked.study).item_related).get(pk=locked.item_id)
+    item.study = locked.study
     now = timezone.now()
     _check_gates(locked, item.study, now)
     kind_for(item.study).check(submission, item, locked)
@@ -487,11 +476,8 @@ def _annotation_store(
         study_id=assignment.study_id,
         item=item,
         participant_id=assignment.participant_id,
-        has_failure=fields.has_failure,
-        n_failures=fields.n_failures,
-        answer=fields.answer,
+        **fields.columns(),
         comments=submission.comments.strip(),
-        attention_passed=fields.attention_passed,
         issued_at=assignment.issued_at,
         goal_acknowledged_at=assignment.goal_acknowledged_at or now,  # the gates made sure it is set
         step_revealed_at=assignment.step_revealed_at,

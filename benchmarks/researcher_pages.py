@@ -189,7 +189,7 @@ def add_human_study(*, n_items: int = 200, k: int = 3) -> None:
             participant = participants[(n * k + a) % len(participants)]
             assignment = Assignment.objects.create(
                 study=study, participant=participant, item=item, status="submitted", issued_at=now,
-                lease_expires_at=now, n_l2_steps=8,
+                lease_expires_at=now, n_reading_steps=8,
             )  # fmt: skip
             n_failures = rng.choice((0, 0, 0, 1, 2))
             annotation = Annotation.objects.create(

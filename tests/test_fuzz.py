@@ -125,7 +125,7 @@ SUBMISSION = st.fixed_dictionaries(
 def test_it_survives_any_submission() -> None:
     client, study, assignment = _participant_client(1)
     client.post(reverse("annotator:acknowledge_goal", args=[study.slug, assignment.pk]))
-    for n in range(1, assignment.n_l2_steps + 1):
+    for n in range(1, assignment.n_reading_steps + 1):
         client.post(reverse("annotator:reveal_step", args=[study.slug, assignment.pk, n]))
     Assignment.objects.filter(pk=assignment.pk).update(issued_at=timezone.now() - timedelta(minutes=5))
 
@@ -164,7 +164,7 @@ def test_it_survives_any_step_types_submission() -> None:
     session.save()
     assignment = client.get(reverse("annotator:item", args=[study.slug])).context["assignment"]
     client.post(reverse("annotator:acknowledge_goal", args=[study.slug, assignment.pk]))
-    for n in range(1, assignment.n_l2_steps + 1):
+    for n in range(1, assignment.n_reading_steps + 1):
         client.post(reverse("annotator:reveal_step", args=[study.slug, assignment.pk, n]))
     Assignment.objects.filter(pk=assignment.pk).update(issued_at=timezone.now() - timedelta(minutes=5))
 

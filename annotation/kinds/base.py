@@ -51,6 +51,15 @@ class AnnotationFields:
     answer: dict[str, Any] = field(default_factory=dict)
     attention_passed: bool | None = None
 
+    def columns(self) -> dict[str, Any]:
+        """The Annotation's keyword arguments these fields fill."""
+        return {
+            "has_failure": self.has_failure,
+            "n_failures": self.n_failures,
+            "answer": self.answer,
+            "attention_passed": self.attention_passed,
+        }
+
 
 @dataclass(frozen=True)
 class ReadingTexts:
@@ -75,6 +84,14 @@ class StudyKindSpec(ABC):
     reading: ReadingTexts  # the reading gate's refusals, in the kind's words
     agreement_api: str = ""  # URL name of the API endpoint with the kind's agreement, if it has one
     on_overview: bool = False  # whether the agreement overview (/agreement/) has a part for the kind
+    # What the engine loads with an item, as StudyItem paths: the relations the item page, the reading gate
+    # and `check` read (joined in the same query); the fields of them the item page reads (the rest stays
+    # unloaded); the long texts under those relations no item-page step reads (deferred when leasing); and
+    # the relations the study page's item list shows.
+    item_related: tuple[str, ...] = ()
+    item_page_fields: tuple[str, ...] = ()
+    item_unshown: tuple[str, ...] = ()
+    item_listed: tuple[str, ...] = ()
 
     @property
     def noun(self) -> str:

@@ -33,6 +33,21 @@ class CriticalFailures(StudyKindSpec):
     agreement_api = "agreement-api"
     on_overview = True
     item_template = "annotation/item.html"
+    # An item is a generation: its L2 (the steps read) under its procedure's L1 (goal, steps, resources).
+    item_related = ("generation__procedure",)
+    item_page_fields = (
+        "attention_expects_failure",
+        "generation__predicted_steps",
+        "generation__procedure__goal",
+        "generation__procedure__steps",
+        "generation__procedure__resources",
+    )
+    item_unshown = (
+        "generation__prompt",
+        "generation__model_completion",
+        "generation__procedure__source_text",
+    )
+    item_listed = ("generation__generator", "generation__procedure")
     nothing_selected = (
         "no generation (L2 without an error) of the chosen topics and generators"
         " (and, with judges chosen, that they disagree on). Generate L2 first, or widen the selection."
@@ -138,7 +153,7 @@ class CriticalFailures(StudyKindSpec):
     def parse_form(self, post: QueryDict, assignment: Assignment, *, user_agent: str) -> KindForm:
         assert assignment.item.generation is not None
         procedure = assignment.item.generation.procedure
-        form = posted.posted_item(post, n_l1=len(procedure.steps), n_l2=assignment.n_l2_steps)
+        form = posted.posted_item(post, n_l1=len(procedure.steps), n_l2=assignment.n_reading_steps)
         values = {"choice": form.choice, "failures": form.failures, "comments": form.comments}
         if form.problem is not None:
             return KindForm(values, None, form.problem, _bad_input_field(form.problem.field))
@@ -153,7 +168,7 @@ class CriticalFailures(StudyKindSpec):
     def check(self, submission: Submission, item: StudyItem, assignment: Assignment) -> None:
         assert item.generation is not None
         n_l1 = len(item.generation.procedure.steps)
-        check_answer(submission, n_l1=n_l1, n_l2=assignment.n_l2_steps)
+        check_answer(submission, n_l1=n_l1, n_l2=assignment.n_reading_steps)
 
     def annotation_fields(self, submission: Submission, item: StudyItem) -> AnnotationFields:
         has_failure = bool(submission.has_failure)

@@ -99,6 +99,10 @@ class MultipleChoice(StudyKindSpec):
     kind = "multiple_choice"
     label = "Multiple choice"
     item_template = "annotation/item_multiple_choice.html"
+    # An item is a task set's example: its prompt and candidates.
+    item_related = ("example",)
+    item_page_fields = ("example__task", "example__prompt", "example__candidates", "example__answer")
+    item_listed = ("example__task_set",)
     nothing_selected = (
         "the task set has no test example of the chosen tasks and topics. Choose other tasks or topics, "
         "or another task set."

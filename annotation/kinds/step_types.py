@@ -156,6 +156,10 @@ class StepTypes(StudyKindSpec):
     on_overview = True
     agreement_api = "step-types-agreement-api"
     item_template = "annotation/item_step_types.html"
+    # An item is a procedure: its steps are read and typed.
+    item_related = ("procedure",)
+    item_page_fields = ("procedure__goal", "procedure__steps", "procedure__resources", "procedure__topic_id")
+    item_listed = ("procedure__topic",)
     nothing_selected = (
         f"no procedure of the chosen topics and splits has {MIN_STEPS} steps or more (fewer have no "
         "step type to mark). Choose other topics or splits."
@@ -223,7 +227,7 @@ class StepTypes(StudyKindSpec):
         return {"groups": _groups(assignment, set(), {}), "expert_knowledge": "", "comments": ""}
 
     def parse_form(self, post: QueryDict, assignment: Assignment, *, user_agent: str) -> KindForm:
-        keys = {c.key for c in candidates(assignment.n_l2_steps)}
+        keys = {c.key for c in candidates(assignment.n_reading_steps)}
         marked = [clean_text(value) for value in post.getlist("mark")]
         experts = {key: clean_text(post.get(f"expert-{key}", "")) for key in keys}
         task = clean_text(post.get("expert_knowledge", ""))
@@ -263,11 +267,11 @@ class StepTypes(StudyKindSpec):
             raise Refused(
                 f"The comments are too long (at most {MAX_COMMENTS_CHARS} characters).", field="comments"
             )
-        keys = {c.key for c in candidates(assignment.n_l2_steps)}
+        keys = {c.key for c in candidates(assignment.n_reading_steps)}
         unknown = sorted(set(submission.marks) - keys)
         if unknown:
             raise Refused(f"{unknown[0]!r} is not a candidate of this procedure.", field="mark")
-        for candidate in candidates(assignment.n_l2_steps):
+        for candidate in candidates(assignment.n_reading_steps):
             if candidate.key in submission.marks and submission.marks[candidate.key] is None:
                 raise Refused(
                     f"{candidate_label(candidate)} ({candidate.step_type.value}): say whether it needs "
@@ -344,7 +348,7 @@ def _groups(assignment: Assignment, marked: set[str], experts: dict[str, str]) -
     """The form's candidates by type, each with the texts of the steps it is about."""
     steps = assignment.item.procedure.steps if assignment.item.procedure else []
     groups = {t: TypeGroup(t.value, t.value.capitalize(), TYPE_QUESTIONS[t]) for t in StepType}
-    for candidate in candidates(assignment.n_l2_steps):
+    for candidate in candidates(assignment.n_reading_steps):
         key = candidate.key
         texts = " / ".join(_short(str(steps[i])) for i in candidate.steps if i < len(steps))
         label = candidate_label(candidate)

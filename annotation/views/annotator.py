@@ -2,8 +2,8 @@
 
 consent -> training -> comprehension check -> items -> Prolific completion URL. The session stores only the
 participant's id; every assignment is fetched through `_assignment_for`, scoped to that participant. The item
-page and its htmx updates (goal acknowledgement, L2 step reveals) render the same `reading` fragment; without
-JavaScript the same buttons post the form and come back to the page.
+page and its htmx updates (goal acknowledgement, the reading gate's step reveals) render the same `reading`
+fragment; without JavaScript the same buttons post the form and come back to the page.
 
 Refusals are answered in one place (`answers_refusals`): a Problem, a service's Refused or a BadInput becomes
 a 4xx page saying what happened and what to do next, or for an htmx request the `reading` fragment with that
@@ -311,14 +311,16 @@ def done(request: HttpRequest, slug: str) -> HttpResponse:
 def _assignment_for(participant: Participant, pk: int) -> Assignment:
     """The only way views fetch an assignment: one of this participant's, or 404."""
     return get_object_or_404(
-        services.assignments_for_item_page(),
+        services.assignments_for_item_page(participant.study),
         pk=pk,
         participant=participant,
     )
 
 
 @dataclass(frozen=True)
-class L2Step:
+class ReadingStep:
+    """One text the reading gate shows (an L2 step, a procedure's step: the kind's `reading_steps`)."""
+
     number: int
     text: str
     revealed_at: str | None  # None: the next step to read
@@ -339,11 +341,11 @@ def _item_context(participant: Participant, assignment: Assignment) -> dict[str,
     """The item page's context: the engine's part (reading, dwell, progress) and the study kind's part."""
     study = participant.study
     spec = kind_for(study)
-    steps = spec.reading_steps(assignment.item)[: assignment.n_l2_steps]
+    steps = spec.reading_steps(assignment.item)[: assignment.n_reading_steps]
     revealed = zip(steps, assignment.step_revealed_at, strict=False)
-    shown = [L2Step(n, text, at) for n, (text, at) in enumerate(revealed, 1)]
+    shown = [ReadingStep(n, text, at) for n, (text, at) in enumerate(revealed, 1)]
     if assignment.goal_acknowledged_at and not assignment.all_steps_revealed:
-        shown.append(L2Step(assignment.n_revealed + 1, steps[assignment.n_revealed], None))
+        shown.append(ReadingStep(assignment.n_revealed + 1, steps[assignment.n_revealed], None))
     elapsed = (timezone.now() - assignment.issued_at).total_seconds()
     until_open = max(0, math.ceil(study.min_dwell_seconds - elapsed))
     return {
@@ -351,9 +353,9 @@ def _item_context(participant: Participant, assignment: Assignment) -> dict[str,
         "participant": participant,
         "assignment": assignment,
         "item": assignment.item,
-        "l2_shown": shown,
-        "l2_numbers": range(1, assignment.n_l2_steps + 1),
-        "percent_read": reading_percent(assignment.n_revealed, assignment.n_l2_steps),
+        "reading_shown": shown,
+        "reading_numbers": range(1, assignment.n_reading_steps + 1),
+        "percent_read": reading_percent(assignment.n_revealed, assignment.n_reading_steps),
         "elapsed_seconds": int(elapsed),
         "elapsed_clock": clock(elapsed),
         "seconds_until_open": until_open,

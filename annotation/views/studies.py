@@ -108,7 +108,7 @@ def _detail_context(
     return {
         "study": study,
         "progress": selectors.study_progress(study=study),
-        "items": selectors.study_items_progress(study=study),
+        "items": selectors.study_items_progress(study=study, listed=kind_for(study).item_listed),
         "participants": selectors.study_participants_progress(study=study),
         "entry_path": request.build_absolute_uri(reverse("annotator:entry", kwargs={"slug": study.slug})),
         "calibration": summary,

@@ -73,7 +73,7 @@ def read_everything(assignment: Any, *, seconds: float = 120.0) -> Any:
     """Acknowledge the goal and read every L2 step, as a participant who took `seconds` over it (the item
     is shown that long ago: the server bounds the browser's active time by its own clock)."""
     services.assignment_acknowledge_goal(assignment=assignment)
-    for n in range(1, assignment.n_l2_steps + 1):
+    for n in range(1, assignment.n_reading_steps + 1):
         assignment = services.assignment_reveal_step(assignment=assignment, number=n)
     issued_at = assignment.issued_at - timedelta(seconds=seconds)
     Assignment.objects.filter(pk=assignment.pk).update(issued_at=issued_at)

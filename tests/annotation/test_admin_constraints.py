@@ -37,7 +37,7 @@ def test_it_refuses_more_steps_read_than_the_l2_has_on_the_form() -> None:
     client = Client()
     client.force_login(staff)
     url = reverse("admin:annotation_assignment_change", args=[assignment.pk])
-    data = {**_change_form_data(client, url), "n_revealed": str(assignment.n_l2_steps + 1)}
+    data = {**_change_form_data(client, url), "n_revealed": str(assignment.n_reading_steps + 1)}
 
     response = client.post(url, data)
 

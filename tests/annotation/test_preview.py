@@ -47,7 +47,7 @@ def walk_preview(client: Client, study: Study) -> list[str]:
         pk = int(re.search(rf"/a/{slug}/item/(\d+)/submit/", page).group(1))  # type: ignore[union-attr]
         client.post(reverse("annotator:acknowledge_goal", args=[slug, pk]))
         assignment = Assignment.objects.get(pk=pk)
-        for n in range(1, assignment.n_l2_steps + 1):
+        for n in range(1, assignment.n_reading_steps + 1):
             client.post(reverse("annotator:reveal_step", args=[slug, pk, n]))
         answered = client.post(reverse("annotator:submit", args=[slug, pk]), {"has_failure": "no"})
         assert answered.status_code == 302, answered.content.decode()[:2000]

@@ -111,8 +111,8 @@ def test_it_reclaims_expired_leases_and_refuses_the_late_submission() -> None:
 def read_everything_expired(assignment: Assignment) -> Assignment:
     Assignment.objects.filter(pk=assignment.pk).update(
         goal_acknowledged_at=timezone.now(),
-        step_revealed_at=["t"] * assignment.n_l2_steps,
-        n_revealed=assignment.n_l2_steps,
+        step_revealed_at=["t"] * assignment.n_reading_steps,
+        n_revealed=assignment.n_reading_steps,
     )
     return assignment
 
@@ -137,7 +137,7 @@ def test_it_refuses_a_second_active_assignment_for_a_participant_in_the_database
             item=other,
             issued_at=timezone.now(),
             lease_expires_at=timezone.now(),
-            n_l2_steps=1,
+            n_reading_steps=1,
         )
 
 

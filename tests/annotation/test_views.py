@@ -50,7 +50,7 @@ def url(name: str, study: Study, assignment: Assignment, *extra: int) -> str:
 
 def read_all(client: Client, study: Study, assignment: Assignment) -> None:
     assert client.post(url("acknowledge_goal", study, assignment)).status_code == 302
-    for n in range(1, assignment.n_l2_steps + 1):
+    for n in range(1, assignment.n_reading_steps + 1):
         assert client.post(url("reveal_step", study, assignment, n)).status_code == 302
 
 

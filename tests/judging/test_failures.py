@@ -53,7 +53,7 @@ def make_annotation(
     now = timezone.now()
     assignment = Assignment.objects.create(
         study=study, participant=participant, item=item, status="submitted", issued_at=now,
-        lease_expires_at=now, n_l2_steps=len(generation.predicted_steps),
+        lease_expires_at=now, n_reading_steps=len(generation.predicted_steps),
     )  # fmt: skip
     annotation = Annotation.objects.create(
         assignment=assignment, study=study, item=item, participant=participant, has_failure=bool(failures),

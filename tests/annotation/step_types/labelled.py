@@ -77,7 +77,7 @@ def annotate(
         issued_at=now - timedelta(minutes=2),
         lease_expires_at=now + timedelta(minutes=5),
         goal_acknowledged_at=now - timedelta(minutes=2),
-        n_l2_steps=n_steps,
+        n_reading_steps=n_steps,
         n_revealed=n_steps,
     )
     annotation = Annotation.objects.create(

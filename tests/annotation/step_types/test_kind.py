@@ -85,7 +85,7 @@ def test_the_participant_reads_every_step_then_one_label_per_candidate_is_stored
     study = make_step_study()
     participant = qualified(study, 1)
     assignment = services.assignment_next(participant=participant)
-    assert assignment is not None and assignment.n_l2_steps == len(STEPS)
+    assert assignment is not None and assignment.n_reading_steps == len(STEPS)
     assignment = read_everything(assignment)
     marks = {"sequential:0-1": False, "interchangeable@0:1-2": False, "optional@2:3": True}
     result = services.annotation_submit(assignment=assignment, submission=submission(marks, expert=True))
