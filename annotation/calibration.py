@@ -39,8 +39,10 @@ from judging.calibration import (
     StratumLabels,
     calibrated_score,
     design_stratified_score,
+    probability_levels,
     stratified_score,
 )
+from judging.calibration_bias import MeanDifference
 from judging.models import Generation, Generator, Judge, Judgment
 from judging.sampling import inclusion_after_rounds
 from judging.selectors import How2Score, how2score_leaderboard
@@ -139,13 +141,20 @@ class CalibratedLine:
         }
 
 
+def interval_json(figure: CalibratedScore | StratifiedScore | MeanDifference) -> dict[str, Any]:
+    """What every estimate with a normal interval carries in the API: estimate, bounds, standard error, n."""
+    return {
+        "estimate": figure.estimate,
+        "ci_low": figure.ci_low,
+        "ci_high": figure.ci_high,
+        "std_error": figure.std_error,
+        "n": figure.n,
+    }
+
+
 def score_json(score: CalibratedScore) -> dict[str, Any]:
     return {
-        "estimate": score.estimate,
-        "ci_low": score.ci_low,
-        "ci_high": score.ci_high,
-        "std_error": score.std_error,
-        "n": score.n,
+        **interval_json(score),
         "N": score.N,
         "lam": score.lam,
         "effective_n": score.effective_n,
@@ -160,11 +169,7 @@ def score_json(score: CalibratedScore) -> dict[str, Any]:
 
 def stratified_json(score: StratifiedScore) -> dict[str, Any]:
     return {
-        "estimate": score.estimate,
-        "ci_low": score.ci_low,
-        "ci_high": score.ci_high,
-        "std_error": score.std_error,
-        "n": score.n,
+        **interval_json(score),
         "N": score.N,
         "effective_n": score.effective_n,
         "strata": sorted(score.strata),
@@ -397,7 +402,7 @@ def stratum_labels(examples: list[Example]) -> StratumLabels:
     judge = [e.judge if e.judge is not None else 0.5 for e in examples]
     labelled = [(e, j) for e, j in zip(examples, judge, strict=True) if e.human is not None]
     probabilities = [e.probability for e, _ in labelled]
-    equal = len({round(p, 12) for p in probabilities}) <= 1
+    equal = len(probability_levels(probabilities)) <= 1
     return StratumLabels(
         human=[e.human for e, _ in labelled if e.human is not None],
         judge_labelled=[j for _, j in labelled],
@@ -421,13 +426,10 @@ def score_of(examples: list[Example]) -> CalibratedScore:
 
 
 def _design_strata(examples: list[Example]) -> list[tuple[StratumLabels, int]]:
-    levels: dict[float, list[Example]] = defaultdict(list)
-    for e in examples:
-        levels[float(f"{e.probability:.9g}")].append(e)
     result = []
-    for _, members in sorted(levels.items()):
-        labels = stratum_labels(members)
-        result.append((replace(labels, inclusion_probabilities=None), len(members)))
+    for positions in probability_levels([e.probability for e in examples]).values():
+        labels = stratum_labels([examples[i] for i in positions])
+        result.append((replace(labels, inclusion_probabilities=None), len(positions)))
     return result
 
 

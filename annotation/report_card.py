@@ -46,7 +46,14 @@ from judging.models import Generation, Judge, Judgment
 
 from .agreement import JudgeAgreement, Label, by_unit, human_ceiling, judge_agreement, majority, pooled
 from .agreement_data import study_labels
-from .calibration import MIN_TOPIC_LABELS, Example, generator_samples, topic_reason, with_judge_labels
+from .calibration import (
+    MIN_TOPIC_LABELS,
+    Example,
+    generator_samples,
+    interval_json,
+    topic_reason,
+    with_judge_labels,
+)
 from .models import Study, StudyKind
 from .selectors import study_unlabelled_reason
 
@@ -216,11 +223,7 @@ def _difference_json(d: MeanDifference | None) -> dict[str, Any] | None:
     if d is None:
         return None
     return {
-        "estimate": d.estimate,
-        "ci_low": d.ci_low,
-        "ci_high": d.ci_high,
-        "std_error": d.std_error,
-        "n": d.n,
+        **interval_json(d),
         "weighted": d.weighted,
         "undefined": d.undefined,
     }

@@ -56,6 +56,7 @@ from judging.calibration import (  # noqa: E402
     calibrated_score,
     design_stratified_score,
     ppi_arrays,
+    probability_levels,
     z_value,
 )
 from judging.sampling import (  # noqa: E402
@@ -235,8 +236,9 @@ def app_estimate(human: Array, judge: Array, items: NDArray[np.intp], pi: Array)
     labelled = np.zeros(len(human), dtype=bool)
     labelled[items] = True
     strata = []
-    for level in np.unique(np.round(pi, 12)):
-        members = np.isclose(pi, level, rtol=0, atol=1e-12)
+    for positions in probability_levels(pi.tolist()).values():
+        members = np.zeros(len(human), dtype=bool)
+        members[positions] = True
         chosen = members & labelled
         strata.append(
             (StratumLabels(human[chosen].tolist(), judge[chosen].tolist(), judge[members].tolist()),

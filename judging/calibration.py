@@ -86,6 +86,7 @@ __all__ = [
     "checked_weights",
     "design_stratified_score",
     "ppi_arrays",
+    "probability_levels",
     "stratified_score",
     "z_value",
 ]
@@ -362,6 +363,15 @@ def stratified_score(
 
 MAX_DESIGN_STRATA = 8
 MIN_DESIGN_STRATUM_LABELS = 10
+
+
+def probability_levels(probabilities: Sequence[float]) -> dict[float, list[int]]:
+    """The design strata of a frame: its distinct inclusion probabilities (to 9 significant digits, so that
+    floating-point noise does not split a level), smallest first, each with the positions that have it."""
+    levels: dict[float, list[int]] = {}
+    for i, p in enumerate(probabilities):
+        levels.setdefault(float(f"{p:.9g}"), []).append(i)
+    return dict(sorted(levels.items()))
 
 
 def design_stratified_score(
