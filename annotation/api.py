@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import RegexValidator
 from django.urls import path, reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
@@ -540,7 +541,8 @@ class CalibrationRoundRequestSerializer(StrictFormSerializer):
         help_text="absent: disagreement when the study has judges, else uniform",
     )
     judge_ids = serializers.ListField(
-        child=serializers.CharField(min_length=1, max_length=200),
+        # \S: an id is not blank once trimmed (the schema says so, as the field refuses it)
+        child=serializers.CharField(min_length=1, max_length=200, validators=[RegexValidator(r"\S")]),
         required=False,
         max_length=100,
         help_text="judge_id of each judge whose verdicts give the uncertainty; absent: the study's judges",
