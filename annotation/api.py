@@ -625,6 +625,8 @@ urlpatterns = [
     path("agreement/step-types/", StepTypesAgreementView.as_view(), name="step-types-agreement-api"),
     path("agreement/", AgreementView.as_view(), name=AGREEMENT_API),
     path("judges/<str:judge_id>/report-card/", JudgeReportCardView.as_view(), name="judge-report-card-api"),
+    # Each kind's own endpoints (its `api_urls`).
+    *(pattern for spec in KINDS.values() for pattern in spec.api_urls()),
 ]
 # Mounted by h2e_site/urls.py under the "api" namespace: /api/failures/.
 api_urlpatterns = [

@@ -1,9 +1,17 @@
+from importlib import import_module
+
 from django.apps import AppConfig
 
 
 class AnnotationConfig(AppConfig):
     name = "annotation"
     verbose_name = "Human annotation studies"
+
+    def import_models(self) -> None:
+        """The engine's models, then the kind registry: a kind's module may define its own tables (the
+        pairwise kind's pair of generations), which must exist with the app's models."""
+        super().import_models()
+        import_module(f"{self.name}.kinds")
 
     def ready(self) -> None:
         from mining.goal_step.exports import validation_source_register

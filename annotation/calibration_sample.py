@@ -31,7 +31,7 @@ from judging import sampling
 from judging.models import Generation, Judge, Judgment
 
 from .models import CalibrationDesign, CalibrationDraw, CalibrationRound, Study, StudyItem, StudyKind
-from .study_types import SAMPLE_SIZE, Selection
+from .study_types import SAMPLE_SIZE, Selection, subject_key
 
 BATCH = 2000  # CalibrationDraw rows per INSERT
 Progress = Callable[[int], None]
@@ -199,7 +199,11 @@ def items_add(study: Study, generation_ids: Sequence[int]) -> int:
     last = study.items.aggregate(last=Max("position"))["last"] or 0
     StudyItem.objects.bulk_create(
         StudyItem(
-            study=study, generation_id=g, position=last + i, target_annotations=study.annotators_per_item
+            study=study,
+            generation_id=g,
+            subject_key=subject_key("generation", g),
+            position=last + i,
+            target_annotations=study.annotators_per_item,
         )
         for i, g in enumerate(new, 1)
     )

@@ -7,13 +7,12 @@ from typing import Any
 from django import forms
 
 from h2e_site.bounds import SEED, model_range
-from judging.models import Judge
 from mining.models import Topic
 
 from . import codebook
 from .comprehension import comprehension_questions_parse, comprehension_questions_text
 from .kinds import KINDS, kind_for
-from .models import PROLIFIC_STUDY_ID, CalibrationDesign, Study, StudyKind, study_slug_free
+from .models import PROLIFIC_STUDY_ID, Study, StudyKind, study_slug_free
 from .study_types import ATTENTION_CHECKS, SAMPLE_SIZE, Selection
 
 KIND_TEXTS = (
@@ -138,17 +137,3 @@ class StudyForm(forms.Form):
     def selection_names(self) -> dict[str, str]:
         """The form's field of a Selection field the service's refusals name, where they differ."""
         return {"topic_ids": "topics", **self.spec.builder_names()}
-
-
-class CalibrationRoundForm(forms.Form):
-    """The next round of a calibration study (its page): size, design, judges, seed."""
-
-    size = SAMPLE_SIZE.form_field(initial=10, help_text="examples this round draws from the frame (n)")
-    design = forms.ChoiceField(
-        choices=[("", "default: disagreement with judges, else uniform"), *CalibrationDesign.choices],
-        required=False,
-    )
-    judges = forms.ModelMultipleChoiceField(
-        Judge.objects.all(), required=False, help_text="none: the study's judges"
-    )
-    seed = SEED.form_field(required=False, help_text="empty: a random seed (stored with the round)")

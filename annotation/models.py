@@ -23,6 +23,7 @@ from mining.models import Procedure, TaskExample
 
 from . import codebook
 from .comprehension import comprehension_questions_validate
+from .study_types import kind_choices
 
 
 class StudyKind(models.TextChoices):
@@ -62,7 +63,7 @@ class Study(models.Model):
     title = models.CharField(max_length=200)
     kind = models.CharField(
         max_length=32,
-        choices=StudyKind.choices,
+        choices=kind_choices,
         default=StudyKind.CRITICAL_FAILURES,
         db_default="critical_failures",
     )
@@ -167,6 +168,11 @@ class StudyItem(models.Model):
     example = models.ForeignKey(
         TaskExample, on_delete=models.PROTECT, related_name="study_items", null=True, blank=True
     )
+    subject_key = models.CharField(
+        max_length=64,
+        help_text="what the item annotates, in its kind's words (e.g. generation:12, pair:3:8): a study "
+        "has one regular item per subject",
+    )
     payload = models.JSONField(
         default=dict,
         blank=True,
@@ -187,24 +193,11 @@ class StudyItem(models.Model):
         ordering = ["study_id", "position"]
         constraints = [
             models.UniqueConstraint(
-                fields=["study", "generation"],
+                fields=["study", "subject_key"],
                 condition=Q(is_attention_check=False),
-                name="study_item_unique_generation",
+                name="study_item_unique_subject",
             ),
-            models.UniqueConstraint(
-                fields=["study", "procedure"],
-                condition=Q(is_attention_check=False, procedure__isnull=False),
-                name="study_item_unique_procedure",
-            ),
-            models.UniqueConstraint(
-                fields=["study", "example"],
-                condition=Q(is_attention_check=False, example__isnull=False),
-                name="study_item_unique_example",
-            ),
-            models.CheckConstraint(
-                condition=Q(generation__isnull=False) | Q(procedure__isnull=False) | Q(example__isnull=False),
-                name="study_item_has_a_subject",
-            ),
+            models.CheckConstraint(condition=~Q(subject_key=""), name="study_item_has_a_subject"),
             models.CheckConstraint(
                 condition=Q(is_attention_check=True) | Q(assigned_count__lte=F("target_annotations")),
                 name="study_item_never_over_assigned",
@@ -302,6 +295,12 @@ class Assignment(models.Model):
     n_revealed = models.PositiveIntegerField(default=0, help_text="steps read so far")
     step_revealed_at = models.JSONField(
         default=list, blank=True, help_text="ISO time each step was clicked, in order"
+    )
+    presentation = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="how the kind showed the item to this participant, drawn when issued (e.g. which L2 "
+        "was on the left)",
     )
 
     class Meta:

@@ -109,7 +109,6 @@ def study_items_progress(*, study: Study, listed: tuple[str, ...] = ()) -> Query
         StudyItem.objects.filter(study=study)
         .select_related(*listed)
         .annotate(
-            n_with_failure=Count("annotations", filter=Q(annotations__has_failure=True), distinct=True),
             n_active=Count(
                 "assignments",
                 filter=Q(
@@ -129,7 +128,6 @@ def study_participants_progress(*, study: Study) -> QuerySet[Participant, Partic
         .annotate(
             n_attention=Count("annotations", filter=Q(annotations__attention_passed__isnull=False)),
             n_attention_passed=Count("annotations", filter=Q(annotations__attention_passed=True)),
-            n_with_failure=Count("annotations", filter=Q(annotations__has_failure=True)),
         )
         .order_by("created_at")
     )

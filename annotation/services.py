@@ -313,13 +313,16 @@ def _lease(participant: Participant, study: Study, now: datetime) -> Assignment 
     item = item or _claim(participant, attention=False)
     if item is None:
         return None
+    spec = kind_for(study)
+    presentation = spec.presentation(item, item.assigned_count)  # the count before this claim
     return Assignment.objects.create(
         study=study,
         participant=participant,
         item=item,
         issued_at=now,
         lease_expires_at=now + timedelta(minutes=study.lease_minutes),
-        n_reading_steps=len(kind_for(study).reading_steps(item)),
+        n_reading_steps=len(spec.reading_steps(item, presentation)),
+        presentation=presentation,
     )
 
 

@@ -27,6 +27,22 @@ class Refused(Exception):
         return int(n) if kind == "failure" and n.isascii() and n.isdigit() else None
 
 
+# The registered kinds' names and labels, filled by the registry (annotation/kinds/__init__.py) as it imports
+# the kinds: Study.kind's choices are read from here, so a new kind needs no migration of the engine.
+KIND_LABELS: dict[str, str] = {}
+
+
+def kind_choices() -> list[tuple[str, str]]:
+    """Study.kind's choices: every registered kind (a callable, so migrations store none of them)."""
+    return list(KIND_LABELS.items())
+
+
+def subject_key(*parts: object) -> str:
+    """An item's subject in its kind's words (StudyItem.subject_key: a study has one regular item per
+    subject): subject_key("generation", 12) == "generation:12", subject_key("pair", 3, 8) == "pair:3:8"."""
+    return ":".join(str(part) for part in parts)
+
+
 ATTENTION_CHECKS = Range(0, 100)  # instructed-response items of a study
 SAMPLE_SIZE = Range(1, 1_000_000)  # a selection's seeded sample
 

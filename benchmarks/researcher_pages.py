@@ -172,6 +172,7 @@ def add_human_study(*, n_items: int = 200, k: int = 3) -> None:
         StudyItem(
             study=study,
             generation_id=g,
+            subject_key=f"generation:{g}",
             position=i,
             target_annotations=k,
             assigned_count=k,

@@ -319,7 +319,7 @@ def _action(model: type[models.Model], action: str, form_class: type[forms.BaseF
 
 
 def _site_forms() -> list[FormTarget]:
-    from annotation.forms import CalibrationRoundForm
+    from annotation.calibration_forms import CalibrationRoundForm
     from annotation.models import CalibrationRound
     from annotation.views.planner import PlanForm
     from judging.admin.actions import AttachConfigForm, GenerateForm, JudgeWithForm

@@ -8,13 +8,16 @@ check, attention-check scheduling, dwell, leases, exactly-k assignment, codes, t
 fields and the exports' shared columns) is the shared engine in services.py and views/, which asks
 `kind_for(study)`.
 
-A new kind: a module here with a StudyKindSpec subclass, its member of models.StudyKind (a choices
-migration), an entry in KINDS, and its item template; nothing in the engine changes.
+A new kind: a module here with a StudyKindSpec subclass (its name, label and description; Study.kind's
+choices are read from this registry, so no migration of the engine), an entry in KINDS, and its templates;
+nothing in the engine changes. A kind that needs its own tables (the pairwise kind's pair of generations)
+defines them in its module; the annotation app loads the registry with its models (apps.py).
 """
 
 from __future__ import annotations
 
 from ..models import Study, StudyKind
+from ..study_types import KIND_LABELS
 from .base import KindForm, StudyKindSpec
 from .critical_failures import CriticalFailures
 from .multiple_choice import MultipleChoice
@@ -25,6 +28,7 @@ KINDS: dict[str, StudyKindSpec] = {
     StudyKind.STEP_TYPES: StepTypes(),
     StudyKind.MULTIPLE_CHOICE: MultipleChoice(),
 }
+KIND_LABELS.update({name: spec.description for name, spec in KINDS.items()})
 
 
 def kind_for(study: Study | str) -> StudyKindSpec:

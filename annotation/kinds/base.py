@@ -9,14 +9,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from django import forms
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, QueryDict
+from django.urls import URLPattern
 
 from h2e_site.inputs import BadInput
 
 from ..models import StudyItem
+from ..study_types import subject_key
 
 if TYPE_CHECKING:
-    from ..models import Annotation, Assignment, Study
+    from ..models import Annotation, Assignment, Participant, Study
     from ..study_types import Selection
 
 # The kind's own fields of an attention check: (the seeded random source, the subject's pk, its number).
@@ -79,6 +82,7 @@ class StudyKindSpec(ABC):
 
     kind: str
     label: str
+    description: str  # the builder's tab and Study.kind's choice: what the kind asks, in a line
     item_template: str  # the participant's item page; it has a {% partialdef reading %} the engine swaps
     nothing_selected: str  # why a selection can have no item, for the builder's refusal
     reading: ReadingTexts  # the reading gate's refusals, in the kind's words
@@ -92,6 +96,12 @@ class StudyKindSpec(ABC):
     item_page_fields: tuple[str, ...] = ()
     item_unshown: tuple[str, ...] = ()
     item_listed: tuple[str, ...] = ()
+    # The study page: the item table's head and body (a template given `items`, annotated by
+    # `annotate_items`), the kind's own part above it (a template given `study_page_context`, "" for none),
+    # and the annotator table's extra columns: (header, the name `annotate_participants` gives its value).
+    study_items_template: str = ""
+    study_page_template: str = ""
+    participant_columns: tuple[tuple[str, str], ...] = ()
 
     @property
     def noun(self) -> str:
@@ -142,11 +152,46 @@ class StudyKindSpec(ABC):
         """Create the study's items (and `attention_checks` instructed-response items); returns how many
         regular items. study_create refuses a selection of none (saying `nothing_selected`)."""
 
+    # --- the study page, URLs -----------------------------------------------------------------------------
+
+    def annotate_items(self, items: QuerySet[StudyItem, StudyItem]) -> QuerySet[StudyItem, StudyItem]:
+        """The study page's items with what the kind's item table shows beyond the engine's counters."""
+        return items
+
+    def annotate_participants(self, participants: QuerySet[Participant, Participant]) -> QuerySet[Any, Any]:
+        """The study page's participants with the values of `participant_columns`."""
+        return participants
+
+    def study_links(self, study: Study) -> list[tuple[str, str]]:
+        """(label, URL) of the kind's own pages of a study, shown beside Export and Agreement."""
+        return []
+
+    def study_page_context(
+        self, request: HttpRequest, study: Study, refused: forms.Form | None
+    ) -> dict[str, Any]:
+        """What `study_page_template` needs; `refused`: the kind's form of that part when a POST to it was
+        refused (shown again with its errors)."""
+        return {}
+
+    def page_urls(self) -> list[URLPattern]:
+        """The kind's own pages, mounted under /studies/ (URL names in the "annotation" namespace)."""
+        return []
+
+    def api_urls(self) -> list[URLPattern]:
+        """The kind's own API endpoints, mounted under /api/ (in the OpenAPI schema)."""
+        return []
+
     # --- reading and the item page -----------------------------------------------------------------------
 
+    def presentation(self, item: StudyItem, slot: int) -> dict[str, Any]:
+        """How one participant is shown the item, drawn when it is issued and stored on the Assignment
+        (`slot`: how many participants were issued the item before). The default shows it one way."""
+        return {}
+
     @abstractmethod
-    def reading_steps(self, item: StudyItem) -> list[str]:
-        """The steps a participant must reveal, in order, before submitting (the "every step read" gate)."""
+    def reading_steps(self, item: StudyItem, presentation: dict[str, Any]) -> list[str]:
+        """The steps a participant must reveal, in order, before submitting (the "every step read" gate),
+        as `presentation` shows them."""
 
     @abstractmethod
     def item_context(self, assignment: Assignment) -> dict[str, Any]:
@@ -219,6 +264,7 @@ def attention_items_create(
                 position=len(subject_ids) + i,
                 target_annotations=0,
                 is_attention_check=True,
+                subject_key=subject_key(subject, pk),
                 **{f"{subject}_id": pk},
                 **fields(rng, pk, i),
             )
@@ -233,4 +279,5 @@ __all__ = [
     "ReadingTexts",
     "StudyKindSpec",
     "attention_items_create",
+    "subject_key",
 ]

@@ -17,7 +17,17 @@ from judging.models import Generation, Generator, Judge, Judgment
 from judging.steps import steps_out_of_range
 
 from .. import calibration_sample, codebook, posted, selectors
-from ..models import AnnotatedFailure, Annotation, Assignment, CalibrationDesign, Study, StudyItem
+from ..calibration import not_calibration_reason
+from ..calibration_forms import CalibrationRoundForm
+from ..models import (
+    AnnotatedFailure,
+    Annotation,
+    Assignment,
+    CalibrationDesign,
+    Participant,
+    Study,
+    StudyItem,
+)
 from ..study_types import Refused, Selection, Submission
 from ..views import critical_failures as agreement_views
 from .base import AnnotationFields, KindForm, ReadingTexts, StudyKindSpec, attention_items_create
@@ -30,6 +40,7 @@ MAX_FAILURES = 50
 class CriticalFailures(StudyKindSpec):
     kind = "critical_failures"
     label = "Critical failures"
+    description = "Critical failures (How2Score, an L1/L2 pair)"
     agreement_api = "agreement-api"
     on_overview = True
     item_template = "annotation/item.html"
@@ -48,6 +59,9 @@ class CriticalFailures(StudyKindSpec):
         "generation__procedure__source_text",
     )
     item_listed = ("generation__generator", "generation__procedure")
+    study_items_template = "annotation/kinds/_items_critical_failures.html"
+    study_page_template = "annotation/kinds/_study_critical_failures.html"  # the calibration sample
+    participant_columns = (("Say failure", "n_with_failure"),)
     nothing_selected = (
         "no generation (L2 without an error) of the chosen topics and generators"
         " (and, with judges chosen, that they disagree on). Generate L2 first, or widen the selection."
@@ -64,6 +78,23 @@ class CriticalFailures(StudyKindSpec):
 
     def check_selection(self, selection: Selection) -> None:
         calibration_sample.check_selection(selection)
+
+    def annotate_items(self, items: QuerySet[StudyItem, StudyItem]) -> QuerySet[StudyItem, StudyItem]:
+        return items.annotate(n_with_failure=_n_with_failure(distinct=True))
+
+    def annotate_participants(self, participants: QuerySet[Participant, Participant]) -> QuerySet[Any, Any]:
+        return participants.annotate(n_with_failure=_n_with_failure(distinct=False))
+
+    def study_page_context(
+        self, request: HttpRequest, study: Study, refused: forms.Form | None
+    ) -> dict[str, Any]:
+        """The calibration sample's section: its rounds and the form of the next (refused: with errors)."""
+        summary = calibration_sample.calibration_summary(study)
+        return {
+            "calibration": summary,
+            "round_form": refused or (CalibrationRoundForm() if summary else None),
+            "not_calibration": not_calibration_reason(study) if summary is None else "",
+        }
 
     def builder_fields(self) -> dict[str, forms.Field]:
         return {
@@ -129,7 +160,7 @@ class CriticalFailures(StudyKindSpec):
         )  # fmt: skip
         return len(generation_ids)
 
-    def reading_steps(self, item: StudyItem) -> list[str]:
+    def reading_steps(self, item: StudyItem, presentation: dict[str, Any]) -> list[str]:
         assert item.generation is not None
         return [str(step) for step in item.generation.predicted_steps]
 
@@ -204,6 +235,11 @@ class CriticalFailures(StudyKindSpec):
 
     def export_fields(self) -> list[str]:
         return selectors.EXPORT_FIELDS
+
+
+def _n_with_failure(*, distinct: bool) -> Count:
+    """The annotations saying the L2 has a critical failure."""
+    return Count("annotations", filter=Q(annotations__has_failure=True), distinct=distinct)
 
 
 def _bad_input_field(name: str) -> str:

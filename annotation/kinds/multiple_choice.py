@@ -34,6 +34,7 @@ from .base import (
     ReadingTexts,
     StudyKindSpec,
     attention_items_create,
+    subject_key,
 )
 
 MAX_COMMENTS_CHARS = 10000
@@ -98,7 +99,9 @@ NO_STEPS = "This question has no steps to reveal: read it and choose one of the 
 class MultipleChoice(StudyKindSpec):
     kind = "multiple_choice"
     label = "Multiple choice"
+    description = "Multiple choice (goal-step inference and step ordering examples)"
     item_template = "annotation/item_multiple_choice.html"
+    study_items_template = "annotation/kinds/_items_multiple_choice.html"
     # An item is a task set's example: its prompt and candidates.
     item_related = ("example",)
     item_page_fields = ("example__task", "example__prompt", "example__candidates", "example__answer")
@@ -150,14 +153,20 @@ class MultipleChoice(StudyKindSpec):
     def items_create(self, study: Study, selection: Selection, attention_checks: int) -> int:
         example_ids = examples_selected(selection)
         StudyItem.objects.bulk_create(
-            StudyItem(study=study, example_id=e, position=i, target_annotations=study.annotators_per_item)
+            StudyItem(
+                study=study,
+                example_id=e,
+                subject_key=subject_key("example", e),
+                position=i,
+                target_annotations=study.annotators_per_item,
+            )
             for i, e in enumerate(example_ids, 1)
         )
         fields = _attention_fields(example_ids, attention_checks)
         attention_items_create(study, "example", example_ids, attention_checks, fields)
         return len(example_ids)
 
-    def reading_steps(self, item: StudyItem) -> list[str]:
+    def reading_steps(self, item: StudyItem, presentation: dict[str, Any]) -> list[str]:
         return []  # the prompt and its candidates are short: acknowledged, not revealed one by one
 
     def item_context(self, assignment: Assignment) -> dict[str, Any]:

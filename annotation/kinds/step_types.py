@@ -17,6 +17,7 @@ from typing import Any
 
 from django import forms
 from django.http import HttpRequest, HttpResponse, QueryDict
+from django.urls import reverse
 
 from h2e_site.inputs import BadInput, clean_text
 from mining.models import Procedure, Split
@@ -35,6 +36,7 @@ from .base import (
     ReadingTexts,
     StudyKindSpec,
     attention_items_create,
+    subject_key,
 )
 
 MAX_COMMENTS_CHARS = 10000
@@ -153,9 +155,11 @@ def _filtered(procedures: Any, selection: Selection) -> Any:
 class StepTypes(StudyKindSpec):
     kind = "step_types"
     label = "Step types"
+    description = "Step types (sequential, interchangeable, optional steps of a procedure)"
     on_overview = True
     agreement_api = "step-types-agreement-api"
     item_template = "annotation/item_step_types.html"
+    study_items_template = "annotation/kinds/_items_step_types.html"
     # An item is a procedure: its steps are read and typed.
     item_related = ("procedure",)
     item_page_fields = ("procedure__goal", "procedure__steps", "procedure__resources", "procedure__topic_id")
@@ -170,6 +174,9 @@ class StepTypes(StudyKindSpec):
         unacknowledged="Confirm that you have read the goal before submitting.",
         unread="Read every step before submitting ({read} of {total} read).",
     )
+
+    def study_links(self, study: Study) -> list[tuple[str, str]]:
+        return [("Models (F1)", reverse("annotation:step_type_models", args=[study.slug]))]
 
     def study_defaults(self) -> dict[str, Any]:
         return {
@@ -195,14 +202,20 @@ class StepTypes(StudyKindSpec):
     def items_create(self, study: Study, selection: Selection, attention_checks: int) -> int:
         procedure_ids = procedures_selected(selection)
         StudyItem.objects.bulk_create(
-            StudyItem(study=study, procedure_id=p, position=i, target_annotations=study.annotators_per_item)
+            StudyItem(
+                study=study,
+                procedure_id=p,
+                subject_key=subject_key("procedure", p),
+                position=i,
+                target_annotations=study.annotators_per_item,
+            )
             for i, p in enumerate(procedure_ids, 1)
         )
         fields = _attention_fields(procedure_ids, attention_checks)
         attention_items_create(study, "procedure", procedure_ids, attention_checks, fields)
         return len(procedure_ids)
 
-    def reading_steps(self, item: StudyItem) -> list[str]:
+    def reading_steps(self, item: StudyItem, presentation: dict[str, Any]) -> list[str]:
         assert item.procedure is not None
         return [str(step) for step in item.procedure.steps]
 

@@ -1,5 +1,6 @@
 from django.urls import path
 
+from ..kinds import KINDS
 from ..views import step_type_models
 from ..views import studies as views
 
@@ -19,3 +20,5 @@ urlpatterns = [
         name="step_type_models_classify",
     ),
 ]
+# Each kind's own pages of a study (its `page_urls`).
+urlpatterns += [pattern for spec in KINDS.values() for pattern in spec.page_urls()]

@@ -341,7 +341,7 @@ def _item_context(participant: Participant, assignment: Assignment) -> dict[str,
     """The item page's context: the engine's part (reading, dwell, progress) and the study kind's part."""
     study = participant.study
     spec = kind_for(study)
-    steps = spec.reading_steps(assignment.item)[: assignment.n_reading_steps]
+    steps = spec.reading_steps(assignment.item, assignment.presentation)[: assignment.n_reading_steps]
     revealed = zip(steps, assignment.step_revealed_at, strict=False)
     shown = [ReadingStep(n, text, at) for n, (text, at) in enumerate(revealed, 1)]
     if assignment.goal_acknowledged_at and not assignment.all_steps_revealed:

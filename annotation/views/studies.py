@@ -18,10 +18,11 @@ from h2e_site.inputs import BadInput
 from h2e_site.web import SafeDictWriter, staff_required
 
 from .. import calibration_sample, codebook, selectors, services
-from ..calibration import not_calibration_reason
-from ..forms import CalibrationRoundForm, StudyForm
+from ..calibration_forms import CalibrationRoundForm
+from ..forms import StudyForm
 from ..kinds import KINDS, kind_for
 from ..models import Study, StudyKind
+from ..study_types import kind_choices
 
 
 @staff_required
@@ -84,7 +85,7 @@ def study_create(request: HttpRequest) -> HttpResponse:
             count = study.items.not_attention_checks().count()
             messages.success(request, f"Study created with {count} items.")
             return redirect("annotation:study_detail", slug=study.slug)
-    context = {"form": form, "kind": kind, "kinds": StudyKind.choices}
+    context = {"form": form, "kind": kind, "kinds": kind_choices()}
     status = 400 if form.is_bound and form.errors else 200
     return render(request, "annotation/study_form.html", context, status=status)
 
@@ -100,21 +101,27 @@ def _refusal_on_form(form: forms.Form, refused: ValidationError, names: dict[str
             form.add_error(None, [e if name == NON_FIELD_ERRORS else f"{name}: {e}" for e in errors])
 
 
-def _detail_context(
-    request: HttpRequest, study: Study, round_form: CalibrationRoundForm | None = None
-) -> dict[str, Any]:
-    summary = calibration_sample.calibration_summary(study)
-    critical = study.kind == StudyKind.CRITICAL_FAILURES
+def _detail_context(request: HttpRequest, study: Study, refused: forms.Form | None = None) -> dict[str, Any]:
+    """The study page: the engine's progress, items and annotators, and the kind's own parts (its item
+    table, its section, its links and annotator columns: annotation/kinds/base.py)."""
+    spec = kind_for(study)
+    items = selectors.study_items_progress(study=study, listed=spec.item_listed)
+    participants = spec.annotate_participants(selectors.study_participants_progress(study=study))
     return {
         "study": study,
+        "kind": spec,
+        "kind_links": spec.study_links(study),
         "progress": selectors.study_progress(study=study),
-        "items": selectors.study_items_progress(study=study, listed=kind_for(study).item_listed),
-        "participants": selectors.study_participants_progress(study=study),
+        "items": spec.annotate_items(items),
+        "participants": [_with_kind_values(p, spec.participant_columns) for p in participants],
         "entry_path": request.build_absolute_uri(reverse("annotator:entry", kwargs={"slug": study.slug})),
-        "calibration": summary,
-        "round_form": round_form or (CalibrationRoundForm() if summary else None),
-        "not_calibration": not_calibration_reason(study) if critical and summary is None else "",
+        **spec.study_page_context(request, study, refused),
     }
+
+
+def _with_kind_values(participant: Any, columns: tuple[tuple[str, str], ...]) -> Any:
+    participant.kind_values = [getattr(participant, name) for _, name in columns]
+    return participant
 
 
 @staff_required

@@ -45,6 +45,7 @@ def make_annotation(
         item = StudyItem.objects.create(
             study=study,
             generation=generation,
+            subject_key=f"generation:{generation.pk}",
             position=next(_seq),
             target_annotations=3,
             is_attention_check=attention,

@@ -50,13 +50,18 @@ def add_item(study: Study, procedure: Procedure, *, attention_expects: str = "")
         return StudyItem.objects.create(
             study=study,
             procedure=procedure,
+            subject_key=f"procedure:{procedure.pk}",
             position=position,
             target_annotations=0,
             is_attention_check=True,
             payload={"expects": attention_expects},
         )
     return StudyItem.objects.create(
-        study=study, procedure=procedure, position=position, target_annotations=study.annotators_per_item
+        study=study,
+        procedure=procedure,
+        subject_key=f"procedure:{procedure.pk}",
+        position=position,
+        target_annotations=study.annotators_per_item,
     )
 
 
