@@ -8,8 +8,9 @@
   last non-blank line must be exactly that (surrounding spaces aside), and no other line may start with
   "Verdict:"; anything else is a parse failure with its reason, never an exception. 1 and 2 are the verdicts
   "first" and "second" (as shown).
-- The request: the embedded model (backend "local") is held to one line of reasoning and the verdict line by
-  a grammar; other models answer freely (a config's json_schema is not used: the answer is a line, not JSON).
+- The request: the embedded model (backend "local") is held by a grammar to one line "Reasoning: ..." (so
+  that its reasoning cannot be a verdict line of its own) and the verdict line; other models answer freely
+  (a config's json_schema is not used: the answer is a line, not JSON).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ VERDICTS = {
 _VERDICT_LINE = re.compile(r"Verdict: (1|2|both_none|both_fail)")
 _REASONING_CHARS = 400  # the embedded model's one line of reasoning, at most
 VERDICT_GRAMMAR = (
-    'root ::= reasoning "\\nVerdict: " verdict\n'
+    'root ::= "Reasoning: " reasoning "\\nVerdict: " verdict\n'
     f"reasoning ::= [^\\n\\r] [^\\n\\r]{{0,{_REASONING_CHARS - 1}}}\n"
     'verdict ::= "1" | "2" | "both_none" | "both_fail"\n'
 )

@@ -98,7 +98,7 @@ def test_the_prompt_shows_goal_l1_and_both_procedures_in_order() -> None:
     )
     assert "Goal:\nMake tea\n\nL1:\n1. Boil\n\nProcedure 1:\n1. X1\n\nProcedure 2:\n1. Y1\n2. Y2\n" in prompt
     assert prompt.rstrip().endswith("and make it the last line.")
-    assert 'root ::= reasoning "\\nVerdict: " verdict' in VERDICT_GRAMMAR
+    assert 'root ::= "Reasoning: " reasoning "\\nVerdict: " verdict' in VERDICT_GRAMMAR
 
 
 # --- the job against the loopback server --------------------------------------------------------------------
