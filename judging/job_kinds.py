@@ -4,3 +4,4 @@ core. Names alone, so that the job modules and job_types.py, which imports them,
 IMPORT = "import"
 GENERATE = "generate"
 JUDGE = "judge"
+PAIRWISE_JUDGE = "pairwise_judge"

@@ -1,4 +1,5 @@
-"""The judging app's kinds of job as the core (h2e_site.jobs) runs and shows them: generate, judge, import."""
+"""The judging app's kinds of job as the core (h2e_site.jobs) runs and shows them: generate, judge, pairwise
+judge, import."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ from h2e_site.jobs.models import Job
 from h2e_site.jobs.registry import JobDescription, JobLink, JobSubject, JobType, job_type_register
 
 from .generate_jobs import generate_job_create, generate_job_retry
-from .job_kinds import GENERATE, IMPORT, JUDGE
+from .job_kinds import GENERATE, IMPORT, JUDGE, PAIRWISE_JUDGE
 from .judge_jobs import judge_job_create, judge_job_retry
 from .models import Generator, Judge
-from .tasks import run_generate_job, run_import_job, run_judge_job
+from .pairwise_jobs import pairwise_judge_job_retry
+from .tasks import run_generate_job, run_import_job, run_judge_job, run_pairwise_judge_job
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -76,6 +78,12 @@ def _description(job: Job, generator: Generator | None, judge: Judge | None) -> 
     return JobDescription(tuple(subjects), tuple(links), tuple(facts))
 
 
+def pairs_note(job: Job) -> str:
+    """A pairwise judge job's size in words: "<n> pairs, both orders"."""
+    n = len(job.parameters.get("pairs") or [])
+    return f"{n:,} pair{'' if n == 1 else 's'}, both orders"
+
+
 def _api_create(data: dict[str, Any], created_by: User | None) -> Job:
     if data["kind"] == GENERATE:
         return generate_job_create(
@@ -122,6 +130,18 @@ def register_job_types() -> None:
     job_type_register(
         JobType(
             JUDGE, run_judge_job, label="Judge (How2Score)", note=mode_label, retry=judge_job_retry, **common
+        )
+    )
+    job_type_register(
+        JobType(
+            PAIRWISE_JUDGE,
+            run_pairwise_judge_job,
+            label="Pairwise judge (L2 vs L2)",
+            note=pairs_note,
+            retry=pairwise_judge_job_retry,
+            describe=describe_llm_jobs,
+            api_parameters=common["api_parameters"],
+            start_hint="Pairwise judge: a pairwise study's page (its LLM twin) starts one over its pairs.",
         )
     )
     job_type_register(

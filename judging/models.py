@@ -298,3 +298,82 @@ class CriticalFailure(FailureBase):
         constraints = [
             models.UniqueConstraint(fields=["judgment", "order"], name="critical_failure_unique_order")
         ]
+
+
+class PairwiseOrder(models.TextChoices):
+    """Which L2 of a pair the judge saw first ("Procedure 1"): A is the generation with the lower pk."""
+
+    AB = "ab", "A shown first"
+    BA = "ba", "B shown first"
+
+
+class PairwiseVerdict(models.TextChoices):
+    """A pairwise judge's verdict as shown: which of the two L2s it saw has fewer critical failures."""
+
+    FIRST = "first", "the first shown has fewer critical failures"
+    SECOND = "second", "the second shown has fewer critical failures"
+    BOTH_NONE = "both_none", "neither has a critical failure"
+    BOTH_FAIL = "both_fail", "both fail equally"
+
+
+class PairwiseJudgment(models.Model):
+    """A judge's verdict on two L2s of one goal (generation_a.pk < generation_b.pk) shown in one order, or a
+    parse failure (verdict empty, raw output and the problem kept): the LLM twin of a pairwise study's answer
+    (judging/pairwise_jobs.py asks both orders). The judge is the Judge row a pointwise judge uses; the
+    pairwise prompt it was asked with is identified by prompt_sha256 (prompts/pairwise_judge.txt)."""
+
+    # judge is indexed through the unique (judge, a, b, order) constraint.
+    judge = models.ForeignKey(
+        Judge, on_delete=models.CASCADE, related_name="pairwise_judgments", db_index=False
+    )
+    generation_a = models.ForeignKey(Generation, on_delete=models.PROTECT, related_name="pairwise_as_a")
+    generation_b = models.ForeignKey(Generation, on_delete=models.PROTECT, related_name="pairwise_as_b")
+    order = models.CharField(max_length=2, choices=PairwiseOrder.choices)
+    verdict = models.CharField(
+        max_length=16,
+        choices=PairwiseVerdict.choices,
+        blank=True,
+        default="",
+        help_text="as shown (first, second, both_none, both_fail); empty when the answer could not be read",
+    )
+    raw_output = models.TextField(blank=True, default="")
+    parse_problem = models.TextField(blank=True, default="", help_text="why the verdict could not be read")
+    prompt_sha256 = models.CharField(max_length=64, help_text="SHA-256 of the pairwise prompt template sent")
+    job = models.ForeignKey(
+        "jobs.Job",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="pairwise_judgments",
+        help_text="the pairwise judge job that wrote it last",
+    )
+    attempts = models.IntegerField(default=0)
+    prompt_tokens = models.IntegerField(null=True, blank=True)
+    completion_tokens = models.IntegerField(null=True, blank=True)
+    latency_s = models.FloatField(default=0.0, help_text="seconds waiting on the model (answering attempt)")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["judge_id", "generation_a_id", "generation_b_id", "order"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["judge", "generation_a", "generation_b", "order"],
+                name="pairwise_judgment_unique_per_order",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(generation_a__lt=models.F("generation_b")),
+                name="pairwise_judgment_a_before_b",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(order__in=PairwiseOrder.values), name="pairwise_judgment_order_known"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(verdict__in=[*PairwiseVerdict.values, ""]),
+                name="pairwise_judgment_verdict_known",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        pair = f"{self.generation_a_id} vs {self.generation_b_id} ({self.order})"
+        return f"{self.judge_id} on {pair}: {self.verdict or 'parse failure'}"

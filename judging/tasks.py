@@ -11,6 +11,7 @@ from h2e_site.jobs.models import Job, JobStatus
 from .generate_jobs import generate_job_run
 from .import_jobs import import_job_run
 from .judge_jobs import judge_job_run
+from .pairwise_jobs import pairwise_judge_job_run
 
 logger = logging.getLogger(__name__)
 
@@ -38,3 +39,9 @@ def run_generate_job(job_id: int) -> None:
 def run_judge_job(job_id: int) -> None:
     """Run or resume a judge Job."""
     judge_job_run(job_id=job_id)
+
+
+@shared_task(name="judging.run_pairwise_judge_job", acks_late=True, reject_on_worker_lost=True)
+def run_pairwise_judge_job(job_id: int) -> None:
+    """Run or resume a pairwise judge Job."""
+    pairwise_judge_job_run(job_id=job_id)
