@@ -13,10 +13,16 @@ from urllib.parse import urlparse
 
 import pytest
 from django.test import Client
+from hypothesis import settings as hypothesis_settings
 
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, DESKTOP, LAPTOP, PROLIFIC, STAFF_PASSWORD
 
 CI_EXIT_STATUS = 3
+
+# No per-example deadline for Hypothesis: on a loaded machine a pure example can take 300 ms, and how fast
+# the code is belongs to benchmarks/, not to a property test.
+hypothesis_settings.register_profile("suite", deadline=None)
+hypothesis_settings.load_profile("suite")
 
 
 def _postgres_problem(url: str) -> str | None:

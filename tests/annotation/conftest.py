@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from annotation import services
 from annotation.models import Assignment, Participant, Stage, Study
+from tests.annotation.gunicorn_server import Gunicorn
 from tests.factories import make_generation, make_generator, make_procedure
+from tests.worker_process import process_env
 
 L1 = [
     "Place a spoonful of coconut oil in your mouth.",
@@ -96,3 +101,16 @@ def annotate_all(participant: Participant, answer: Callable[[Any], Any]) -> list
 
 def no_failure() -> services.Submission:
     return services.Submission(has_failure=False, failures=[], comments="", user_agent="test")
+
+
+@pytest.fixture(scope="session")
+def gunicorn_server(django_db_setup: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gunicorn]:
+    """The app under gunicorn with 4 workers on the test database, once per session (the concurrency tests
+    race real HTTP clients against it; each empties the database after itself)."""
+    env = process_env(redis_url=os.environ.get("REDIS_URL"), var_dir=tmp_path_factory.mktemp("gunicorn"))
+    gunicorn = Gunicorn(env, workers=4)
+    try:
+        gunicorn.wait_until_ready()
+        yield gunicorn
+    finally:
+        gunicorn.stop()

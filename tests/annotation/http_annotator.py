@@ -46,8 +46,11 @@ class HttpAnnotator:
         checked = self._send("step", "POST", f"{base}/check/", data=answers)
         assert checked.headers["location"].endswith("/item/"), checked.headers
 
-    def annotate_next(self, *, pause: Callable[[], None] = lambda: None) -> bool:
-        """Fetch the next item, read it and submit "no critical failure"; False when the study sent us off."""
+    def annotate_next(
+        self, *, pause: Callable[[], None] = lambda: None, answer: dict[str, str] | None = None
+    ) -> bool:
+        """Fetch the next item, read it and submit `answer` (default: "no critical failure"); False when the
+        study sent us off."""
         page = self._send("item_page", "GET", f"/a/{self.slug}/item/")
         if page.status_code == 302:
             assert "app.prolific.com/submissions/complete" in page.headers["location"]
@@ -61,7 +64,7 @@ class HttpAnnotator:
             self._send("reveal", "POST", f"/a/{self.slug}/item/{pk}/steps/{n}/", headers=headers)
         pause()
         submitted = self._send(
-            "submit", "POST", f"/a/{self.slug}/item/{pk}/submit/", data={"has_failure": "no"}
+            "submit", "POST", f"/a/{self.slug}/item/{pk}/submit/", data=answer or {"has_failure": "no"}
         )
         assert submitted.status_code == 302
         self.items.append(pk)

@@ -3,11 +3,8 @@ exactly k annotations, and no participant gets an item twice."""
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -15,7 +12,6 @@ from annotation.models import Annotation, Assignment, AssignmentStatus, Particip
 from tests.annotation.conftest import make_study, pid
 from tests.annotation.gunicorn_server import Gunicorn
 from tests.annotation.http_annotator import HttpAnnotator
-from tests.worker_process import process_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -23,23 +19,12 @@ PARTICIPANTS = 30
 ITEMS, K, PER_PARTICIPANT = 20, 3, 2  # 60 slots = 30 participants x 2 items
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Gunicorn]:
-    env = process_env(redis_url=os.environ.get("REDIS_URL"), var_dir=tmp_path)
-    gunicorn = Gunicorn(env, workers=4)
-    try:
-        gunicorn.wait_until_ready()
-        yield gunicorn
-    finally:
-        gunicorn.stop()
-
-
-def test_it_gives_every_item_exactly_k_annotations_under_concurrency(server: Gunicorn) -> None:
+def test_it_gives_every_item_exactly_k_annotations_under_concurrency(gunicorn_server: Gunicorn) -> None:
     study = make_study(n_items=ITEMS, k=K, items_per_participant=PER_PARTICIPANT, lease_minutes=30)
     answers = {f"q{i}": str(q["answer"]) for i, q in enumerate(study.comprehension_questions)}
     start = threading.Barrier(PARTICIPANTS)
     errors: list[str] = []
-    annotators = [HttpAnnotator(server.url, study.slug, pid(1000 + n)) for n in range(PARTICIPANTS)]
+    annotators = [HttpAnnotator(gunicorn_server.url, study.slug, pid(1000 + n)) for n in range(PARTICIPANTS)]
 
     def run(annotator: HttpAnnotator) -> None:
         try:
@@ -57,7 +42,7 @@ def test_it_gives_every_item_exactly_k_annotations_under_concurrency(server: Gun
         thread.start()
     for thread in threads:
         thread.join(timeout=180)
-    assert not errors, "\n".join(errors) + "\n" + server.log[-3000:]
+    assert not errors, "\n".join(errors) + "\n" + gunicorn_server.log[-3000:]
 
     items = StudyItem.objects.filter(study=study, is_attention_check=False)
     assert sorted({i.completed_count for i in items}) == [K]
