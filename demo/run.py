@@ -177,7 +177,7 @@ def stop(children: list[Child]) -> None:
 
 def ready_lines(url: str, children: list[Child]) -> list[str]:
     annotators = annotator_links(url)
-    labels = ["Annotator link:  ", "Step-types link: "]
+    labels = ["Annotator link:  ", "Step-types link: ", "Pairwise link:   "]
     logs = ", ".join(str(child.log.relative_to(ROOT)) if child.log.is_relative_to(ROOT) else str(child.log)
                      for child in children)  # fmt: skip
     return [

@@ -184,6 +184,7 @@ def assert_quiet_console(demo: Demo) -> None:
         f"Staff login:     {username} / {password}",
         f"Annotator link:  {base.rstrip('/')}/a/paper-examples/?PROLIFIC_PID=",
         f"Step-types link: {base.rstrip('/')}/a/paper-step-types/?PROLIFIC_PID=",
+        f"Pairwise link:   {base.rstrip('/')}/a/paper-pairwise/?PROLIFIC_PID=",
         "Logs:",
         "Ctrl-C stops.",
     ):
@@ -246,10 +247,12 @@ def test_it_keeps_the_demo_password_across_setups(tmp_path: Path) -> None:
     assert f"Staff login: {username} / {password}" in result.stdout
     assert "Annotator view of the demo study: /a/paper-examples/?PROLIFIC_PID=" in result.stdout
     assert "Annotator view of the step-types study: /a/paper-step-types/?PROLIFIC_PID=" in result.stdout
-    assert len(pids) == 4 and len(set(pids)) == 4, pids  # a fresh random PID in every link of every run
+    assert "Annotator view of the pairwise study: /a/paper-pairwise/?PROLIFIC_PID=" in result.stdout
+    assert len(pids) == 6 and len(set(pids)) == 6, pids  # a fresh random PID in every link of every run
     # counted as the study page counts them: the regular items, then the attention checks
     assert "Demo study paper-examples: 11 items and 1 attention check, k = 3" in result.stdout
     assert "Step-types study paper-step-types: 18 items and 1 attention check, k = 3" in result.stdout
+    assert "Pairwise study paper-pairwise: 9 items and 1 attention check, k = 3" in result.stdout
     assert "Filled token counts of 0 procedure(s) (L1) and the metrics of 0 generation(s)" in result.stdout
     brief = subprocess.run(
         [sys.executable, "manage.py", "demo_setup", "--skip-migrate", "--no-summary"],

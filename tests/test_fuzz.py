@@ -29,6 +29,7 @@ from annotation.models import (
     StudyKind,
 )
 from tests.annotation.conftest import make_study, pid, qualified
+from tests.annotation.pairwise.helpers import make_pairwise_study
 from tests.factories import make_procedure, make_scored_world, make_user
 from tests.fuzzing import fuzz_settings
 
@@ -65,7 +66,9 @@ def _stored() -> tuple[Any, ...]:
             )
         ),
         tuple(
-            Annotation.objects.order_by("pk").values_list("pk", "has_failure", "comments", "active_seconds")
+            Annotation.objects.order_by("pk").values_list(
+                "pk", "has_failure", "comments", "active_seconds", "answer"
+            )
         ),
         tuple(
             AnnotatedFailure.objects.order_by("pk").values_list("pk", "description", "l1_steps", "l2_steps")
@@ -172,6 +175,46 @@ def test_it_survives_any_step_types_submission() -> None:
     @given(data=STEP_TYPES_SUBMISSION)
     def submit(data: dict[str, Any]) -> None:
         _send("step-types submit", client, "post", f"/a/{study.slug}/item/{assignment.pk}/submit/", data)
+
+    submit()
+
+
+PAIRWISE_SUBMISSION = st.fixed_dictionaries(
+    {},
+    optional={
+        "verdict": st.one_of(st.sampled_from(["left", "right", "both_none", "both_fail"]), VALUE),
+        "failure-0-side": st.one_of(st.sampled_from(["left", "right"]), VALUE),
+        "failure-0-description": VALUE,
+        "failure-0-l1": VALUES,
+        "failure-0-l2": VALUES,
+        "failure-1-side": st.one_of(st.sampled_from(["left", "right"]), VALUE),
+        "failure-1-description": VALUE,
+        "failure-1-l2": VALUES,
+        "failure-999-description": VALUE,
+        "failure-٣-side": VALUE,
+        "comments": VALUE,
+        "active_seconds": VALUE,
+    },
+)
+
+
+def test_it_survives_any_pairwise_submission() -> None:
+    study = make_pairwise_study(n_goals=2, k=3)
+    participant = qualified(study, 1)
+    client = Client()
+    session = client.session
+    session[f"annotation:participant:{study.slug}"] = participant.pk
+    session.save()
+    assignment = client.get(reverse("annotator:item", args=[study.slug])).context["assignment"]
+    client.post(reverse("annotator:acknowledge_goal", args=[study.slug, assignment.pk]))
+    for n in range(1, assignment.n_reading_steps + 1):
+        client.post(reverse("annotator:reveal_step", args=[study.slug, assignment.pk, n]))
+    Assignment.objects.filter(pk=assignment.pk).update(issued_at=timezone.now() - timedelta(minutes=5))
+
+    @_examples(250)
+    @given(data=PAIRWISE_SUBMISSION, pk=st.sampled_from([assignment.pk, assignment.pk + 10**6]))
+    def submit(data: dict[str, Any], pk: int) -> None:
+        _send("pairwise submit", client, "post", f"/a/{study.slug}/item/{pk}/submit/", data)
 
     submit()
 

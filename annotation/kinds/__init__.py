@@ -21,12 +21,14 @@ from ..study_types import KIND_LABELS
 from .base import KindForm, StudyKindSpec
 from .critical_failures import CriticalFailures
 from .multiple_choice import MultipleChoice
+from .pairwise import Pairwise
 from .step_types import StepTypes
 
 KINDS: dict[str, StudyKindSpec] = {
     StudyKind.CRITICAL_FAILURES: CriticalFailures(),
     StudyKind.STEP_TYPES: StepTypes(),
     StudyKind.MULTIPLE_CHOICE: MultipleChoice(),
+    Pairwise.kind: Pairwise(),
 }
 KIND_LABELS.update({name: spec.description for name, spec in KINDS.items()})
 

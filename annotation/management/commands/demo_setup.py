@@ -23,6 +23,7 @@ from annotation.models import CalibrationDesign, Study
 from annotation.prolific import entry_link
 from annotation.services import study_create
 from annotation.study_types import Selection
+from judging.models import Generator
 
 DEMO_DIR = Path(settings.BASE_DIR) / "demo"
 DEMO_USERNAME = "demo"
@@ -41,6 +42,26 @@ def demo_step_study() -> Study:
     """An open step-types study (the SIO protocol) over the demo procedures (created once)."""
     return _open_study(
         DEMO_STEP_STUDY_SLUG, "Step types of the paper's procedures", "step_types", "DEMO-STEPS"
+    )
+
+
+DEMO_PAIRWISE_SLUG = "paper-pairwise"
+
+
+def demo_pairwise_study() -> Study:
+    """An open pairwise study (created once): the L2s of every two generators on the goals they share (the
+    paper's three frontier models wrote three goals each: 9 pairs), with one attention check."""
+    existing = Study.objects.filter(slug=DEMO_PAIRWISE_SLUG).first()
+    if existing is not None:
+        return existing
+    return study_create(
+        title="The paper's L2s, two at a time",
+        slug=DEMO_PAIRWISE_SLUG,
+        kind="pairwise",
+        selection=Selection(generator_ids=list(Generator.objects.values_list("pk", flat=True))),
+        attention_checks=1,
+        completion_code="DEMO-PAIRS-DONE",
+        screenout_code="DEMO-PAIRS-SCREENOUT",
     )
 
 
@@ -140,10 +161,10 @@ class Command(BaseCommand):
         call_command("compute_metrics", no_progress=verbosity == 0)
         password = demo_password()
         demo_user_reset(password=password)
-        studies = [demo_study(), demo_step_study()]
+        studies = [demo_study(), demo_step_study(), demo_pairwise_study()]
         entries = [f"/a/{study.slug}/" for study in studies]
         (Path(settings.VAR_DIR) / "demo-study.txt").write_text("\n".join(entries) + "\n", encoding="utf-8")
-        for label, study in zip(("Demo study", "Step-types study"), studies, strict=True):
+        for label, study in zip(("Demo study", "Step-types study", "Pairwise study"), studies, strict=True):
             self.stdout.write(f"{label} {study.slug}: {items_summary(study)}")
         calibration = demo_calibration_study()
         self.stdout.write(f"Calibration study {calibration.slug} (closed): {items_summary(calibration)}")
@@ -152,6 +173,6 @@ class Command(BaseCommand):
         self.stdout.write(
             self.style.SUCCESS(f"Staff login: {DEMO_USERNAME} / {password} (kept in {demo_login_path()})")
         )
-        for label, entry in zip(("demo study", "step-types study"), entries, strict=True):
+        for label, entry in zip(("demo study", "step-types study", "pairwise study"), entries, strict=True):
             self.stdout.write(f"Annotator view of the {label}: {entry_link(entry, study_id='demo')}")
         self.stdout.write("(Each annotator link carries a fresh random PROLIFIC_PID: a new participant.)")

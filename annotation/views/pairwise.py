@@ -1,0 +1,83 @@
+"""A pairwise study's own pages (staff): its figures at /agreement/<slug>/ (dispatched by the kind) and, on
+the figures page, its LLM twin: POST /studies/<slug>/pairwise/judge/ starts a pairwise judge job
+(judging/pairwise_jobs.py) asking a judge about the study's pairs in both orders; the study page lists the
+twin's recent jobs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import URLPattern, path, reverse
+from django.views.decorators.http import require_POST
+
+from h2e_site.inputs import BadInput
+from h2e_site.jobs.answering import NothingToAsk
+from h2e_site.jobs.models import Job
+from h2e_site.jobs.views import JobLine, job_lines
+from h2e_site.llm.config import ConfigError
+from h2e_site.web import can_run_jobs, request_user, staff_required
+from judging.job_kinds import PAIRWISE_JUDGE
+
+from ..models import Study
+from ..pairwise.data import twin_job_create
+from ..pairwise.figures import study_figures
+from ..pairwise.forms import PairwiseJudgeForm
+from ..selectors import study_unlabelled_reason
+
+KIND = "pairwise"
+RECENT_JOBS = 5
+
+
+def agreement_page(
+    request: HttpRequest, study: Study, form: PairwiseJudgeForm | None = None, status: int = 200
+) -> HttpResponse:
+    """The study's figures and its LLM twin's form (the caller checked staff and found the study); `form`:
+    the twin's form refused, shown with its errors."""
+    figures = study_figures(study)
+    context = {
+        "study": study,
+        "figures": figures,
+        "twin_form": form or PairwiseJudgeForm(),
+        "twin_jobs": _twin_jobs(study),
+        "unlabelled_reason": "" if figures.humans.n_answers else study_unlabelled_reason(study=study),
+    }
+    return render(request, "annotation/pairwise_agreement.html", context, status=status)
+
+
+def study_section_context(study: Study, refused: forms.Form | None) -> dict[str, Any]:
+    """The study page's section: its LLM twin's recent jobs."""
+    return {"twin_jobs": _twin_jobs(study)}
+
+
+def _twin_jobs(study: Study) -> list[JobLine]:
+    jobs = Job.objects.select_related("created_by").filter(kind=PAIRWISE_JUDGE, parameters__study=study.pk)
+    return job_lines(list(jobs[:RECENT_JOBS]))
+
+
+@staff_required
+@require_POST
+def pairwise_judge(request: HttpRequest, slug: str) -> HttpResponse:
+    """Start the LLM twin: a pairwise judge job on every pair of the study, in both orders; refused: the
+    figures page again with the form's error (400)."""
+    study = get_object_or_404(Study, slug=slug, kind=KIND)
+    if not can_run_jobs(request):
+        raise PermissionDenied("starting a job needs the permission to run jobs")
+    form = PairwiseJudgeForm(request.POST)
+    if form.is_valid():
+        try:
+            job = twin_job_create(study, form.cleaned_data["judge"], request_user(request))
+        except (BadInput, ConfigError, NothingToAsk) as refused:
+            form.add_error("judge", str(refused))
+        else:
+            messages.success(request, f"Pairwise judge job {job.pk} started on the study's pairs.")
+            return redirect(reverse("agreement:study", args=[study.slug]) + "#llm-twin")
+    return agreement_page(request, study, form, status=400)
+
+
+def page_urls() -> list[URLPattern]:
+    return [path("<slug:slug>/pairwise/judge/", pairwise_judge, name="pairwise_judge")]
