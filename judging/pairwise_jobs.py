@@ -1,7 +1,8 @@
 """Pairwise judge jobs: the LLM twin of a pairwise study. A judge is shown two L2s of one goal and says which
 has fewer critical failures; it is asked in both orders, so that a verdict that flips with the order shows.
 
-- Pairs: two generations (L2s) of the same procedure, by pk, in either order, stored as (a, b) with a < b.
+- Pairs: two generations (L2s) of the same procedure, by pk (ints, or strings of digits), in either order,
+  stored as (a, b) with a < b.
   Refused (BadInput naming the pair): a generation paired with itself, one that does not exist, one that
   failed (no L2), two of different procedures.
 - Items: each pair asked in each order, "ab" (A shown first, as Procedure 1) and "ba"; item 2k is pair k of
@@ -62,7 +63,7 @@ class Asked:
         return self.a, self.b, self.order
 
 
-def pairs_check(pairs: Iterable[Sequence[int]]) -> list[Pair]:
+def pairs_check(pairs: Iterable[Sequence[int | str]]) -> list[Pair]:
     """The pairs as (a, b) with a < b, sorted, repeats dropped; BadInput naming the first pair refused."""
     unique = sorted({_pair(pair) for pair in pairs})
     if not unique:
@@ -86,16 +87,23 @@ def pairs_check(pairs: Iterable[Sequence[int]]) -> list[Pair]:
     return unique
 
 
-def _pair(pair: Sequence[int]) -> Pair:
-    try:
-        a, b = (int(pk) for pk in pair)
-    except (TypeError, ValueError):
-        raise BadInput("pairs", pair, "a pair of two generation ids") from None
-    if not (0 < a <= _MAX_PK and 0 < b <= _MAX_PK):
-        raise BadInput("pairs", (a, b), "a pair of generation ids (positive whole numbers)")
+def _pair(pair: Sequence[int | str]) -> Pair:
+    ids = [] if isinstance(pair, str | bytes) else [_pk(value) for value in pair]
+    a, b = ids if len(ids) == 2 else (None, None)
+    if a is None or b is None:
+        raise BadInput("pairs", pair, "a pair of two generation ids (positive whole numbers)")
     if a == b:
         raise BadInput("pairs", (a, b), "a pair of two different generations (one is paired with itself)")
     return min(a, b), max(a, b)
+
+
+def _pk(value: object) -> int | None:
+    """A generation id as given: an int, or a string of ASCII digits; None for anything else."""
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= _MAX_PK:
+        return None
+    return value
 
 
 def judged(judge: Judge, asked: Iterable[Asked], prompt_sha256: str) -> set[Asked]:
@@ -117,7 +125,7 @@ def judged(judge: Judge, asked: Iterable[Asked], prompt_sha256: str) -> set[Aske
 
 
 def pairwise_judge_job_create(
-    pairs: Iterable[Sequence[int]],
+    pairs: Iterable[Sequence[int | str]],
     *,
     judge: Judge,
     created_by: User | None = None,

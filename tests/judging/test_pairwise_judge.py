@@ -5,9 +5,13 @@ back as pairwise_figures records, and one run with the embedded model (plumbing 
 from __future__ import annotations
 
 import datetime
+import io
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from django.core.management import CommandError, call_command
 from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
@@ -321,6 +325,9 @@ def test_it_refuses_pairs_that_are_not_two_l2s_of_one_goal(llm_server: LoopbackL
         ([(a, "x")], "a pair of two generation ids"),
         ([(a, b, a)], "a pair of two generation ids"),
         ([(a, -1)], "positive whole numbers"),
+        ([str(a) + str(b)], "a pair of two generation ids"),
+        ([(a, 1.5)], "a pair of two generation ids"),
+        ([(a, True)], "a pair of two generation ids"),
         ([], "at least one pair"),
     ]
     for pairs, message in refusals:
@@ -342,6 +349,34 @@ def test_the_table_holds_a_pair_once_per_order_with_a_before_b(llm_server: Loopb
     ]:
         with pytest.raises(IntegrityError), transaction.atomic():
             PairwiseJudgment.objects.create(**wrong, **fields)
+
+
+def test_the_command_starts_a_job_over_the_pairs_of_a_file(llm_server: LoopbackLLM, tmp_path: Path) -> None:
+    pairs = pairs_of(2)
+    config = tmp_path / "judge.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "model": "loopback-model",
+                "backend": "openai",
+                "provider": "openai",
+                "base_url": llm_server.base_url,
+            }
+        )
+    )
+    listed = tmp_path / "pairs.txt"
+    listed.write_text(f"# two goals\n{pairs[0][1]} {pairs[0][0]}\n\n{pairs[1][0]},{pairs[1][1]}\n")
+    out = io.StringIO()
+    call_command("pairwise_judge", "--judge-config", str(config), "--pairs-file", str(listed), stdout=out)
+    job = Job.objects.get(kind=PAIRWISE_JUDGE)
+    assert f"job {job.pk}: pairwise judge with loopback-model" in out.getvalue()
+    assert "2 pair(s), 4 question(s)" in out.getvalue()
+    assert job.parameters["pairs"] == [list(p) for p in pairs]
+    listed.write_text(f"{pairs[0][0]} {pairs[0][0]}\n")
+    with pytest.raises(CommandError, match="is not a pair of two different generations"):
+        call_command("pairwise_judge", "--judge-config", str(config), "--pairs-file", str(listed))
+    with pytest.raises(CommandError, match="--pairs-file"):
+        call_command("pairwise_judge", "--judge-config", str(config), "--pairs-file", str(tmp_path / "none"))
 
 
 # --- the Jobs pages -----------------------------------------------------------------------------------------
