@@ -18,9 +18,9 @@ from django.http import HttpRequest, HttpResponse, QueryDict
 from django.urls import reverse
 from django.utils.html import format_html
 
+from goal_step.models import GoalStepTask, TaskExample, TaskSet, TaskSplit
+from goal_step.options import MAX_CANDIDATES, option_letter
 from h2e_site.inputs import BadInput, ascii_int, clean_text
-from mining.goal_step.options import MAX_CANDIDATES, option_letter
-from mining.models import GoalStepTask, TaskExample, TaskSet, TaskSplit
 
 from ..goal_step import guidelines
 from ..models import Annotation, Assignment, Study, StudyItem
