@@ -71,7 +71,7 @@ __all__ = [
 ]
 
 MODEL_ID_VERSION = "h2e_studio.goal_step_model_id.v1"
-PROMPTS_DIR = Path(__file__).resolve().parents[2] / "prompts" / "goal_step"
+PROMPTS_DIR = Path(settings.BASE_DIR) / "prompts" / "goal_step"
 ANSWER_PROMPT = "answer.txt"
 CANDIDATES_ONLY_PROMPT = "answer_candidates_only.txt"
 _SECTION = re.compile(r"^### (\w+)[ \t]*$", re.MULTILINE)
