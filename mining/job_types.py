@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from django.urls import reverse
 
@@ -13,9 +12,6 @@ from h2e_site.jobs.registry import JobDescription, JobLink, JobSubject, JobType,
 from .job_kinds import MINE
 from .models import MiningRun
 from .tasks import run_mine_job
-
-if TYPE_CHECKING:
-    pass
 
 
 def describe_mine_jobs(jobs: Sequence[Job]) -> dict[int, JobDescription]:
