@@ -17,9 +17,9 @@ Celery task (tasks.py) calls build_job_run(), which runs BuildWork in the core's
 6. writes the examples (bulk, one transaction, after deleting any of an earlier attempt: a resumed job
    builds the same set again) with TaskSet.funnel and TaskSet.artifacts.
 
-This module (creating a set, its selection) imports no numpy: the admin, the pages and the Celery app load
-it at start-up. The running (BuildWork, numpy and the embedding model) is in build_work.py, imported when a
-job runs.
+This module (creating a set) imports no numpy: the admin, the pages and the Celery app load it at start-up.
+The running (BuildWork, numpy and the embedding model) is in build_work.py, imported when a job runs (a lazy
+import of a heavy module); the procedures a set selects are read by selection.py, which both use.
 """
 
 from __future__ import annotations
