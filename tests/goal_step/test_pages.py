@@ -174,3 +174,18 @@ def test_it_builds_again_from_the_admin_action(built: TaskSet, boss: Client) -> 
     again = TaskSet.objects.get(name="again")
     assert again.seed == 7 and again.selection["splits"] == built.selection["splits"]
     assert again.job is not None
+
+
+def test_the_names_of_before_the_move_still_resolve_to_the_same_pages() -> None:
+    """The pages left the mining app with their paths; links written with mining:* names keep working."""
+    for name, args in [
+        ("task_sets", []),
+        ("task_set_build", []),
+        ("task_set", ["s"]),
+        ("task_set_answer", ["s"]),
+        ("task_set_test_jsonl", ["s"]),
+        ("task_set_train_jsonl", ["s"]),
+        ("task_set_bigbench", ["s", "step_inference"]),
+    ]:
+        assert reverse(f"mining:{name}", args=args) == reverse(f"goal_step:{name}", args=args)
+    assert reverse("goal_step:task_set", args=["s"]) == "/tasks/s/"
