@@ -23,6 +23,7 @@ COPY pyproject.toml README.md ./
 COPY h2e_site ./h2e_site
 COPY mining ./mining
 COPY judging ./judging
+COPY goal_step ./goal_step
 COPY annotation ./annotation
 RUN pip install -e ".${EXTRAS:+[$EXTRAS]}"  # editable: the code runs from /app
 

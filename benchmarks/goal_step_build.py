@@ -1,4 +1,4 @@
-"""Goal-step task building at scale: the three tasks of mining/goal_step from 10,000 synthetic procedures
+"""Goal-step task building at scale: the three tasks of goal_step from 10,000 synthetic procedures
 (about 80,000 steps), embedded with the real model (all-MiniLM-L6-v2 in numpy, mining.embedding).
 
     .venv/bin/python benchmarks/goal_step_build.py [--procedures 10000] [--embedding minilm|words] [--seed 0]
@@ -28,8 +28,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mining.goal_step.artifacts import candidates_only_baseline  # noqa: E402
-from mining.goal_step.build import (  # noqa: E402
+from goal_step.artifacts import candidates_only_baseline  # noqa: E402
+from goal_step.build import (  # noqa: E402
     Corpus,
     ProcedureText,
     build_goal_inference,
@@ -38,7 +38,7 @@ from mining.goal_step.build import (  # noqa: E402
     prepare_corpus,
     task_rng,
 )
-from mining.goal_step.neighbours import nearest_in_other_groups  # noqa: E402
+from goal_step.neighbours import nearest_in_other_groups  # noqa: E402
 from mining.topics import WEBORGANIZER_TOPICS as TOPICS  # noqa: E402
 
 
@@ -186,7 +186,7 @@ def main() -> None:
     print(f"{platform.python_version()} on {os.cpu_count()} CPU(s), load {os.getloadavg()[0]:.1f}")
     print(f"{len(procedures):,} procedures, {n_steps:,} steps, embedding: {args.embedding}")
     if args.embedding == "minilm":
-        from mining.embedding import embedder_for
+        from mining.encoders import embedder_for
 
         embed = Timed(embedder_for().encode)
     else:

@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "h2e_site.jobs",
     "mining",
     "judging",
+    "goal_step",
     "annotation",
 ]
 
@@ -169,7 +170,7 @@ SPECTACULAR_SETTINGS = {
     # Two choice sets called "split": a procedure's (bench, train, pool) and a task example's (test, train).
     "ENUM_NAME_OVERRIDES": {
         "ProcedureSplitEnum": "mining.models.Split",
-        "TaskSplitEnum": "mining.models.TaskSplit",
+        "TaskSplitEnum": "goal_step.models.TaskSplit",
         "MiningStageEnum": "mining.models.Stage",
     },
     # Path parameters say which values the URL conf routes (a client never builds a path that 404s as HTML):

@@ -1,4 +1,4 @@
-"""The closed forms every layer shows beside a figure, in the core so that mining (the goal-step artifact
+"""The closed forms every layer shows beside a figure, in the core so that goal_step (the task sets' artifact
 check and model accuracy), judging (How2Score, kappa) and annotation (agreement) use one formula each;
 judging/stats.py re-exports them with its other statistics.
 

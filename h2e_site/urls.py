@@ -10,10 +10,11 @@ from rest_framework.routers import DefaultRouter
 
 from annotation import api as annotation_api
 from annotation.step_types import classify_api
+from goal_step import api as goal_step_api
+from goal_step import urls as goal_step_urls
 from h2e_site.api_views import api_not_found
 from h2e_site.jobs import api as jobs_api
 from judging import api as judging_api
-from mining.goal_step import answer_api
 
 
 def favicon(request: HttpRequest) -> HttpResponsePermanentRedirect:
@@ -28,7 +29,7 @@ api_urlpatterns = [
     *judging_api.urlpatterns,
     *annotation_api.api_urlpatterns,
     *classify_api.api_urlpatterns,
-    *answer_api.api_urlpatterns,
+    *goal_step_api.api_urlpatterns,
     path("", include(api_router.urls)),
 ]
 
@@ -59,7 +60,9 @@ urlpatterns = [
     path("agreement/", include("annotation.urls.agreement")),
     path("calibration/plan/", include("annotation.urls.planner")),
     path("jobs/", include("h2e_site.jobs.urls")),
-    path("", include("mining.urls")),  # /tasks/: goal-step task sets
+    path("", include("goal_step.urls")),  # /tasks/: goal-step task sets
+    # The same pages under the names they had while they lived in the mining app (mining:task_set, ...).
+    path("", include((goal_step_urls.urlpatterns, "mining"))),
     path("", include("annotation.urls.failures")),
     path("leaderboard/calibrated/", include("annotation.urls.calibrated")),  # before judging's leaderboard/
     path("", include("judging.urls")),

@@ -17,7 +17,6 @@ from h2e_site.web import RUN_PERMISSION, numbered_block, pre_block
 
 from . import views
 from .config import run_config_from_mapping
-from .goal_step import admin as goal_step_admin  # noqa: F401  (registers TaskSet and TaskExample)
 from .models import STAGE_ORDER, MiningRun, Procedure, SourceDocument, Stage, StageOutcome, Topic
 from .runs import RunBusy, mining_run_rerun_stage, mining_run_retry_errors, mining_run_start
 

@@ -11,9 +11,9 @@ vectors computed with sentence-transformers 5 / torch 2.13 CPU).
 
 Any object with `encode(texts) -> np.ndarray` of L2-normalised rows can stand in (Embedder).
 
-This module is what the rest of the app needs at start-up (the Embedder protocol, the default model's name,
-embedder_for); the encoders themselves, with numpy, scipy, tokenizers and safetensors, are in encoders.py and
-imported when a model is loaded.
+This module is what the rest of the app needs at start-up (the Embedder protocol, the default model's name);
+the encoders themselves, with numpy, scipy, tokenizers and safetensors, and embedder_for, which picks one,
+are in encoders.py, imported where a model is loaded.
 """
 
 from __future__ import annotations
@@ -59,12 +59,3 @@ def procedure_text(goal: str, steps: Sequence[str]) -> str:
 
 
 DEFAULT_EMBEDDING_MODEL = "minilm"
-
-
-def embedder_for(name: str = DEFAULT_EMBEDDING_MODEL) -> Embedder:
-    """`minilm`: the packaged all-MiniLM-L6-v2 in numpy; anything else: a sentence-transformers model."""
-    from .encoders import MiniLMEmbedder, SentenceTransformerEmbedder
-
-    if name == DEFAULT_EMBEDDING_MODEL:
-        return MiniLMEmbedder()
-    return SentenceTransformerEmbedder(name)

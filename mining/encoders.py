@@ -1,6 +1,7 @@
 """The embedding models that compute (mining/embedding.py describes them): all-MiniLM-L6-v2 in numpy, and
-any sentence-transformers model where it is installed. Imported when a model is loaded (embedder_for), so
-numpy and scipy stay out of the start-up of the web and Celery processes."""
+any sentence-transformers model where it is installed, and embedder_for, which picks one by name. Imported
+where a model is loaded (the split command, the goal-step build job), so numpy and scipy stay out of the
+start-up of the web and Celery processes."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 from django.core.exceptions import ImproperlyConfigured
 from scipy.special import erf
 
-from .embedding import BATCH, packaged_model_dir
+from .embedding import BATCH, DEFAULT_EMBEDDING_MODEL, Embedder, packaged_model_dir
 
 
 class MiniLMEmbedder:
@@ -124,3 +125,10 @@ class SentenceTransformerEmbedder:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         vectors = self.model.encode(list(texts), batch_size=BATCH, normalize_embeddings=True)
         return np.asarray(vectors, dtype=np.float32)
+
+
+def embedder_for(name: str = DEFAULT_EMBEDDING_MODEL) -> Embedder:
+    """`minilm`: the packaged all-MiniLM-L6-v2 in numpy; anything else: a sentence-transformers model."""
+    if name == DEFAULT_EMBEDDING_MODEL:
+        return MiniLMEmbedder()
+    return SentenceTransformerEmbedder(name)

@@ -1,7 +1,5 @@
-"""The names of the mining app's kinds of job (what Job.kind stores); job_types.py and
-goal_step/answer_registry.py register them with the core. Names alone, so that the job modules and the
-registrations, which import them, share them without a loop."""
+"""The names of the mining app's kinds of job (what Job.kind stores); job_types.py registers them with the
+core. Names alone, so that the job modules and the registrations, which import them, share them without a
+loop."""
 
 MINE = "mine"
-BUILD_TASKS = "build_tasks"
-ANSWER_TASKS = "answer_tasks"

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from .goal_step.answer import answer_job_run
-from .goal_step.jobs import build_job_run
 from .runs import mine_job_run
 
 
@@ -13,15 +11,3 @@ from .runs import mine_job_run
 def run_mine_job(job_id: int) -> None:
     """Run or resume a MINE job (a redelivered message resumes it; a finished one is left)."""
     mine_job_run(job_id=job_id)
-
-
-@shared_task(name="mining.run_build_tasks_job", acks_late=True, reject_on_worker_lost=True)
-def run_build_tasks_job(job_id: int) -> None:
-    """Run a BUILD_TASKS job (a redelivered message builds the set again: same seed, same examples)."""
-    build_job_run(job_id=job_id)
-
-
-@shared_task(name="mining.run_answer_tasks_job", acks_late=True, reject_on_worker_lost=True)
-def run_answer_tasks_job(job_id: int) -> None:
-    """Run or resume an ANSWER_TASKS job (a redelivered message resumes it; a finished one is left)."""
-    answer_job_run(job_id=job_id)

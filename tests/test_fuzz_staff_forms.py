@@ -36,11 +36,12 @@ from rest_framework import serializers
 
 from annotation import services
 from annotation.models import Study, StudyKind
+from goal_step.models import TaskSet
 from h2e_site.bounds import model_range
 from h2e_site.jobs.api import _creatable
 from h2e_site.jobs.models import Job
 from mining.config import run_config_from_mapping
-from mining.models import MiningRun, TaskSet
+from mining.models import MiningRun
 from mining.runs import mining_run_create
 from tests.annotation.conftest import make_study, no_failure, qualified, read_everything
 from tests.annotation.goal_step.conftest import make_task_set
@@ -50,7 +51,7 @@ from tests.mining.canned import loopback_config, make_document
 
 pytestmark = pytest.mark.django_db
 SENT: dict[str, int] = {}
-APPS = ("h2e_site", "mining", "judging", "annotation")
+APPS = ("h2e_site", "mining", "judging", "goal_step", "annotation")
 
 DEEP_ARRAY = "[" * 50_000 + "]" * 50_000
 DEEP_OBJECT = '{"a": ' * 50_000 + "1" + "}" * 50_000
@@ -322,14 +323,14 @@ def _site_forms() -> list[FormTarget]:
     from annotation.calibration_forms import CalibrationRoundForm
     from annotation.models import CalibrationRound
     from annotation.views.planner import PlanForm
+    from goal_step.admin import RebuildForm
+    from goal_step.answer_forms import AnswerTasksForm
+    from goal_step.forms import TaskSetBuildForm
     from judging.admin.actions import AttachConfigForm, GenerateForm, JudgeWithForm
     from judging.admin.generate import GenerateFromConfigForm
     from judging.models import Generator, Judge
-    from mining.goal_step.admin import RebuildForm
-    from mining.goal_step.answer_forms import AnswerTasksForm
-    from mining.goal_step.forms import TaskSetBuildForm
 
-    build_url = reverse("mining:task_set_build")
+    build_url = reverse("goal_step:task_set_build")
     generate_url = reverse("admin:judging_generate")
     plan_url = reverse("planner:plan")
     return [
@@ -343,7 +344,7 @@ def _site_forms() -> list[FormTarget]:
         *(_builder(kind) for kind in StudyKind.values),
         FormTarget(
             "task-set build form",
-            lambda c: c.get(reverse("mining:task_sets")),
+            lambda c: c.get(reverse("goal_step:task_sets")),
             lambda c, data: c.post(build_url, data),
             TaskSetBuildForm,
         ),
@@ -370,8 +371,8 @@ def _site_forms() -> list[FormTarget]:
         ),
         FormTarget(
             "answer a task set with a model",
-            lambda c: c.get(reverse("mining:task_set", args=["fuzz-taken"])),
-            lambda c, data: c.post(reverse("mining:task_set_answer", args=["fuzz-taken"]), data),
+            lambda c: c.get(reverse("goal_step:task_set", args=["fuzz-taken"])),
+            lambda c, data: c.post(reverse("goal_step:task_set_answer", args=["fuzz-taken"]), data),
             AnswerTasksForm,
             lambda: Job.objects.count(),
             context_key="answer_form",

@@ -24,9 +24,10 @@ from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 
 from annotation.models import StepTypeClassifier, StepTypeLabel, StepTypeLabelSet, StepTypePrediction
+from goal_step.models import TaskExample, TaskSet
+from goal_step.options import MAX_CANDIDATES
 from judging.models import CriticalFailure, Generation, Judgment
-from mining.goal_step.options import MAX_CANDIDATES
-from mining.models import Procedure, SourceDocument, TaskExample, TaskSet, Topic
+from mining.models import Procedure, SourceDocument, Topic
 from tests.factories import make_procedure
 from tests.fuzzing import fuzz_settings
 from tests.h2e_trees import (

@@ -17,22 +17,19 @@ from pathlib import Path
 from tests.test_startup import HEAVY
 
 ROOT = Path(__file__).resolve().parent.parent
-FIRST_PARTY = ("h2e_site", "mining", "judging", "annotation", "demo")
+FIRST_PARTY = ("h2e_site", "mining", "judging", "goal_step", "annotation", "demo")
 HEAVY_LIBRARIES = frozenset({*HEAVY, "sentence_transformers", "tiktoken", "choix", "evalica"})
 
 _APP_LOADING = (
     "Django imports apps.py while it fills the app registry: models, and what imports them, only in ready()"
 )
-_GOAL_STEP = "mining/goal_step moves to an app of its own (issue #21 item 4)"
-
 # "module:function" -> why its first-party import stays inside the function.
 ALLOWED: dict[str, str] = {
     "mining.apps:MiningConfig.ready": _APP_LOADING,
     "judging.apps:JudgingConfig.ready": _APP_LOADING,
-    "annotation.apps:AnnotationConfig.ready": f"{_APP_LOADING}; it also gives mining/goal_step annotation's "
-    f"answers (two registries, which go when {_GOAL_STEP})",
-    "h2e_site.llm.base:backend_from_config": "vllm_offline builds on the request types; backend_from_config"
-    " leaves base when h2e_site.jobs.loop imports it from a module of its own (openai_http: openai, heavy)",
+    "goal_step.apps:GoalStepConfig.ready": _APP_LOADING,
+    "annotation.apps:AnnotationConfig.ready": f"{_APP_LOADING}; it also gives the goal-step app (a layer "
+    "below) what people said, through its one seam (goal_step/human_labels.py)",
 }
 
 

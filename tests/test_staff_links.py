@@ -24,11 +24,11 @@ from django.urls import reverse
 
 from annotation.models import Study, StudyKind
 from annotation.services import Selection, participant_preview_start, study_create
+from goal_step.answer import answer_job_create, task_model_for_config
+from goal_step.models import TaskSet
 from judging.admin import generate as generate_page
 from judging.generate_jobs import generate_job_create
 from judging.models import Judge
-from mining.goal_step.answer import answer_job_create, task_model_for_config
-from mining.models import TaskSet
 from tests.annotation.goal_step.conftest import make_task_set
 from tests.factories import make_user
 
@@ -133,7 +133,7 @@ def demo_pages() -> list[str]:
     for study in Study.objects.order_by("pk"):
         pages += [reverse("annotation:study_detail", args=[study.slug]), f"/agreement/{study.slug}/"]
     for task_set in TaskSet.objects.order_by("pk"):
-        pages.append(reverse("mining:task_set", args=[task_set.name]))
+        pages.append(reverse("goal_step:task_set", args=[task_set.name]))
     for judge in Judge.objects.order_by("pk"):
         pages.append(reverse("judges:report_card", args=[judge.judge_id]))
     return pages

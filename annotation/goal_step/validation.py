@@ -128,8 +128,9 @@ def validation_studies(task_set_name: str) -> list[Study]:
 
 def task_set_validated_pks(task_set: Any) -> set[int] | None:
     """The validated test examples of a task set: those every worker answered correctly in any of its
-    multiple-choice studies (None: no study has answers yet). Registered with mining/goal_step/exports.py,
-    which serves the validated test set and scores models on it."""
+    multiple-choice studies (None: no study has answers yet). Registered as goal_step.human_labels'
+    `validated` (annotation's AppConfig.ready()): the goal-step app serves the validated test set and scores
+    models on it."""
     studies = validation_studies(task_set.name)
     if not studies:
         return None

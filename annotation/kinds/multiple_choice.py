@@ -1,5 +1,5 @@
 """The `multiple_choice` kind (the wikiHow goal-step paper, §3.4 and appendix E): an item is one example of
-a task set's test split (mining.TaskExample); three workers choose the most likely candidate, or the HIT's
+a task set's test split (goal_step.TaskExample); three workers choose the most likely candidate, or the HIT's
 last option ("None of the above is likely"; for Step Ordering, "Neutral"). Nothing to reveal step by step:
 the prompt is acknowledged, then answered. The answer is stored in Annotation.answer as {"choice": index or
 "none", "correct": bool}; the validation (annotation/goal_step/validation.py) keeps the examples that every
@@ -18,9 +18,9 @@ from django.http import HttpRequest, HttpResponse, QueryDict
 from django.urls import reverse
 from django.utils.html import format_html
 
+from goal_step.models import GoalStepTask, TaskExample, TaskSet, TaskSplit
+from goal_step.options import MAX_CANDIDATES, option_letter
 from h2e_site.inputs import BadInput, ascii_int, clean_text
-from mining.goal_step.options import MAX_CANDIDATES, option_letter
-from mining.models import GoalStepTask, TaskExample, TaskSet, TaskSplit
 
 from ..goal_step import guidelines
 from ..models import Annotation, Assignment, Study, StudyItem

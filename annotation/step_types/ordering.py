@@ -1,6 +1,7 @@
 """Whether a procedure's order matters, from the step-types studies' labels (#14: Step Ordering examples are
-built from ordered procedures only). Registered with mining/goal_step/jobs.py for procedures whose
-`Procedure.ordered` is empty.
+built from ordered procedures only). Registered as goal_step.human_labels' `ordered`
+(annotation's AppConfig.ready()), which the goal-step builder reads for procedures whose `Procedure.ordered`
+is empty.
 
 A procedure is **ordered** when the human majority (measures.majority_labels: a strict majority of its
 labels) says at least one of its adjacent pairs is SEQUENTIAL; **not ordered** when every adjacent pair has a

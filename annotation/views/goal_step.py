@@ -10,9 +10,9 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
+from goal_step.answer_views import task_models_context
+from goal_step.models import TaskExample, TaskSet
 from h2e_site.web import staff_required
-from mining.goal_step.answer_views import task_models_context
-from mining.models import TaskExample, TaskSet
 
 from ..goal_step.validation import kept_example_ids, study_answers, validate
 from ..models import Study, StudyKind

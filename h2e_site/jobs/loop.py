@@ -29,7 +29,8 @@ from typing import Any
 from django.db import reset_queries
 from django.utils import timezone
 
-from h2e_site.llm.base import BackendConfig, LLMBackend, LLMRequest, LLMResult, backend_from_config
+from h2e_site.llm.backends import backend_from_config
+from h2e_site.llm.base import BackendConfig, LLMBackend, LLMRequest, LLMResult
 
 from .locks import job_lock
 from .models import Job, JobStatus

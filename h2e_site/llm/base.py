@@ -92,16 +92,3 @@ class LLMBackend(Protocol):
         ...
 
     def close(self) -> None: ...
-
-
-def backend_from_config(config: BackendConfig) -> LLMBackend:
-    """The backend implementation for a config (imports heavy modules lazily)."""
-    if config.backend == "openai" or config.backend == "local":
-        from .openai_http import OpenAICompatibleBackend
-
-        return OpenAICompatibleBackend(config)
-    if config.backend == "vllm":
-        from .vllm_offline import VLLMOfflineBackend
-
-        return VLLMOfflineBackend(config)
-    raise ValueError(f"unknown LLM backend {config.backend!r} (expected openai, vllm or local)")

@@ -17,8 +17,8 @@ from django.urls import reverse
 from annotation import services
 from annotation.comprehension import comprehension_questions_parse, comprehension_questions_text
 from annotation.models import Study, StudyKind
+from goal_step.models import TaskSet
 from h2e_site.jobs.models import Job
-from mining.models import TaskSet
 from tests.annotation.conftest import make_study
 from tests.annotation.goal_step.conftest import make_task_set
 from tests.factories import make_procedure
@@ -115,7 +115,7 @@ def test_it_refuses_a_multiple_choice_selection_with_no_example(boss: Client) ->
 
 def test_an_empty_task_set_menu_says_how_to_build_one(boss: Client) -> None:
     page = boss.get(reverse("annotation:study_create"), {"kind": StudyKind.MULTIPLE_CHOICE})
-    assert reverse("mining:task_sets") + "#build" in page.content.decode()
+    assert reverse("goal_step:task_sets") + "#build" in page.content.decode()
 
 
 def test_study_create_refuses_out_of_range_settings_itself() -> None:
@@ -176,7 +176,9 @@ def test_the_admin_keeps_the_kind_of_a_study_with_items(boss: Client) -> None:
 @pytest.mark.parametrize("seed", [2**31, -(2**31) - 1, 2**63, -1])
 def test_every_task_set_path_refuses_a_seed_out_of_range(boss: Client, seed: int) -> None:
     make_procedure(goal="Goal", steps=["a", "b", "c"], topic="Home")
-    page = boss.post(reverse("mining:task_set_build"), {"name": "s", "seed": str(seed), "splits": ["bench"]})
+    page = boss.post(
+        reverse("goal_step:task_set_build"), {"name": "s", "seed": str(seed), "splits": ["bench"]}
+    )
     assert page.status_code == 400 and "seed" in page.context["form"].errors
     api = boss.post(
         "/api/jobs/", {"kind": "build_tasks", "name": "s", "seed": seed}, content_type="application/json"
@@ -184,7 +186,7 @@ def test_every_task_set_path_refuses_a_seed_out_of_range(boss: Client, seed: int
     assert api.status_code == 400 and "seed" in api.json()
     origin = make_task_set("origin")
     action = boss.post(
-        reverse("admin:mining_taskset_changelist"),
+        reverse("admin:goal_step_taskset_changelist"),
         {
             "action": "build_again",
             "_selected_action": [origin.pk],

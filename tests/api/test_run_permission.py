@@ -154,7 +154,7 @@ def test_no_route_of_the_site_starts_work_for_a_user_without_the_permission(
     POSTed empty and with the known bodies: no job is created or cancelled, no 5xx; the pages that start
     work answer 403."""
     starts_work = {
-        "mining:task_set_build",
+        "goal_step:task_set_build",
         "jobs:job_cancel",
         "jobs:job_retry",
         "annotation:step_type_models_classify",

@@ -13,10 +13,10 @@ import pytest
 from annotation import services
 from annotation.kinds.multiple_choice import MultipleChoiceSubmission
 from annotation.models import StudyKind
-from mining.models import TaskAnswer, TaskModel
+from goal_step.models import TaskAnswer, TaskModel
 from tests.annotation.conftest import annotate_all, qualified
 from tests.browser.conftest import DESKTOP, PAGE_OVERFLOW, PHONE, screenshot
-from tests.mining.goal_step.task_sets import build, make_procedures
+from tests.goal_step.task_sets import build, make_procedures
 
 pytestmark = pytest.mark.browser
 

@@ -8,12 +8,13 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation.job_kinds import CLASSIFY_STEPS
+from goal_step.job_kinds import ANSWER_TASKS, BUILD_TASKS
 from h2e_site.jobs.models import JobStatus
 from h2e_site.jobs.registry import job_type_for, job_types
 from h2e_site.jobs.services import job_can_retry, job_retry_failed, resume_orphaned_jobs
 from h2e_site.jobs.views import job_lines
 from judging.job_kinds import GENERATE, IMPORT, JUDGE, PAIRWISE_JUDGE
-from mining.job_kinds import ANSWER_TASKS, BUILD_TASKS, MINE
+from mining.job_kinds import MINE
 from mining.models import MiningRun
 from tests.factories import make_job
 

@@ -7,7 +7,8 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from mining.embedding import DEFAULT_EMBEDDING_MODEL, embedder_for
+from mining.embedding import DEFAULT_EMBEDDING_MODEL
+from mining.encoders import embedder_for
 from mining.splits import DEDUP_THRESHOLD, split_make
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mining.models import GoalStepTask, TaskExample, TaskSet, TaskSplit
+from goal_step.models import GoalStepTask, TaskExample, TaskSet, TaskSplit
 from tests.factories import make_topic
 
 EXAMPLES = [

@@ -11,7 +11,7 @@ import pytest
 
 from annotation import services
 from annotation.models import Annotation, StudyKind
-from mining.models import TaskExample
+from goal_step.models import TaskExample
 from tests.annotation.conftest import pid
 from tests.annotation.goal_step.conftest import make_task_set
 from tests.browser.conftest import PAGE_OVERFLOW, PHONE, PROLIFIC, screenshot

@@ -19,9 +19,9 @@ from annotation import services
 from annotation.goal_step.validation import kept_example_ids, study_answers, study_validation
 from annotation.kinds.multiple_choice import NONE, MultipleChoiceSubmission
 from annotation.models import Annotation, Study, StudyItem, StudyKind
+from goal_step.models import TaskExample
+from goal_step.options import option_letter
 from judging.stats import wilson_interval
-from mining.goal_step.options import option_letter
-from mining.models import TaskExample
 from tests.annotation.conftest import annotate_all, qualified
 from tests.annotation.goal_step.conftest import make_task_set
 from tests.annotation.test_views import qualify, read_all, url
@@ -178,14 +178,14 @@ def test_the_builder_makes_a_multiple_choice_study(admin_client: Client) -> None
 
 def test_the_task_sets_validated_test_set_comes_from_its_studies(admin_client: Client) -> None:
     study = make_mc_study()
-    url = reverse("mining:task_set_test_jsonl", args=["tasks"])
+    url = reverse("goal_step:task_set_test_jsonl", args=["tasks"])
     assert admin_client.get(url, {"validated": "1"}).status_code == 400  # no answers yet: not validated
     for worker in (1, 2, 3):
         answer_all(study, worker, {"Make tea": 0} if worker == 2 else {})
     lines = b"".join(admin_client.get(url, {"validated": "1"}).streaming_content).splitlines()
     prompts = sorted(json.loads(line)["prompt"] for line in lines)
     assert prompts == ["Bake bread", "Knead the dough", "Prevent Coronavirus"]  # "Make tea": one wrong
-    page = admin_client.get(reverse("mining:task_set", args=["tasks"])).content.decode()
+    page = admin_client.get(reverse("goal_step:task_set", args=["tasks"])).content.decode()
     assert "Models on the validated test examples" in page
 
 
