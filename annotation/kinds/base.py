@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from django import forms
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.urls import URLPattern
 
 from h2e_site.inputs import BadInput
@@ -234,6 +234,12 @@ class StudyKindSpec(ABC):
         """The kind's part of the agreement overview, rendered; "" when it has nothing to show (a kind
         `on_overview` overrides this)."""
         return ""
+
+    def judge_disagreements_page(self, request: HttpRequest, study: Study, judge_id: str) -> HttpResponse:
+        """The items where a judge and the study's humans disagree, /agreement/<slug>/judges/<judge_id>/
+        (the caller checked staff and GET and found the study; the kind finds the judge). The default: a
+        404, for a kind whose items no judge gives verdicts on."""
+        raise Http404(f"No judge gives verdicts on the items of a {self.noun} study.")
 
     # --- exports -------------------------------------------------------------------------------------------
 

@@ -21,7 +21,7 @@ from .. import calibration_sample, codebook, selectors, services
 from ..calibration_forms import CalibrationRoundForm
 from ..forms import StudyForm
 from ..kinds import KINDS, kind_for
-from ..models import Study, StudyKind
+from ..models import Study
 from ..study_types import kind_choices
 
 
@@ -34,7 +34,7 @@ def study_list(request: HttpRequest) -> HttpResponse:
 
 def _kind(request: HttpRequest) -> str:
     """The kind the builder makes (?kind= or the posted field); an unknown one is a 400 naming it."""
-    kind = (request.POST.get("kind") or request.GET.get("kind") or StudyKind.CRITICAL_FAILURES).strip()
+    kind = (request.POST.get("kind") or request.GET.get("kind") or services.default_kind()).strip()
     if kind not in KINDS:
         raise BadInput("kind", kind, f"one of {', '.join(KINDS)}")
     return kind

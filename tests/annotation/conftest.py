@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from annotation import services
+from annotation.critical_failures.posted import Submission
 from annotation.models import Assignment, Participant, Stage, Study
 from tests.factories import make_generation, make_generator, make_procedure
 
@@ -94,5 +95,5 @@ def annotate_all(participant: Participant, answer: Callable[[Any], Any]) -> list
     return taken
 
 
-def no_failure() -> services.Submission:
-    return services.Submission(has_failure=False, failures=[], comments="", user_agent="test")
+def no_failure() -> Submission:
+    return Submission(has_failure=False, failures=[], comments="", user_agent="test")
