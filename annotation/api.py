@@ -1,9 +1,8 @@
-"""REST API (DRF) of the annotation side, for staff: agreement of a study, humans and judges; the failure
-browser's list of judge and human critical failures.
+"""REST API (DRF) of the annotation side, for staff: each study kind's own endpoints (its `api_urls`: a
+study's agreement, annotation/critical_failures/api.py and annotation/step_types/agreement_api.py); a judge's
+report card; the failure browser's list of judge and human critical failures; calibration.
 
-GET /api/agreement/?study=<slug>            one study, with every judge that judged its L2
-GET /api/agreement/?study=a&study=b         several studies pooled (an item of each is a unit of its own)
-GET /api/agreement/                         every study pooled
+GET /api/judges/<judge_id>/report-card/
 GET /api/failures/?topic=&generator=&judge=&study=&source=&q=&cursor=&counts=
 GET /api/leaderboard/calibrated/?judge=      the human-calibrated How2Score per generator x judge (#20)
 GET /api/calibration/plan/?judge=&generator=&scope=&half_width_pp=&hourly_rate=...   the budget planner

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from django import forms
 from django.db.models import QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, QueryDict
+from django.http import HttpRequest, HttpResponse, HttpResponseNotFound, QueryDict
 from django.urls import URLPattern
 
 from h2e_site.inputs import BadInput
@@ -238,8 +238,11 @@ class StudyKindSpec(ABC):
     def judge_disagreements_page(self, request: HttpRequest, study: Study, judge_id: str) -> HttpResponse:
         """The items where a judge and the study's humans disagree, /agreement/<slug>/judges/<judge_id>/
         (the caller checked staff and GET and found the study; the kind finds the judge). The default: a
-        404, for a kind whose items no judge gives verdicts on."""
-        raise Http404(f"No judge gives verdicts on the items of a {self.noun} study.")
+        404 saying why, for a kind whose items no judge gives verdicts on."""
+        return HttpResponseNotFound(
+            f"No judge gives verdicts on the items of a {self.noun} study ({study.slug}).",
+            content_type="text/plain; charset=utf-8",
+        )
 
     # --- exports -------------------------------------------------------------------------------------------
 
