@@ -99,6 +99,9 @@ class CriticalFailures(StudyKindSpec):
             "not_calibration": not_calibration_reason(study) if summary is None else "",
         }
 
+    def study_page_post(self, request: HttpRequest, study: Study) -> HttpResponse | forms.Form:
+        return agreement_views.calibration_round_post(request, study)
+
     def builder_fields(self) -> dict[str, forms.Field]:
         return {
             "generators": forms.ModelMultipleChoiceField(

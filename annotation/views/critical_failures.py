@@ -8,16 +8,23 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from django import forms
+from django.contrib import messages
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
+from django.urls import reverse
 
 from judging.models import CriticalFailure, Generation, Judge, Judgment
 from judging.stats import wilson_interval
 
+from .. import calibration_sample
 from ..agreement import majority
 from ..agreement_data import StudyAgreement, studies_agreement, study_agreement
+from ..calibration_forms import CalibrationRoundForm
 from ..charts import Bar, BarChart, bar_chart
+from ..kinds.base import refusal_on_form
 from ..models import AnnotatedFailure, Annotation, Study, StudyKind
 from ..selectors import study_unlabelled_reason
 from .failures import FailureView, step_links
@@ -229,3 +236,27 @@ def _judgments(judge: Judge, generation_ids: list[Any]) -> dict[int, Judgment]:
         .with_failures()
     )
     return {judgment.generation_id: judgment for judgment in rows}
+
+
+# The round form's names of the service's fields.
+ROUND_FORM_NAMES = {"judge_ids": "judges"}
+
+
+def calibration_round_post(request: HttpRequest, study: Study) -> HttpResponse | forms.Form:
+    """Draw the next round of a calibration study (its page's form): back to the page, or the form with its
+    errors (the caller, views.studies.study_page_post, checked staff and POST and found the study)."""
+    form = CalibrationRoundForm(request.POST)
+    if not form.is_valid():
+        return form
+    data = form.cleaned_data
+    judges = [j.pk for j in data["judges"]] or None
+    design = data["design"] or None
+    round_request = calibration_sample.RoundRequest(data["size"], design, judges, data["seed"])
+    try:
+        drawn = calibration_sample.next_round(study=study, request=round_request)
+    except ValidationError as refused:
+        refusal_on_form(form, refused, ROUND_FORM_NAMES)
+        return form
+    drawn_text = f"Round {drawn.number} drew {drawn.size} examples: {drawn.new_items} new items."
+    messages.success(request, drawn_text)
+    return redirect(reverse("annotation:study_detail", args=[study.slug]) + "#calibration")

@@ -1,7 +1,8 @@
 """The study engine knows kinds only through the registry (issue #21 item 1): its modules name no critical-
 failures field or relation, no member of StudyKind, and no kind's submission; the kinds' own endpoints are
-mounted through their `api_urls`; a judge's disagreements with a study's humans are the kind's page (the
-critical-failures kind's; another kind's study answers a 404 naming its kind)."""
+mounted through their `api_urls`; a judge's disagreements with a study's humans and the form in the kind's
+part of the study page are the kind's (the critical-failures kind's; another kind's study answers a 404
+saying why)."""
 
 from __future__ import annotations
 
@@ -60,3 +61,12 @@ def test_a_judges_disagreements_with_another_kinds_study_are_a_404_naming_it(adm
     assert response.status_code == 404
     reason = "No judge gives verdicts on the items of a step-types study (no-judges)."
     assert response.content.decode() == reason
+
+
+@pytest.mark.django_db
+def test_a_post_to_the_study_page_of_a_kind_without_a_form_there_is_a_404(admin_client: Client) -> None:
+    study = step_study("no-form")
+    url = reverse("annotation:study_calibration_round", args=[study.slug])
+    response = admin_client.post(url, {"size": "1"})
+    assert response.status_code == 404
+    assert response.content.decode() == "A step-types study's page has no form to post (no-form)."
