@@ -1,9 +1,8 @@
-"""REST API (DRF) of the annotation side, for staff: agreement of a study, humans and judges; the failure
-browser's list of judge and human critical failures.
+"""REST API (DRF) of the annotation side, for staff: each study kind's own endpoints (its `api_urls`: a
+study's agreement, annotation/critical_failures/api.py and annotation/step_types/agreement_api.py); a judge's
+report card; the failure browser's list of judge and human critical failures; calibration.
 
-GET /api/agreement/?study=<slug>            one study, with every judge that judged its L2
-GET /api/agreement/?study=a&study=b         several studies pooled (an item of each is a unit of its own)
-GET /api/agreement/                         every study pooled
+GET /api/judges/<judge_id>/report-card/
 GET /api/failures/?topic=&generator=&judge=&study=&source=&q=&cursor=&counts=
 GET /api/leaderboard/calibrated/?judge=      the human-calibrated How2Score per generator x judge (#20)
 GET /api/calibration/plan/?judge=&generator=&scope=&half_width_pp=&hourly_rate=...   the budget planner
@@ -16,7 +15,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import RegexValidator
-from django.urls import path, reverse
+from django.urls import path
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
@@ -24,129 +23,17 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from h2e_site.api import ObjectJSONParser, QueryBooleanField, StrictFormSerializer, comma_list, query_params
+from h2e_site.api import ObjectJSONParser, QueryBooleanField, StrictFormSerializer, query_params
 from h2e_site.api_views import ComputedView
 from h2e_site.bounds import SEED
 from judging.api import JudgeQuerySerializer
 from judging.models import Judge
 
 from . import calibration, calibration_sample, failures, planner
-from .agreement import Agreement
-from .agreement_data import JudgeFigures, StudyAgreement, studies_agreement, study_agreement
-from .kinds import KINDS, StudyKindSpec, kind_for
+from .kinds import KINDS
 from .models import CalibrationDesign, CalibrationRound, Study
 from .report_card import report_card
-from .step_types.agreement_api import StepTypesAgreementView
 from .step_types.classify_serializers import ShareSerializer
-
-
-class AnnotatorAgreementSerializer(serializers.Serializer):
-    participant = serializers.IntegerField(source="participant_id")
-    prolific_pid = serializers.CharField()
-    study = serializers.CharField(source="study_slug")
-    n_items = serializers.IntegerField()
-    agreement = serializers.FloatField(
-        source="loo.rate", allow_null=True, help_text="with the others' majority"
-    )
-    n_compared = serializers.IntegerField(source="loo.n")
-    n_ties = serializers.IntegerField(source="loo.ties", help_text="items where the others tie: not compared")
-    median_active_seconds = serializers.FloatField(allow_null=True)
-    median_elapsed_seconds = serializers.FloatField(allow_null=True)
-    attention_score = serializers.FloatField(allow_null=True)
-    attention_checks = serializers.IntegerField(source="attention_total")
-
-
-class JudgeAgreementSerializer(serializers.Serializer):
-    judge_id = serializers.CharField(source="judge.judge_id")
-    model = serializers.CharField(source="judge.model")
-    is_demo_model = serializers.BooleanField(source="judge.is_demo_model")
-    agreement = serializers.FloatField(source="agreement.overall.rate", allow_null=True)
-    agreement_has_failure = serializers.FloatField(source="agreement.has_failure.rate", allow_null=True)
-    agreement_no_failure = serializers.FloatField(source="agreement.no_failure.rate", allow_null=True)
-    cohen_kappa = serializers.FloatField(source="agreement.cohen_kappa", allow_null=True)
-    n = serializers.IntegerField(source="agreement.overall.n")
-    n_has_failure = serializers.IntegerField(source="agreement.has_failure.n")
-    n_no_failure = serializers.IntegerField(source="agreement.no_failure.n")
-    n_ties = serializers.IntegerField(source="agreement.overall.ties", help_text="items the humans tie on")
-    n_not_judged = serializers.IntegerField(source="agreement.n_not_judged")
-    n_parse_failed = serializers.IntegerField()
-    confusion = serializers.SerializerMethodField(
-        help_text="counts by human majority (rows) and judge label (columns)"
-    )
-
-    def get_confusion(self, figures: JudgeFigures) -> dict[str, dict[str, int]]:
-        names = {True: "has_failure", False: "no_failure"}
-        matrix = figures.agreement.confusion
-        return {names[h]: {names[j]: matrix[h][j] for j in (True, False)} for h in (True, False)}
-
-
-class AgreementSerializer(serializers.Serializer):
-    studies = serializers.ListField(child=serializers.CharField(), source="slugs")
-    alpha_binary = serializers.FloatField(allow_null=True, help_text="Krippendorff's alpha, nominal")
-    ci_low = serializers.FloatField(
-        source="ci.low", allow_null=True, help_text="bootstrap 95 % CI over items"
-    )
-    ci_high = serializers.FloatField(source="ci.high", allow_null=True)
-    bootstrap_samples = serializers.IntegerField(source="ci.samples")
-    alpha_first_failure = serializers.FloatField(allow_null=True)
-    alpha_step_sets = serializers.FloatField(allow_null=True, help_text="MASI distance over linked steps")
-    n_items = serializers.IntegerField()
-    n_annotators = serializers.IntegerField()
-    n_labels = serializers.IntegerField()
-    n_human_ties = serializers.IntegerField()
-    loo_agreement_pooled = serializers.SerializerMethodField()
-    loo_agreement = AnnotatorAgreementSerializer(many=True, source="annotators")
-    judges = JudgeAgreementSerializer(many=True)
-
-    def get_loo_agreement_pooled(self, result: StudyAgreement) -> float | None:
-        pooled: Agreement = result.loo_pooled
-        return pooled.rate
-
-
-class AgreementQuerySerializer(serializers.Serializer):
-    study = comma_list("study slug; several are pooled; none: every study pooled (judges: one study)")
-
-
-class AgreementView(ComputedView):
-    """Human agreement (Krippendorff's alpha with a bootstrap CI, leave-one-out agreement) and each judge's
-    agreement with the human majority, per class, with Cohen's kappa and a confusion matrix."""
-
-    serializer_class = AgreementSerializer
-
-    @extend_schema(parameters=[AgreementQuerySerializer])
-    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        slugs = query_params(request, AgreementQuerySerializer).get("study", [])
-        covered = Study.objects.filter(kind__in=[spec.kind for spec in _covered_kinds()])
-        studies = list(covered.filter(slug__in=slugs)) if slugs else list(covered)
-        missing = sorted(set(slugs) - {study.slug for study in studies})
-        other_kind = Study.objects.filter(slug__in=missing).order_by("slug")
-        if other_kind:
-            raise ValidationError({"study": [_other_kind(study) for study in other_kind]})
-        if missing:
-            raise NotFound(f"no study {', '.join(missing)}")
-        if len(studies) == 1:
-            result = study_agreement(study=studies[0])
-        else:
-            result = studies_agreement(studies=studies)
-        return Response(self.get_serializer(result).data)
-
-
-AGREEMENT_API = "agreement-api"  # this view's URL name: the kinds whose agreement_api it is are covered
-
-
-def _covered_kinds() -> list[StudyKindSpec]:
-    return [spec for spec in KINDS.values() if spec.agreement_api == AGREEMENT_API]
-
-
-def _other_kind(study: Study) -> str:
-    """Why a study of another kind is refused here (named by its kind in the registry), and where its
-    agreement is: the kind's own endpoint, if it has one, and its agreement page."""
-    spec = kind_for(study)
-    where = reverse("agreement:study", args=[study.slug])
-    if spec.agreement_api:
-        where = f"{reverse(spec.agreement_api)}?study={study.slug} or {where}"
-    covered = " or ".join(kind.noun for kind in _covered_kinds())
-    return f"{study.slug}: a {spec.noun} study (this endpoint covers {covered} studies); see {where}"
 
 
 class FailureSerializer(serializers.Serializer):
@@ -621,11 +508,8 @@ def _judge_pks(values: list[str]) -> list[int]:
 
 
 urlpatterns = [
-    # Before "agreement/": a step-types study's Table 6 figures (annotation/step_types/agreement_api.py).
-    path("agreement/step-types/", StepTypesAgreementView.as_view(), name="step-types-agreement-api"),
-    path("agreement/", AgreementView.as_view(), name=AGREEMENT_API),
     path("judges/<str:judge_id>/report-card/", JudgeReportCardView.as_view(), name="judge-report-card-api"),
-    # Each kind's own endpoints (its `api_urls`).
+    # Each kind's own endpoints (its `api_urls`): its agreement (/api/agreement/, /api/agreement/step-types/).
     *(pattern for spec in KINDS.values() for pattern in spec.api_urls()),
 ]
 # Mounted by h2e_site/urls.py under the "api" namespace: /api/failures/.

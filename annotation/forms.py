@@ -12,7 +12,7 @@ from mining.models import Topic
 from . import codebook
 from .comprehension import comprehension_questions_parse, comprehension_questions_text
 from .kinds import KINDS, kind_for
-from .models import PROLIFIC_STUDY_ID, Study, StudyKind, study_slug_free
+from .models import PROLIFIC_STUDY_ID, Study, study_slug_free
 from .study_types import ATTENTION_CHECKS, SAMPLE_SIZE, Selection
 
 KIND_TEXTS = (
@@ -86,7 +86,7 @@ class StudyForm(forms.Form):
     completion_code = forms.CharField(max_length=64, required=False, help_text="empty: generated")
     screenout_code = forms.CharField(max_length=64, required=False, help_text="empty: generated")
 
-    def __init__(self, *args: Any, kind: str = StudyKind.CRITICAL_FAILURES, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, kind: str, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["kind"].initial = kind
         self.spec = kind_for(kind)

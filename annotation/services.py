@@ -25,7 +25,6 @@ from h2e_site.bounds import OutOfRange
 from .db import JSONAppend
 from .kinds import kind_for
 from .kinds.base import AnySubmission, ReadingTexts
-from .kinds.critical_failures import generations_selected as generations_selected
 from .models import (
     Annotation,
     Assignment,
@@ -34,20 +33,22 @@ from .models import (
     Stage,
     Study,
     StudyItem,
-    StudyKind,
 )
 from .study_types import ATTENTION_CHECKS, Refused, Selection
 
 # The shared types are defined in study_types.py (below the kinds); callers and tests also reach them here.
 from .study_types import SAMPLE_SIZE as SAMPLE_SIZE
-from .study_types import FailureInput as FailureInput
-from .study_types import Submission as Submission
 
 # --- Studies ---
 
 
 def _code() -> str:
     return secrets.token_hex(4).upper()
+
+
+def default_kind() -> str:
+    """The kind of a study made without naming one: Study.kind's default."""
+    return str(Study._meta.get_field("kind").get_default())
 
 
 @transaction.atomic
@@ -58,15 +59,17 @@ def study_create(
     selection: Selection,
     attention_checks: int = 0,
     created_by: AbstractBaseUser | AnonymousUser | None = None,
-    kind: str = StudyKind.CRITICAL_FAILURES,
+    kind: str = "",
     **settings: Any,
 ) -> Study:
-    """A study of `kind` over the selection; `attention_checks` extra items ask for a stated answer.
+    """A study of `kind` (none: `default_kind()`) over the selection; `attention_checks` extra items ask for
+    a stated answer.
 
     `settings` are Study fields (annotators_per_item, min_dwell_seconds, lease_minutes, ...); the kind's own
     texts (training, guidelines, comprehension questions) fill the ones not given. Every field is checked by
     the model's validators (ranges, slug, Prolific id, the comprehension questions' schema), and a selection
     with no item is refused: ValidationError naming the field, nothing stored."""
+    kind = kind or default_kind()
     spec = kind_for(kind)
     settings = {**spec.study_defaults(), **settings}
     settings.setdefault("completion_code", _code())

@@ -1,6 +1,6 @@
 """The types the study engine (services.py, views/) and the study kinds (kinds/) share: a refusal, what a
-study selects, and the critical-failure kind's submission that posted.py builds. They live below both, so the
-engine imports the kinds and the kinds import these without a loop (docs/architecture.md)."""
+study selects, the registered kinds' choices. They live below both, so the engine imports the kinds and the
+kinds import these without a loop (docs/architecture.md). A kind's own submission lives with the kind."""
 
 from __future__ import annotations
 
@@ -12,19 +12,14 @@ from h2e_site.bounds import SEED, Range
 
 class Refused(Exception):
     """A request the rules turn away; `status` is the HTTP status a view answers with, `field` what it
-    concerns when that is one part of a form ("has_failure", "comments", "failure:<n>": the n-th failure)."""
+    concerns when that is one part of a form (a form field's name, or a part in the kind's own words, which
+    the kind's `refused_form` places)."""
 
     def __init__(self, message: str, *, status: int = 400, field: str = "") -> None:
         super().__init__(message)
         self.message = message
         self.status = status
         self.field = field
-
-    @property
-    def failure_number(self) -> int | None:
-        """n when the refusal concerns the n-th critical failure (1-based)."""
-        kind, _, n = self.field.partition(":")
-        return int(n) if kind == "failure" and n.isascii() and n.isdigit() else None
 
 
 # The registered kinds' names and labels, filled by the registry (annotation/kinds/__init__.py) as it imports
@@ -49,16 +44,17 @@ SAMPLE_SIZE = Range(1, 1_000_000)  # a selection's seeded sample
 
 @dataclass(frozen=True)
 class Selection:
-    """Which generations (critical failures), procedures (step types) or task examples (multiple choice) a
-    study annotates. Empty lists mean "any"; generators and judges apply to generations, splits to
-    procedures, the task set and its tasks to examples."""
+    """Which subjects a study annotates: the shared part (topics, a seeded sample) and each kind's part, which
+    only that kind reads (its `selection_from` fills it, its `items_create` reads it). Empty lists mean
+    "any"."""
 
     topic_ids: list[int] = field(default_factory=list)
+    # critical failures: generators, and judges whose disagreements are kept
     generator_ids: list[int] = field(default_factory=list)
     disagreeing_judge_ids: list[int] = field(default_factory=list)  # two judges: keep items they disagree on
     sample_size: int | None = None
     seed: int = 0
-    splits: list[str] = field(default_factory=list)
+    splits: list[str] = field(default_factory=list)  # step types
     task_set: str = ""  # multiple choice: the task set whose test examples are validated
     tasks: list[str] = field(default_factory=list)
     # A calibration sample (critical failures; annotation/calibration_sample.py): "" = none, else a design of
@@ -86,21 +82,3 @@ class Selection:
         SEED.check("seed", self.seed)
         if self.sample_size is not None:
             SAMPLE_SIZE.check("sample_size", self.sample_size)
-
-
-@dataclass(frozen=True)
-class FailureInput:
-    description: str
-    l1_steps: list[int]
-    l2_steps: list[int]
-
-
-@dataclass(frozen=True)
-class Submission:
-    """What the participant's browser sent; `has_failure` is None when no choice was made."""
-
-    has_failure: bool | None
-    failures: list[FailureInput]
-    comments: str = ""
-    active_seconds: float | None = None
-    user_agent: str = ""

@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from django import forms
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import HttpRequest, HttpResponse, HttpResponseNotFound, QueryDict
 from django.urls import URLPattern
 
 from h2e_site.inputs import BadInput
@@ -118,8 +119,6 @@ class StudyKindSpec(ABC):
         """Raise ValidationError naming the selection field this kind cannot take. Only critical failures
         take a calibration sample (annotation/calibration_sample.py)."""
         if selection.calibration_design:
-            from django.core.exceptions import ValidationError
-
             raise ValidationError(
                 {
                     "calibration_design": f"{selection.calibration_design!r}: a calibration sample is drawn "
@@ -172,6 +171,17 @@ class StudyKindSpec(ABC):
         """What `study_page_template` needs; `refused`: the kind's form of that part when a POST to it was
         refused (shown again with its errors)."""
         return {}
+
+    def study_page_post(self, request: HttpRequest, study: Study) -> HttpResponse | forms.Form:
+        """A POST of the form in the kind's part of the study page (`study_page_template`), at
+        /studies/<slug>/calibration-rounds/ (the caller checked staff and POST and found the study): a
+        response (a redirect) when it was accepted, else the form with its errors, which the engine shows on
+        the study page again (a 400; `study_page_context` gets it as `refused`). The default: a 404, for a
+        kind whose part has no form."""
+        return HttpResponseNotFound(
+            f"A {self.noun} study's page has no form to post ({study.slug}).",
+            content_type="text/plain; charset=utf-8",
+        )
 
     def page_urls(self) -> list[URLPattern]:
         """The kind's own pages, mounted under /studies/ (URL names in the "annotation" namespace)."""
@@ -235,6 +245,15 @@ class StudyKindSpec(ABC):
         `on_overview` overrides this)."""
         return ""
 
+    def judge_disagreements_page(self, request: HttpRequest, study: Study, judge_id: str) -> HttpResponse:
+        """The items where a judge and the study's humans disagree, /agreement/<slug>/judges/<judge_id>/
+        (the caller checked staff and GET and found the study; the kind finds the judge). The default: a
+        404 saying why, for a kind whose items no judge gives verdicts on."""
+        return HttpResponseNotFound(
+            f"No judge gives verdicts on the items of a {self.noun} study ({study.slug}).",
+            content_type="text/plain; charset=utf-8",
+        )
+
     # --- exports -------------------------------------------------------------------------------------------
 
     @abstractmethod
@@ -244,6 +263,17 @@ class StudyKindSpec(ABC):
     def export_fields(self) -> list[str]:
         """The CSV columns of export_rows, in order."""
         return []
+
+
+def refusal_on_form(form: forms.Form, refused: ValidationError, names: dict[str, str]) -> None:
+    """A service's refusal shown next to the fields it names (`names`: the form's name of a service's field
+    where they differ; the others above the form)."""
+    for service_name, errors in refused.message_dict.items():
+        name = names.get(service_name, service_name)
+        if name in form.fields:
+            form.add_error(name, errors)
+        else:
+            form.add_error(None, [e if name == NON_FIELD_ERRORS else f"{name}: {e}" for e in errors])
 
 
 def attention_items_create(
@@ -279,5 +309,6 @@ __all__ = [
     "ReadingTexts",
     "StudyKindSpec",
     "attention_items_create",
+    "refusal_on_form",
     "subject_key",
 ]

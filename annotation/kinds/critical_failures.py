@@ -12,13 +12,16 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.db.models import Count, F, Q, QuerySet
 from django.http import HttpRequest, HttpResponse, QueryDict
+from django.urls import URLPattern
 
 from judging.models import Generation, Generator, Judge, Judgment
 from judging.steps import steps_out_of_range
 
-from .. import calibration_sample, codebook, posted, selectors
+from .. import calibration_sample, codebook
 from ..calibration import not_calibration_reason
 from ..calibration_forms import CalibrationRoundForm
+from ..critical_failures import api, exports, posted
+from ..critical_failures.posted import Submission
 from ..models import (
     AnnotatedFailure,
     Annotation,
@@ -28,7 +31,7 @@ from ..models import (
     Study,
     StudyItem,
 )
-from ..study_types import Refused, Selection, Submission
+from ..study_types import Refused, Selection
 from ..views import critical_failures as agreement_views
 from .base import AnnotationFields, KindForm, ReadingTexts, StudyKindSpec, attention_items_create
 
@@ -41,7 +44,7 @@ class CriticalFailures(StudyKindSpec):
     kind = "critical_failures"
     label = "Critical failures"
     description = "Critical failures (How2Score, an L1/L2 pair)"
-    agreement_api = "agreement-api"
+    agreement_api = api.AGREEMENT_API
     on_overview = True
     item_template = "annotation/item.html"
     # An item is a generation: its L2 (the steps read) under its procedure's L1 (goal, steps, resources).
@@ -95,6 +98,9 @@ class CriticalFailures(StudyKindSpec):
             "round_form": refused or (CalibrationRoundForm() if summary else None),
             "not_calibration": not_calibration_reason(study) if summary is None else "",
         }
+
+    def study_page_post(self, request: HttpRequest, study: Study) -> HttpResponse | forms.Form:
+        return agreement_views.calibration_round_post(request, study)
 
     def builder_fields(self) -> dict[str, forms.Field]:
         return {
@@ -224,17 +230,23 @@ class CriticalFailures(StudyKindSpec):
             for i, f in enumerate(failures)
         )
 
+    def api_urls(self) -> list[URLPattern]:
+        return api.agreement_urls()
+
     def agreement_page(self, request: HttpRequest, study: Study) -> HttpResponse:
         return agreement_views.study_agreement_page(request, study)
 
     def agreement_overview(self, request: HttpRequest) -> str:
         return agreement_views.overview_section(request)
 
+    def judge_disagreements_page(self, request: HttpRequest, study: Study, judge_id: str) -> HttpResponse:
+        return agreement_views.judge_disagreements_page(request, study, judge_id)
+
     def export_rows(self, study: Study) -> Iterator[dict[str, Any]]:
-        return selectors.annotations_export(study=study)
+        return exports.annotations_export(study=study)
 
     def export_fields(self) -> list[str]:
-        return selectors.EXPORT_FIELDS
+        return exports.EXPORT_FIELDS
 
 
 def _n_with_failure(*, distinct: bool) -> Count:

@@ -17,7 +17,7 @@ from typing import Any
 
 from django import forms
 from django.http import HttpRequest, HttpResponse, QueryDict
-from django.urls import reverse
+from django.urls import URLPattern, path, reverse
 
 from h2e_site.inputs import BadInput, clean_text
 from mining.models import Procedure, Split
@@ -25,6 +25,7 @@ from mining.models import Procedure, Split
 from ..models import Annotation, Assignment, StepCandidate, StepTypeLabel, Study, StudyItem
 from ..posted import posted_active_seconds
 from ..step_types import guidelines
+from ..step_types.agreement_api import StepTypesAgreementView
 from ..step_types.candidates import Candidate, StepType, candidates
 from ..step_types.exports import LABEL_FIELDS, study_label_rows
 from ..study_types import Refused, Selection
@@ -317,6 +318,10 @@ class StepTypes(StudyKindSpec):
             )
             for candidate in procedure_candidates(item.procedure)
         )
+
+    def api_urls(self) -> list[URLPattern]:
+        """A study's or a label set's Table 6 figures (annotation/step_types/agreement_api.py)."""
+        return [path("agreement/step-types/", StepTypesAgreementView.as_view(), name=self.agreement_api)]
 
     def agreement_page(self, request: HttpRequest, study: Study) -> HttpResponse:
         return agreement_views.study_agreement_page(request, study)

@@ -319,7 +319,7 @@ def _assignment_for(participant: Participant, pk: int) -> Assignment:
 
 @dataclass(frozen=True)
 class ReadingStep:
-    """One text the reading gate shows (an L2 step, a procedure's step: the kind's `reading_steps`)."""
+    """One text the reading gate shows (one of the kind's `reading_steps`)."""
 
     number: int
     text: str

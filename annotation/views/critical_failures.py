@@ -1,20 +1,33 @@
-"""A critical-failures study's agreement page (human alpha, each judge against the human majority) and the
-kind's part of the agreement overview (alpha per study and pooled). Reached through the kind registry:
-annotation/kinds/critical_failures.py hands these to views/agreement.py."""
+"""A critical-failures study's agreement page (human alpha, each judge against the human majority), a judge's
+disagreements with its humans, and the kind's part of the agreement overview (alpha per study and pooled).
+Reached through the kind registry: annotation/kinds/critical_failures.py hands these to views/agreement.py."""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.template.loader import render_to_string
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
 
-from judging.models import Judgment
+from django import forms
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
+from django.urls import reverse
+
+from judging.models import CriticalFailure, Generation, Judge, Judgment
 from judging.stats import wilson_interval
 
+from .. import calibration_sample
+from ..agreement import majority
 from ..agreement_data import StudyAgreement, studies_agreement, study_agreement
+from ..calibration_forms import CalibrationRoundForm
 from ..charts import Bar, BarChart, bar_chart
-from ..models import Study, StudyKind
+from ..kinds.base import refusal_on_form
+from ..models import AnnotatedFailure, Annotation, Study, StudyKind
 from ..selectors import study_unlabelled_reason
+from .failures import FailureView, step_links
 
 MAX_STUDIES_ON_OVERVIEW = 50
 
@@ -119,3 +132,131 @@ def _judge_chart(result: StudyAgreement) -> BarChart:
         band=band,
         band_label="range of single annotators, leave-one-out" if band else "",
     )
+
+
+@dataclass
+class Disagreement:
+    generation: Generation
+    judgment: Judgment
+    human_labels: list[bool]
+    human_majority: bool | None
+    annotations: list[Annotation]
+
+    @property
+    def l1_steps(self) -> list[Any]:
+        return list(self.generation.procedure.steps or [])
+
+    @property
+    def l2_steps(self) -> list[Any]:
+        return list(self.generation.predicted_steps or [])
+
+    @property
+    def judge_failures(self) -> list[FailureView]:
+        return [self._linked(f, "judge") for f in self.judgment.failures.all()]
+
+    @property
+    def humans(self) -> list[tuple[Annotation, list[FailureView]]]:
+        return [(a, [self._linked(f, "human") for f in a.failures.all()]) for a in self.annotations]
+
+    @property
+    def n_say_failure(self) -> int:
+        return sum(self.human_labels)
+
+    def _linked(self, failure: CriticalFailure | AnnotatedFailure, source: str) -> FailureView:
+        l1, l2 = (
+            step_links(failure.l1_steps, len(self.l1_steps)),
+            step_links(failure.l2_steps, len(self.l2_steps)),
+        )
+        return FailureView(failure, l1, l2, source)
+
+
+def judge_disagreements_page(request: HttpRequest, study: Study, judge_id: str) -> HttpResponse:
+    """Items where the judge's verdict differs from the human majority, or the humans tie, side by side on
+    the L1/L2 pair (the caller, views.agreement.judge_disagreements, checked staff and GET and found the
+    study)."""
+    judge = get_object_or_404(Judge, judge_id=judge_id)
+    by_generation = _annotations_by_generation(study)
+    judgments = _judgments(judge, list(by_generation))
+    items = []
+    for generation_id, given in by_generation.items():
+        judgment = judgments.get(generation_id)
+        labels = [bool(annotation.has_failure) for annotation in given]
+        reference = majority(labels)
+        if judgment is None or (reference is not None and judgment.has_failure == reference):
+            continue
+        items.append(Disagreement(judgment.generation, judgment, labels, reference, given))
+    items.sort(key=lambda d: (d.human_majority is not None, d.generation.pk))
+    context = {
+        "study": study,
+        "judge": judge,
+        "items": items,
+        "n_compared": len(judgments),
+        "empty_reason": ""
+        if items
+        else _no_disagreement_reason(study, judge, len(by_generation), len(judgments)),
+    }
+    return render(request, "annotation/judge_disagreements.html", context)
+
+
+def _no_disagreement_reason(study: Study, judge: Judge, n_labelled: int, n_compared: int) -> str:
+    """Why a judge's disagreements with the humans of a study are an empty list."""
+    if not n_labelled:
+        return study_unlabelled_reason(study=study)
+    if not n_compared:
+        items = "item" if n_labelled == 1 else "items"
+        return (
+            f"{judge.model} has no verdict on any of the {n_labelled} {items} the annotators labelled "
+            "(parse failures are no verdict)."
+        )
+    where = "On the one item" if n_compared == 1 else f"On each of the {n_compared} items"
+    return f"{where} both labelled, {judge.model} gives the human majority's verdict."
+
+
+def _annotations_by_generation(study: Study) -> dict[int, list[Annotation]]:
+    """The study's annotations of regular items, with their failures, grouped by generation."""
+    annotations = (
+        Annotation.objects.filter(study=study)
+        .not_attention_checks()
+        .select_related("participant", "item")
+        .with_failures()
+        .order_by("item__generation_id", "submitted_at", "pk")
+    )
+    grouped: dict[int, list[Annotation]] = defaultdict(list)
+    for annotation in annotations:
+        if annotation.item.generation_id is not None:  # always, in a critical-failures study
+            grouped[annotation.item.generation_id].append(annotation)
+    return grouped
+
+
+def _judgments(judge: Judge, generation_ids: list[Any]) -> dict[int, Judgment]:
+    """The judge's usable verdicts (parse failures are not verdicts) with their L1/L2 and failures."""
+    rows = (
+        Judgment.objects.filter(judge=judge, generation_id__in=generation_ids, parse_failed=False)
+        .select_related("generation__procedure", "generation__generator")
+        .with_failures()
+    )
+    return {judgment.generation_id: judgment for judgment in rows}
+
+
+# The round form's names of the service's fields.
+ROUND_FORM_NAMES = {"judge_ids": "judges"}
+
+
+def calibration_round_post(request: HttpRequest, study: Study) -> HttpResponse | forms.Form:
+    """Draw the next round of a calibration study (its page's form): back to the page, or the form with its
+    errors (the caller, views.studies.study_page_post, checked staff and POST and found the study)."""
+    form = CalibrationRoundForm(request.POST)
+    if not form.is_valid():
+        return form
+    data = form.cleaned_data
+    judges = [j.pk for j in data["judges"]] or None
+    design = data["design"] or None
+    round_request = calibration_sample.RoundRequest(data["size"], design, judges, data["seed"])
+    try:
+        drawn = calibration_sample.next_round(study=study, request=round_request)
+    except ValidationError as refused:
+        refusal_on_form(form, refused, ROUND_FORM_NAMES)
+        return form
+    drawn_text = f"Round {drawn.number} drew {drawn.size} examples: {drawn.new_items} new items."
+    messages.success(request, drawn_text)
+    return redirect(reverse("annotation:study_detail", args=[study.slug]) + "#calibration")

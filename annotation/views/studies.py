@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 from django import forms
 from django.contrib import messages
-from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -17,11 +17,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from h2e_site.inputs import BadInput
 from h2e_site.web import SafeDictWriter, staff_required
 
-from .. import calibration_sample, codebook, selectors, services
-from ..calibration_forms import CalibrationRoundForm
+from .. import codebook, selectors, services
 from ..forms import StudyForm
 from ..kinds import KINDS, kind_for
-from ..models import Study, StudyKind
+from ..kinds.base import refusal_on_form
+from ..models import Study
 from ..study_types import kind_choices
 
 
@@ -34,7 +34,7 @@ def study_list(request: HttpRequest) -> HttpResponse:
 
 def _kind(request: HttpRequest) -> str:
     """The kind the builder makes (?kind= or the posted field); an unknown one is a 400 naming it."""
-    kind = (request.POST.get("kind") or request.GET.get("kind") or StudyKind.CRITICAL_FAILURES).strip()
+    kind = (request.POST.get("kind") or request.GET.get("kind") or services.default_kind()).strip()
     if kind not in KINDS:
         raise BadInput("kind", kind, f"one of {', '.join(KINDS)}")
     return kind
@@ -80,7 +80,7 @@ def study_create(request: HttpRequest) -> HttpResponse:
                 **settings,
             )
         except ValidationError as refused:
-            _refusal_on_form(form, refused, form.selection_names())
+            refusal_on_form(form, refused, form.selection_names())
         else:
             count = study.items.not_attention_checks().count()
             messages.success(request, f"Study created with {count} items.")
@@ -88,17 +88,6 @@ def study_create(request: HttpRequest) -> HttpResponse:
     context = {"form": form, "kind": kind, "kinds": kind_choices()}
     status = 400 if form.is_bound and form.errors else 200
     return render(request, "annotation/study_form.html", context, status=status)
-
-
-def _refusal_on_form(form: forms.Form, refused: ValidationError, names: dict[str, str]) -> None:
-    """The service's refusal shown next to the fields it names (`names`: the form's name of a service's
-    field where they differ; the others above the form)."""
-    for service_name, errors in refused.message_dict.items():
-        name = names.get(service_name, service_name)
-        if name in form.fields:
-            form.add_error(name, errors)
-        else:
-            form.add_error(None, [e if name == NON_FIELD_ERRORS else f"{name}: {e}" for e in errors])
 
 
 def _detail_context(request: HttpRequest, study: Study, refused: forms.Form | None = None) -> dict[str, Any]:
@@ -131,33 +120,16 @@ def study_detail(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "annotation/study_detail.html", _detail_context(request, study))
 
 
-# The round form's names of the service's fields.
-ROUND_FORM_NAMES = {"judge_ids": "judges"}
-
-
 @staff_required
 @require_POST
-def study_calibration_round(request: HttpRequest, slug: str) -> HttpResponse:
-    """Draw the next round of a calibration study (its page's form); refused: the page again with the
-    form's errors (400)."""
+def study_page_post(request: HttpRequest, slug: str) -> HttpResponse:
+    """A POST of the form in the kind's part of the study page (its `study_page_post`); refused: the page
+    again with the form's errors (400)."""
     study = get_object_or_404(Study, slug=slug)
-    form = CalibrationRoundForm(request.POST)
-    if form.is_valid():
-        data = form.cleaned_data
-        judges = [j.pk for j in data["judges"]] or None
-        round_request = calibration_sample.RoundRequest(
-            data["size"], data["design"] or None, judges, data["seed"]
-        )
-        try:
-            drawn = calibration_sample.next_round(study=study, request=round_request)
-        except ValidationError as refused:
-            _refusal_on_form(form, refused, ROUND_FORM_NAMES)
-        else:
-            messages.success(
-                request, f"Round {drawn.number} drew {drawn.size} examples: {drawn.new_items} new items."
-            )
-            return redirect(reverse("annotation:study_detail", args=[study.slug]) + "#calibration")
-    context = _detail_context(request, study, form)
+    answer = kind_for(study).study_page_post(request, study)
+    if isinstance(answer, HttpResponse):
+        return answer
+    context = _detail_context(request, study, answer)
     return render(request, "annotation/study_detail.html", context, status=400)
 
 

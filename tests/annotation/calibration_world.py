@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from annotation import services
+from annotation.critical_failures.posted import FailureInput, Submission
 from annotation.models import CalibrationDesign, CalibrationDraw, CalibrationRound, Study, StudyItem
 from judging.models import Generation, Generator, Judge
 from judging.sampling import stratified_probabilities, uniform_probabilities
@@ -74,10 +75,10 @@ def annotate_votes(study: Study, votes: Mapping[int, Sequence[bool]]) -> None:
     k = max(len(v) for v in votes.values())
     for n in range(1, k + 1):
 
-        def vote(assignment: Any, n: int = n) -> services.Submission:
+        def vote(assignment: Any, n: int = n) -> Submission:
             has_failure = votes[assignment.item.generation_id][n - 1]
-            failures = [services.FailureInput("Skips a step", [1], [1])] if has_failure else []
-            return services.Submission(has_failure, failures, user_agent="test", active_seconds=30.0)
+            failures = [FailureInput("Skips a step", [1], [1])] if has_failure else []
+            return Submission(has_failure, failures, user_agent="test", active_seconds=30.0)
 
         annotate_all(qualified(study, 7000 + study.pk * 10 + n), vote)
 

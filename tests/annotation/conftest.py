@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from annotation import services
+from annotation.critical_failures.posted import Submission
 from annotation.models import Assignment, Participant, Stage, Study
 from tests.annotation.gunicorn_server import Gunicorn
 from tests.factories import make_generation, make_generator, make_procedure
@@ -99,8 +100,8 @@ def annotate_all(participant: Participant, answer: Callable[[Any], Any]) -> list
     return taken
 
 
-def no_failure() -> services.Submission:
-    return services.Submission(has_failure=False, failures=[], comments="", user_agent="test")
+def no_failure() -> Submission:
+    return Submission(has_failure=False, failures=[], comments="", user_agent="test")
 
 
 @pytest.fixture(scope="session")

@@ -9,9 +9,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotation import services
 from annotation.agreement import Label, alpha_binary
 from annotation.agreement_data import study_agreement
+from annotation.critical_failures.posted import FailureInput, Submission
 from annotation.models import Study
 from judging.models import Generation
 from tests.annotation.conftest import annotate_all, make_study, qualified
@@ -34,10 +34,10 @@ def annotate(study: Study, verdicts: dict[int, list[bool]] = VERDICTS) -> None:
     positions = {generation.pk: rank for rank, generation in enumerate(items_in_order(study))}
     for n, labels in verdicts.items():
 
-        def vote(assignment: Any, n: int = n, labels: list[bool] = labels) -> services.Submission:
+        def vote(assignment: Any, n: int = n, labels: list[bool] = labels) -> Submission:
             has_failure = labels[positions[assignment.item.generation_id]]
-            failures = [services.FailureInput("Skips a step", [2], [n % 3 + 1])] if has_failure else []
-            return services.Submission(has_failure, failures, user_agent="test", active_seconds=30.0 + n)
+            failures = [FailureInput("Skips a step", [2], [n % 3 + 1])] if has_failure else []
+            return Submission(has_failure, failures, user_agent="test", active_seconds=30.0 + n)
 
         annotate_all(qualified(study, n), vote)
 

@@ -10,6 +10,8 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotation import codebook, services
+from annotation.critical_failures.posted import FailureInput, Submission
+from annotation.kinds.critical_failures import generations_selected
 from annotation.models import Annotation, Assignment, AssignmentStatus, Stage, StudyItem
 from tests.annotation.conftest import annotate_all, make_study, no_failure, qualified, read_everything
 from tests.factories import make_generation, make_generator, make_judge, make_judgment, make_procedure
@@ -27,10 +29,10 @@ def test_it_selects_a_seeded_random_sample() -> None:
     generator = make_generator()
     ids = [make_generation(generator=generator).pk for _ in range(10)]
     selection = services.Selection(generator_ids=[generator.pk], sample_size=4, seed=7)
-    first = services.generations_selected(selection=selection)
-    assert first == services.generations_selected(selection=selection)
+    first = generations_selected(selection=selection)
+    assert first == generations_selected(selection=selection)
     assert len(first) == 4 and set(first) <= set(ids)
-    assert first != services.generations_selected(
+    assert first != generations_selected(
         selection=services.Selection(generator_ids=[generator.pk], sample_size=4, seed=8)
     )
 
@@ -39,9 +41,7 @@ def test_it_selects_by_topic_and_leaves_out_generations_without_l2() -> None:
     health = make_generation(procedure=make_procedure(topic="Health"))
     make_generation(procedure=make_procedure(topic="Religion"))
     make_generation(procedure=make_procedure(topic="Health"), predicted_steps=[])
-    selected = services.generations_selected(
-        selection=services.Selection(topic_ids=[health.procedure.topic_id])
-    )
+    selected = generations_selected(selection=services.Selection(topic_ids=[health.procedure.topic_id]))
     assert selected == [health.pk]
 
 
@@ -55,7 +55,7 @@ def test_it_selects_the_generations_two_judges_disagree_on() -> None:
     make_judgment(generation=disagree, judge=judge_b)
     make_judgment(generation=one_judge, judge=judge_a, failures=fail)
     selection = services.Selection(disagreeing_judge_ids=[judge_a.pk, judge_b.pk])
-    assert services.generations_selected(selection=selection) == [disagree.pk]
+    assert generations_selected(selection=selection) == [disagree.pk]
 
 
 def test_it_creates_items_with_k_as_their_target_and_attention_checks_apart() -> None:
@@ -169,18 +169,18 @@ def test_it_refuses_a_submission_that_skips_a_gate(
     ("failures", "message"),
     [
         ([], "at least one critical failure"),
-        ([services.FailureInput("  ", [1], [])], "needs a description"),
-        ([services.FailureInput("Skips rinsing", [4], [])], "does not exist"),
-        ([services.FailureInput("Skips rinsing", [], [0])], "does not exist"),
+        ([FailureInput("  ", [1], [])], "needs a description"),
+        ([FailureInput("Skips rinsing", [4], [])], "does not exist"),
+        ([FailureInput("Skips rinsing", [], [0])], "does not exist"),
     ],
 )
 def test_it_refuses_a_failure_without_description_or_with_unknown_steps(
-    failures: list[services.FailureInput], message: str
+    failures: list[FailureInput], message: str
 ) -> None:
     study = make_study(n_items=1)
     assignment = read_everything(services.assignment_next(participant=qualified(study, 1)))
     with pytest.raises(services.Refused) as refused:
-        services.annotation_submit(assignment=assignment, submission=services.Submission(True, failures))
+        services.annotation_submit(assignment=assignment, submission=Submission(True, failures))
     assert message in refused.value.message
 
 
@@ -188,15 +188,15 @@ def test_it_refuses_a_submission_without_a_choice() -> None:
     study = make_study(n_items=1)
     assignment = read_everything(services.assignment_next(participant=qualified(study, 1)))
     with pytest.raises(services.Refused, match="Choose"):
-        services.annotation_submit(assignment=assignment, submission=services.Submission(None, []))
+        services.annotation_submit(assignment=assignment, submission=Submission(None, []))
 
 
 def test_it_stores_failures_like_a_judge_and_is_idempotent() -> None:
     study = make_study(n_items=1)
     participant = qualified(study, 1)
     assignment = read_everything(services.assignment_next(participant=participant))
-    submission = services.Submission(
-        True, [services.FailureInput("No rinse", [3], [4, 4]), services.FailureInput("Too much oil", [], [1])]
+    submission = Submission(
+        True, [FailureInput("No rinse", [3], [4, 4]), FailureInput("Too much oil", [], [1])]
     )
     first = services.annotation_submit(assignment=assignment, submission=submission)
     again = services.annotation_submit(assignment=assignment, submission=no_failure())
@@ -279,15 +279,13 @@ def test_it_keeps_a_returning_pid_where_it_was() -> None:
 
 
 def test_it_exports_every_annotation_with_its_evidence() -> None:
-    from annotation.selectors import EXPORT_FIELDS, annotations_export
+    from annotation.critical_failures.exports import EXPORT_FIELDS, annotations_export
 
     study = make_study(n_items=1)
     assignment = read_everything(services.assignment_next(participant=qualified(study, 1)))
     services.annotation_submit(
         assignment=assignment,
-        submission=services.Submission(
-            True, [services.FailureInput("No rinse", [3], [4])], active_seconds=12.5
-        ),
+        submission=Submission(True, [FailureInput("No rinse", [3], [4])], active_seconds=12.5),
     )
     rows = list(annotations_export(study=study))
     assert len(rows) == 1 and list(rows[0]) == EXPORT_FIELDS
