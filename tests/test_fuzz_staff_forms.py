@@ -35,7 +35,8 @@ from hypothesis import strategies as st
 from rest_framework import serializers
 
 from annotation import services
-from annotation.models import Study, StudyKind
+from annotation.kinds import KINDS
+from annotation.models import Study
 from goal_step.models import TaskSet
 from h2e_site.bounds import model_range
 from h2e_site.jobs.api import _creatable
@@ -322,6 +323,7 @@ def _action(model: type[models.Model], action: str, form_class: type[forms.BaseF
 def _site_forms() -> list[FormTarget]:
     from annotation.calibration_forms import CalibrationRoundForm
     from annotation.models import CalibrationRound
+    from annotation.pairwise.forms import PairwiseJudgeForm
     from annotation.views.planner import PlanForm
     from goal_step.admin import RebuildForm
     from goal_step.answer_forms import AnswerTasksForm
@@ -341,7 +343,7 @@ def _site_forms() -> list[FormTarget]:
             PlanForm,
             lambda: (Study.objects.count(), CalibrationRound.objects.count(), Job.objects.count()),
         ),
-        *(_builder(kind) for kind in StudyKind.values),
+        *(_builder(kind) for kind in KINDS),
         FormTarget(
             "task-set build form",
             lambda c: c.get(reverse("goal_step:task_sets")),
@@ -368,6 +370,14 @@ def _site_forms() -> list[FormTarget]:
             CalibrationRoundForm,
             lambda: CalibrationRound.objects.count(),
             context_key="round_form",
+        ),
+        FormTarget(
+            "the pairwise study's LLM twin",
+            lambda c: c.get(reverse("agreement:study", args=["fuzz-pairwise"])),
+            lambda c, data: c.post(reverse("annotation:pairwise_judge", args=["fuzz-pairwise"]), data),
+            PairwiseJudgeForm,
+            lambda: Job.objects.count(),
+            context_key="twin_form",
         ),
         FormTarget(
             "answer a task set with a model",
@@ -581,6 +591,10 @@ def admin_world() -> dict[str, Any]:
     services.study_create(
         title="Calibration", slug="fuzz-calibration",
         selection=services.Selection(calibration_design="uniform", sample_size=2),
+    )  # fmt: skip
+    services.study_create(
+        title="Pairs", slug="fuzz-pairwise", kind="pairwise",
+        selection=services.Selection(generator_ids=[g.pk for g in world["generators"]]),
     )  # fmt: skip
     make_document("fuzz-doc")
     mining_run_create(config=run_config_from_mapping(loopback_config("http://127.0.0.1:9/v1")), enqueue=False)

@@ -22,7 +22,7 @@ from .figures import figures_json, study_figures
 KIND = "pairwise"
 
 
-class ShareSerializer(serializers.Serializer):
+class PairwiseShareSerializer(serializers.Serializer):
     """k of n with its rate and 95 % Wilson interval."""
 
     k = serializers.IntegerField()
@@ -32,13 +32,13 @@ class ShareSerializer(serializers.Serializer):
     ci_high = serializers.FloatField(allow_null=True)
 
 
-class CoefficientSerializer(serializers.Serializer):
+class PairwiseCoefficientSerializer(serializers.Serializer):
     value = serializers.FloatField(allow_null=True, help_text="null: undefined, with the reason")
     n = serializers.IntegerField(help_text="items it rests on")
     undefined = serializers.CharField(allow_blank=True)
 
 
-class StrengthSerializer(serializers.Serializer):
+class PairwiseStrengthSerializer(serializers.Serializer):
     generator = serializers.CharField(help_text="generator_id")
     strength = serializers.FloatField(help_text="Bradley-Terry log-strength (mean 0 over the generators)")
     rank = serializers.IntegerField(help_text="1 = strongest")
@@ -48,42 +48,44 @@ class StrengthSerializer(serializers.Serializer):
     rank_high = serializers.FloatField(allow_null=True)
 
 
-class RankingSerializer(serializers.Serializer):
+class PairwiseRankingSerializer(serializers.Serializer):
     n_items = serializers.IntegerField()
     n_comparisons = serializers.IntegerField()
     samples = serializers.IntegerField(help_text="bootstrap resamples that connected every generator")
     undefined = serializers.CharField(allow_blank=True)
-    strengths = StrengthSerializer(many=True, help_text="strongest first; empty when undefined")
+    strengths = PairwiseStrengthSerializer(many=True, help_text="strongest first; empty when undefined")
 
 
-class PositionBiasSerializer(serializers.Serializer):
-    left = ShareSerializer(help_text="decisive answers that chose the left L2 (1/2: no bias)")
+class PairwisePositionBiasSerializer(serializers.Serializer):
+    left = PairwiseShareSerializer(help_text="decisive answers that chose the left L2 (1/2: no bias)")
     p_value = serializers.FloatField(allow_null=True, help_text="exact two-sided binomial test against 1/2")
     ties = serializers.IntegerField()
 
 
-class HumansSerializer(serializers.Serializer):
+class PairwiseHumansSerializer(serializers.Serializer):
     n_items = serializers.IntegerField()
     n_answers = serializers.IntegerField()
     n_majorities = serializers.IntegerField(help_text="items with a strict human majority")
-    ranking = RankingSerializer()
-    alpha = CoefficientSerializer(help_text="Krippendorff's nominal alpha over the four outcomes")
-    position_bias = PositionBiasSerializer()
+    ranking = PairwiseRankingSerializer()
+    alpha = PairwiseCoefficientSerializer(help_text="Krippendorff's nominal alpha over the four outcomes")
+    position_bias = PairwisePositionBiasSerializer()
 
 
 class PairwiseJudgeSerializer(serializers.Serializer):
     judge_id = serializers.CharField()
     n_answers = serializers.IntegerField()
-    ranking = RankingSerializer()
-    agreement = ShareSerializer(help_text="answers (each order) equal to the human majority")
-    agreement_consistent = ShareSerializer(help_text="items whose two orders agree: equal to the majority")
-    kappa = CoefficientSerializer(help_text="Cohen's kappa, judge answer vs human majority")
-    position_bias = PositionBiasSerializer()
-    flip_rate = ShareSerializer(help_text="items answered in both orders whose verdict changed")
+    ranking = PairwiseRankingSerializer()
+    agreement = PairwiseShareSerializer(help_text="answers (each order) equal to the human majority")
+    agreement_consistent = PairwiseShareSerializer(
+        help_text="items whose two orders agree: equal to the majority"
+    )
+    kappa = PairwiseCoefficientSerializer(help_text="Cohen's kappa, judge answer vs human majority")
+    position_bias = PairwisePositionBiasSerializer()
+    flip_rate = PairwiseShareSerializer(help_text="items answered in both orders whose verdict changed")
     one_order = serializers.IntegerField(help_text="items answered in one order only")
 
 
-class TauSerializer(serializers.Serializer):
+class PairwiseTauSerializer(serializers.Serializer):
     value = serializers.FloatField(allow_null=True, help_text="Kendall's tau-b")
     ci_low = serializers.FloatField(allow_null=True)
     ci_high = serializers.FloatField(allow_null=True)
@@ -92,22 +94,24 @@ class TauSerializer(serializers.Serializer):
     undefined = serializers.CharField(allow_blank=True)
 
 
-class PointwiseSerializer(serializers.Serializer):
+class PairwisePointwiseSerializer(serializers.Serializer):
     judge_id = serializers.CharField(help_text="the pointwise (How2Score) judge")
-    agreement = ShareSerializer(help_text="decisive human answers agreeing with the pointwise preference")
+    agreement = PairwiseShareSerializer(
+        help_text="decisive human answers agreeing with the pointwise preference"
+    )
     pairwise_ties = serializers.IntegerField()
     both_pass = serializers.IntegerField()
     both_fail = serializers.IntegerField()
     missing = serializers.IntegerField()
-    tau = TauSerializer(help_text="Bradley-Terry (humans) vs How2Score ranking of the generators")
+    tau = PairwiseTauSerializer(help_text="Bradley-Terry (humans) vs How2Score ranking of the generators")
 
 
 class PairwiseFiguresSerializer(serializers.Serializer):
     study = serializers.SlugField()
     n_pairs = serializers.IntegerField()
-    humans = HumansSerializer()
+    humans = PairwiseHumansSerializer()
     judges = PairwiseJudgeSerializer(many=True, help_text="the study's LLM twin: pairwise judges")
-    pointwise = PointwiseSerializer(many=True)
+    pointwise = PairwisePointwiseSerializer(many=True)
 
 
 class PairwiseFiguresView(ComputedView):
