@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.test import Client
 from django.urls import reverse
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binomtest
 from statsmodels.stats.contingency_tables import mcnemar
@@ -39,6 +39,7 @@ def test_exact_mcnemar_by_hand() -> None:
     assert paired.mcnemar_exact_p(4, 4) == 1.0
 
 
+@settings(max_examples=25)  # each call of multipletests costs ~0.1 s
 @given(st.lists(st.floats(0.0, 1.0, allow_nan=False), max_size=30))
 def test_holm_is_statsmodels_multipletests(p_values: list[float]) -> None:
     from statsmodels.stats.multitest import multipletests
