@@ -22,14 +22,26 @@ class Refused(Exception):
         self.field = field
 
 
-# The registered kinds' names and labels, filled by the registry (annotation/kinds/__init__.py) as it imports
-# the kinds: Study.kind's choices are read from here, so a new kind needs no migration of the engine.
-KIND_LABELS: dict[str, str] = {}
+@dataclass(frozen=True)
+class KindEntry:
+    """What a module below the kinds may know of a registered kind: Study.kind's choice text, its name in a
+    sentence, and the URL name of its agreement endpoint ("" for none)."""
+
+    description: str
+    noun: str
+    agreement_api: str = ""
+
+
+# The registered kinds, filled by the registry (annotation/kinds/__init__.py) as it imports them: Study.kind's
+# choices are read from here, so a new kind needs no migration of the engine, and a kind's module that names
+# the others (the agreement endpoint refusing a study of another kind) reads them here, not in the registry
+# that imports it.
+KINDS_INDEX: dict[str, KindEntry] = {}
 
 
 def kind_choices() -> list[tuple[str, str]]:
     """Study.kind's choices: every registered kind (a callable, so migrations store none of them)."""
-    return list(KIND_LABELS.items())
+    return [(name, entry.description) for name, entry in KINDS_INDEX.items()]
 
 
 def subject_key(*parts: object) -> str:

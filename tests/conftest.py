@@ -25,6 +25,21 @@ hypothesis_settings.register_profile("suite", deadline=None)
 hypothesis_settings.load_profile("suite")
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> None:
+    """pytest-django's test database, whose commits do not wait for the disk (synchronous_commit off, as a
+    default of the database, so the worker and server processes the tests start have it too): nothing of a
+    test database needs to survive a crash, and the transactional tests commit a great deal."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        name = connection.ops.quote_name(connection.settings_dict["NAME"])
+        cursor.execute(f"ALTER DATABASE {name} SET synchronous_commit = off")
+        cursor.execute("SET synchronous_commit = off")
+
+
 def _postgres_problem(url: str) -> str | None:
     if urlparse(url).scheme not in {"postgres", "postgresql", "pgsql"}:
         return f"DATABASE_URL must point at PostgreSQL in CI, got {url or '(unset)'!r}"

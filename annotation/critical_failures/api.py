@@ -22,10 +22,10 @@ from rest_framework.response import Response
 from h2e_site.api import comma_list, query_params
 from h2e_site.api_views import ComputedView
 
-from .. import kinds as registry  # the registry imports this module's kind: read at request time
 from ..agreement import Agreement
 from ..agreement_data import JudgeFigures, StudyAgreement, studies_agreement, study_agreement
 from ..models import Study
+from ..study_types import KINDS_INDEX, KindEntry
 
 
 class AnnotatorAgreementSerializer(serializers.Serializer):
@@ -104,7 +104,7 @@ class AgreementView(ComputedView):
     @extend_schema(parameters=[AgreementQuerySerializer])
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         slugs = query_params(request, AgreementQuerySerializer).get("study", [])
-        covered = Study.objects.filter(kind__in=[spec.kind for spec in _covered_kinds()])
+        covered = Study.objects.filter(kind__in=list(_covered_kinds()))
         studies = list(covered.filter(slug__in=slugs)) if slugs else list(covered)
         missing = sorted(set(slugs) - {study.slug for study in studies})
         other_kind = Study.objects.filter(slug__in=missing).order_by("slug")
@@ -122,19 +122,19 @@ class AgreementView(ComputedView):
 AGREEMENT_API = "agreement-api"  # this view's URL name: the kinds whose agreement_api it is are covered
 
 
-def _covered_kinds() -> list[registry.StudyKindSpec]:
-    return [spec for spec in registry.KINDS.values() if spec.agreement_api == AGREEMENT_API]
+def _covered_kinds() -> dict[str, KindEntry]:
+    return {name: entry for name, entry in KINDS_INDEX.items() if entry.agreement_api == AGREEMENT_API}
 
 
 def _other_kind(study: Study) -> str:
-    """Why a study of another kind is refused here (named by its kind in the registry), and where its
+    """Why a study of another kind is refused here (named as the registry indexes it), and where its
     agreement is: the kind's own endpoint, if it has one, and its agreement page."""
-    spec = registry.kind_for(study)
+    entry = KINDS_INDEX[study.kind]
     where = reverse("agreement:study", args=[study.slug])
-    if spec.agreement_api:
-        where = f"{reverse(spec.agreement_api)}?study={study.slug} or {where}"
-    covered = " or ".join(kind.noun for kind in _covered_kinds())
-    return f"{study.slug}: a {spec.noun} study (this endpoint covers {covered} studies); see {where}"
+    if entry.agreement_api:
+        where = f"{reverse(entry.agreement_api)}?study={study.slug} or {where}"
+    covered = " or ".join(kind.noun for kind in _covered_kinds().values())
+    return f"{study.slug}: a {entry.noun} study (this endpoint covers {covered} studies); see {where}"
 
 
 def agreement_urls() -> list[URLPattern]:

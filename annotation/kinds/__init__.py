@@ -17,7 +17,7 @@ defines them in its module; the annotation app loads the registry with its model
 from __future__ import annotations
 
 from ..models import Study, StudyKind
-from ..study_types import KIND_LABELS
+from ..study_types import KINDS_INDEX, KindEntry
 from .base import KindForm, StudyKindSpec
 from .critical_failures import CriticalFailures
 from .multiple_choice import MultipleChoice
@@ -30,7 +30,9 @@ KINDS: dict[str, StudyKindSpec] = {
     StudyKind.MULTIPLE_CHOICE: MultipleChoice(),
     Pairwise.kind: Pairwise(),
 }
-KIND_LABELS.update({name: spec.description for name, spec in KINDS.items()})
+KINDS_INDEX.update(
+    {name: KindEntry(spec.description, spec.noun, spec.agreement_api) for name, spec in KINDS.items()}
+)
 
 
 def kind_for(study: Study | str) -> StudyKindSpec:

@@ -3,8 +3,10 @@ topics (a few without), about half ordered, built with the real embedding model.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
 
 from goal_step.build import normalise
 from goal_step.jobs import build_job_run, task_set_create
@@ -17,13 +19,32 @@ from tests.goal_step.synthetic import synthetic_procedures
 
 TOPICS = ("Health", "Food & Dining", "Travel", "Finance")
 N_PROCEDURES = 30
+
+
+class SessionEmbedder(MiniLMEmbedder):
+    """The real all-MiniLM-L6-v2, each text embedded once per session: the goal-step tests build task sets
+    from the same synthetic procedures again and again, and a text's vector does not change."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._vectors: dict[str, np.ndarray] = {}
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        new = [text for text in dict.fromkeys(texts) if text not in self._vectors]
+        if new:
+            self._vectors.update(zip(new, super().encode(new), strict=True))
+        if not texts:
+            return super().encode(texts)
+        return np.stack([self._vectors[text] for text in texts])
+
+
 _EMBEDDER: list[MiniLMEmbedder] = []
 
 
 def embedder() -> MiniLMEmbedder:
-    """The real all-MiniLM-L6-v2, loaded once for the session."""
+    """The real all-MiniLM-L6-v2, loaded once for the session (and each text embedded once)."""
     if not _EMBEDDER:
-        _EMBEDDER.append(MiniLMEmbedder())
+        _EMBEDDER.append(SessionEmbedder())
     return _EMBEDDER[0]
 
 
