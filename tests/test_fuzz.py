@@ -154,12 +154,9 @@ STEP_TYPES_SUBMISSION = st.fixed_dictionaries(
 )
 
 
-def test_it_survives_any_step_types_submission() -> None:
-    for i in range(3):
-        make_procedure(goal=f"Iron on a patch {i}", steps=["a", "b", "c", "d", "e"], topic="Home")
-    study = services.study_create(
-        title="Steps", slug="fuzz-steps", kind=StudyKind.STEP_TYPES, selection=services.Selection()
-    )
+def _item_read(study: Any) -> tuple[Client, Any]:
+    """A qualified participant's client on their first item of `study`, the goal acknowledged and every step
+    read over HTTP, the item issued five minutes ago (past any dwell)."""
     participant = qualified(study, 1)
     client = Client()
     session = client.session
@@ -170,6 +167,16 @@ def test_it_survives_any_step_types_submission() -> None:
     for n in range(1, assignment.n_reading_steps + 1):
         client.post(reverse("annotator:reveal_step", args=[study.slug, assignment.pk, n]))
     Assignment.objects.filter(pk=assignment.pk).update(issued_at=timezone.now() - timedelta(minutes=5))
+    return client, assignment
+
+
+def test_it_survives_any_step_types_submission() -> None:
+    for i in range(3):
+        make_procedure(goal=f"Iron on a patch {i}", steps=["a", "b", "c", "d", "e"], topic="Home")
+    study = services.study_create(
+        title="Steps", slug="fuzz-steps", kind=StudyKind.STEP_TYPES, selection=services.Selection()
+    )
+    client, assignment = _item_read(study)
 
     @_examples(300)
     @given(data=STEP_TYPES_SUBMISSION)
@@ -200,16 +207,7 @@ PAIRWISE_SUBMISSION = st.fixed_dictionaries(
 
 def test_it_survives_any_pairwise_submission() -> None:
     study = make_pairwise_study(n_goals=2, k=3)
-    participant = qualified(study, 1)
-    client = Client()
-    session = client.session
-    session[f"annotation:participant:{study.slug}"] = participant.pk
-    session.save()
-    assignment = client.get(reverse("annotator:item", args=[study.slug])).context["assignment"]
-    client.post(reverse("annotator:acknowledge_goal", args=[study.slug, assignment.pk]))
-    for n in range(1, assignment.n_reading_steps + 1):
-        client.post(reverse("annotator:reveal_step", args=[study.slug, assignment.pk, n]))
-    Assignment.objects.filter(pk=assignment.pk).update(issued_at=timezone.now() - timedelta(minutes=5))
+    client, assignment = _item_read(study)
 
     @_examples(250)
     @given(data=PAIRWISE_SUBMISSION, pk=st.sampled_from([assignment.pk, assignment.pk + 10**6]))
