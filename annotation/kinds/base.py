@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -302,6 +302,27 @@ def attention_items_create(
     StudyItem.objects.bulk_create(items)
 
 
+class FailureEntryLike(Protocol):
+    """A failure entry of a kind's form: its `index` names its fields ("failure-<index>-...")."""
+
+    index: int
+
+
+def failure_entry_field(name: str) -> str:
+    """The form's "failure-<index>" for a field of a failure entry ("failure-<index>-<part>"), else the
+    field's own name: where a refusal of a value that did not parse is shown."""
+    parts = name.split("-")
+    return "-".join(parts[:2]) if parts[0] == "failure" and len(parts) == 3 else name
+
+
+def refused_entry_field(field: str, entries: Sequence[FailureEntryLike]) -> str:
+    """A service refusal's "failure:<n>" (the n-th failure, 1-based) as the form's "failure-<index>"."""
+    kind, _, n = field.partition(":")
+    if kind == "failure" and n.isascii() and n.isdigit() and 0 < int(n) <= len(entries):
+        return f"failure-{entries[int(n) - 1].index}"
+    return field
+
+
 __all__ = [
     "AnnotationFields",
     "AnySubmission",
@@ -309,6 +330,8 @@ __all__ = [
     "ReadingTexts",
     "StudyKindSpec",
     "attention_items_create",
+    "failure_entry_field",
     "refusal_on_form",
+    "refused_entry_field",
     "subject_key",
 ]

@@ -33,7 +33,15 @@ from ..models import (
 )
 from ..study_types import Refused, Selection
 from ..views import critical_failures as agreement_views
-from .base import AnnotationFields, KindForm, ReadingTexts, StudyKindSpec, attention_items_create
+from .base import (
+    AnnotationFields,
+    KindForm,
+    ReadingTexts,
+    StudyKindSpec,
+    attention_items_create,
+    failure_entry_field,
+    refused_entry_field,
+)
 
 MAX_DESCRIPTION_CHARS = 4000
 MAX_COMMENTS_CHARS = 10000
@@ -193,12 +201,12 @@ class CriticalFailures(StudyKindSpec):
         form = posted.posted_item(post, n_l1=len(procedure.steps), n_l2=assignment.n_reading_steps)
         values = {"choice": form.choice, "failures": form.failures, "comments": form.comments}
         if form.problem is not None:
-            return KindForm(values, None, form.problem, _bad_input_field(form.problem.field))
+            return KindForm(values, None, form.problem, failure_entry_field(form.problem.field))
         return KindForm(values, posted.submission(form, post, user_agent=user_agent))
 
     def refused_form(self, form: KindForm, message: str, field: str) -> dict[str, Any]:
         failures = form.values["failures"] or [posted.FailureEntry(0, "", set(), set())]
-        field = _entry_field(field, failures)
+        field = refused_entry_field(field, failures)
         failures = [f.with_error(message) if field == f"failure-{f.index}" else f for f in failures]
         return {**form.values, "failures": failures, "error_field": field}
 
@@ -254,12 +262,6 @@ def _n_with_failure(*, distinct: bool) -> Count:
     return Count("annotations", filter=Q(annotations__has_failure=True), distinct=distinct)
 
 
-def _bad_input_field(name: str) -> str:
-    """ "failure-<index>" for a step reference of a failure entry, else the field's own name."""
-    parts = name.split("-")
-    return "-".join(parts[:2]) if parts[0] == "failure" and len(parts) == 3 else name
-
-
 def generations_selected(*, selection: Selection) -> list[int]:
     """Ids of generations with L2 steps matching the selection (a seeded random sample if sample_size)."""
     generations = Generation.objects.filter(error="").exclude(predicted_steps=[])
@@ -288,14 +290,6 @@ def _judge_disagreements(judge_ids: list[int]) -> QuerySet[Judgment, Any]:
         .exclude(n_fail=F("n_judges"))
         .values("generation_id")
     )
-
-
-def _entry_field(field: str, failures: list[posted.FailureEntry]) -> str:
-    """A service refusal's "failure:<n>" (the n-th failure, 1-based) as the form's "failure-<index>"."""
-    kind, _, n = field.partition(":")
-    if kind == "failure" and n.isascii() and n.isdigit() and 0 < int(n) <= len(failures):
-        return f"failure-{failures[int(n) - 1].index}"
-    return field
 
 
 def check_answer(submission: Submission, *, n_l1: int, n_l2: int) -> None:

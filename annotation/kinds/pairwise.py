@@ -35,7 +35,15 @@ from ..pairwise.models import PairwiseItem, pair_of
 from ..posted import posted_active_seconds
 from ..study_types import Refused, Selection
 from ..views import pairwise as pages
-from .base import AnnotationFields, KindForm, ReadingTexts, StudyKindSpec, subject_key
+from .base import (
+    AnnotationFields,
+    KindForm,
+    ReadingTexts,
+    StudyKindSpec,
+    failure_entry_field,
+    refused_entry_field,
+    subject_key,
+)
 
 KIND = "pairwise"
 SIDES = ("left", "right")
@@ -207,7 +215,7 @@ class Pairwise(StudyKindSpec):
             if values["verdict"] not in {"", *VERDICTS}:
                 raise BadInput("verdict", values["verdict"], " or ".join(VERDICTS))
         except BadInput as problem:
-            return KindForm(values, None, problem, _form_field(problem.field))
+            return KindForm(values, None, problem, failure_entry_field(problem.field))
         submission = PairSubmission(
             verdict=values["verdict"],
             left=assignment.presentation.get("left", "a"),
@@ -220,7 +228,7 @@ class Pairwise(StudyKindSpec):
 
     def refused_form(self, form: KindForm, message: str, field: str) -> dict[str, Any]:
         failures = form.values["failures"] or [_blank_failure()]
-        field = _entry_field(field, failures)
+        field = refused_entry_field(field, failures)
         failures = [f.with_error(message) if field == f"failure-{f.index}" else f for f in failures]
         return {**form.values, "failures": failures, "error_field": field}
 
@@ -370,20 +378,6 @@ def _posted_failure(post: QueryDict, index: int, *, n_l1: int, n_l2: int) -> Pai
         raise BadInput(f"failure-{index}-side", side, "left or right")
     description = clean_text(post.get(f"failure-{index}-description", ""))
     return PairFailure(index, side, description, steps("l1", n_l1), steps("l2", n_l2))
-
-
-def _form_field(name: str) -> str:
-    """ "failure-<index>" for a part of a failure entry, else the field's own name."""
-    parts = name.split("-")
-    return "-".join(parts[:2]) if parts[0] == "failure" and len(parts) == 3 else name
-
-
-def _entry_field(field: str, failures: list[PairFailure]) -> str:
-    """A refusal's "failure:<n>" (the n-th failure, 1-based) as the form's "failure-<index>"."""
-    kind, _, n = field.partition(":")
-    if kind == "failure" and n.isascii() and n.isdigit() and 0 < int(n) <= len(failures):
-        return f"failure-{failures[int(n) - 1].index}"
-    return field
 
 
 def _stored(failure: PairFailure) -> dict[str, Any]:
