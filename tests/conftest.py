@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import urlparse, urlunparse
 
 import pytest
 from django.test import Client
@@ -23,6 +23,36 @@ CI_EXIT_STATUS = 3
 # the code is belongs to benchmarks/, not to a property test.
 hypothesis_settings.register_profile("suite", deadline=None)
 hypothesis_settings.load_profile("suite")
+
+
+def xdist_redis_url(url: str, worker: str) -> str:
+    """The Redis URL of one pytest-xdist worker ("gw0", "gw1", ...): the base URL's database number + 1 + the
+    worker's index, so that no worker's Celery processes take another worker's tasks."""
+    parsed = urlparse(url)
+    base = int(parsed.path.lstrip("/") or 0)
+    return urlunparse(parsed._replace(path=f"/{base + 1 + int(worker.removeprefix('gw'))}"))
+
+
+def _isolate_xdist_worker() -> None:
+    """`make test` runs pytest on every core (pytest-xdist): each worker process has its own test database
+    (pytest-django appends _gw0, _gw1, ...) and, from here on, its own Redis database, for the tasks this
+    process enqueues (Django's settings, read once they are loaded) and for the worker processes it starts
+    (os.environ), and its share of the cores for the embedded model servers it starts."""
+    worker, url = os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get("REDIS_URL")
+    if not worker or not url:
+        return
+    # The embedded model servers the worker starts share the cores with the other workers: fewer threads.
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    os.environ.setdefault("H2E_LOCAL_LLM_THREADS", str(max(1, (os.cpu_count() or 1) // workers)))
+    from django.conf import settings
+
+    from h2e_site.celery import app
+
+    os.environ["REDIS_URL"] = settings.REDIS_URL = settings.CELERY_BROKER_URL = xdist_redis_url(url, worker)
+    app.conf.broker_url = settings.CELERY_BROKER_URL
+
+
+_isolate_xdist_worker()
 
 
 @pytest.fixture(scope="session")

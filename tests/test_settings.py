@@ -193,3 +193,11 @@ def test_it_documents_every_setting_it_reads_in_the_readme() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG", "ALLOWED_HOSTS"} <= read
     assert sorted(name for name in read if f"`{name}`" not in readme) == []
+
+
+def test_each_pytest_worker_has_its_own_redis_database() -> None:
+    from tests.conftest import xdist_redis_url
+
+    assert xdist_redis_url("redis://127.0.0.1:6379/0", "gw0") == "redis://127.0.0.1:6379/1"
+    assert xdist_redis_url("redis://:pw@redis:6379/4", "gw1") == "redis://:pw@redis:6379/6"
+    assert xdist_redis_url("redis://127.0.0.1:6379", "gw0") == "redis://127.0.0.1:6379/1"

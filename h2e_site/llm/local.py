@@ -23,6 +23,8 @@ from urllib.parse import urlparse
 
 from django.core.exceptions import ImproperlyConfigured
 
+from h2e_site.env import env_int
+
 from .base import BackendConfig
 
 LOCAL_MODEL_NAME = "SmolLM2-135M-Instruct"
@@ -49,6 +51,18 @@ def local_model_path() -> Path:
 def local_llm_url() -> str:
     """The embedded server's OpenAI-compatible base URL (H2E_LOCAL_LLM_URL, ending in /v1)."""
     return os.environ.get("H2E_LOCAL_LLM_URL", DEFAULT_LOCAL_LLM_URL).rstrip("/")
+
+
+def local_llm_threads() -> int:
+    """The embedded server's threads: H2E_LOCAL_LLM_THREADS, default one per core. Fewer when other busy
+    processes share the cores (the test suite on every core sets it): llama.cpp's threads wait for each other
+    at every layer, so one that is descheduled stalls them all."""
+    threads = env_int("H2E_LOCAL_LLM_THREADS", 0)
+    if threads < 0:
+        raise ImproperlyConfigured(
+            f"H2E_LOCAL_LLM_THREADS={threads} is not a number of threads (0: one per core)"
+        )
+    return threads or os.cpu_count() or 1
 
 
 def local_backend_config(**overrides: Any) -> BackendConfig:
@@ -81,7 +95,7 @@ def server_command(host: str, port: int, threads: int | None = None) -> list[str
         "--n_ctx",
         str(CONTEXT_TOKENS),
         "--n_threads",
-        str(threads or os.cpu_count() or 1),
+        str(threads or local_llm_threads()),
         "--interrupt_requests",
         "false",  # a second request waits for the first instead of cutting it short
         "--host",

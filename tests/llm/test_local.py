@@ -20,6 +20,7 @@ from h2e_site.llm.local import (
     GGUF_FILE_NAME,
     bounded_judge_schema,
     local_backend_config,
+    local_llm_threads,
     local_model_path,
     numbered_steps_grammar,
     server_command,
@@ -42,6 +43,18 @@ def test_it_finds_the_model_file_inside_the_installed_package() -> None:
     command = server_command("127.0.0.1", 8080, threads=2)
     assert command[command.index("--model") + 1] == str(path)
     assert command[command.index("--interrupt_requests") + 1] == "false"
+
+
+def test_it_runs_the_server_on_the_threads_it_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("H2E_LOCAL_LLM_THREADS", "3")
+    command = server_command("127.0.0.1", 8080)
+    assert command[command.index("--n_threads") + 1] == "3"
+    monkeypatch.setenv("H2E_LOCAL_LLM_THREADS", "")
+    assert local_llm_threads() == (os.cpu_count() or 1)
+    for bad in ("-1", "two"):
+        monkeypatch.setenv("H2E_LOCAL_LLM_THREADS", bad)
+        with pytest.raises((ImproperlyConfigured, ValueError), match="H2E_LOCAL_LLM_THREADS"):
+            local_llm_threads()
 
 
 def test_it_names_the_extra_to_install_when_the_model_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
