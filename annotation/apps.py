@@ -16,11 +16,13 @@ class AnnotationConfig(AppConfig):
     def ready(self) -> None:
         from goal_step.human_labels import HumanLabels, human_labels_register
 
+        from .embedding import register_text_sources
         from .goal_step.validation import task_set_validated_pks
         from .job_types import register_job_types
         from .step_types.ordering import ordered_from_step_types
 
         register_job_types()
+        register_text_sources()
         # The one seam through which the goal-step app (a layer below) reads what people said: a task set's
         # validated test examples (its multiple-choice studies) and, where Procedure.ordered is empty,
         # whether a procedure's order matters (the step-types studies' labels). goal_step/human_labels.py.

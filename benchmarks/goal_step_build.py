@@ -1,12 +1,14 @@
 """Goal-step task building at scale: the three tasks of goal_step from 10,000 synthetic procedures
-(about 80,000 steps), embedded with the real model (all-MiniLM-L6-v2 in numpy, mining.embedding).
+(about 80,000 steps), embedded with the real model (all-MiniLM-L6-v2 in numpy, h2e_site.embeddings), in
+memory: benchmarks/embedding_store.py times the build from stored vectors, as the app runs it.
 
     .venv/bin/python benchmarks/goal_step_build.py [--procedures 10000] [--embedding minilm|words] [--seed 0]
 
 The procedures are English-like ("Rinse the small brush with warm water."), 4-12 steps, 14 topics (a few
 procedures without one), half of them ordered. Prints the wall time of each part (embedding, the corpus
-without the embedding, each task, the candidates-only check, the recall of the clustered neighbour search
-against an exact search on 500 steps), the funnels, and the peak RSS of the process (getrusage ru_maxrss).
+without the embedding, each task, the candidates-only check, the recall of the neighbour search (faiss:
+an inverted-file index above 20,000 texts) against an exact search on 500 steps), the funnels, and the
+peak RSS of the process (getrusage ru_maxrss).
 --embedding words swaps the model for a bag-of-words stand-in to time everything else. Writes nothing.
 """
 
@@ -36,7 +38,6 @@ from goal_step.build import (  # noqa: E402
     build_step_inference,
     build_step_ordering,
     prepare_corpus,
-    task_rng,
 )
 from goal_step.neighbours import nearest_in_other_groups  # noqa: E402
 from mining.topics import WEBORGANIZER_TOPICS as TOPICS  # noqa: E402
@@ -154,15 +155,15 @@ class Timed:
 
 
 def recall_on_sample(corpus: Corpus, seed: int, size: int = 500) -> tuple[float, float]:
-    """For sampled steps: the share whose first neighbour in the search (clustered at this size, run over
-    every step) is as similar as the best an exact search finds (ties count), and the mean shortfall in
+    """For sampled steps: the share whose first neighbour in the search (approximate above 20,000 texts, run
+    over every step) is as similar as the best an exact search finds (ties count), and the mean shortfall in
     cosine."""
     first = len(corpus.procedures)
     steps = np.arange(first, len(corpus.texts))
     vectors = corpus.vectors[steps]
     groups = corpus.groups[corpus.owner[steps]]
     texts = corpus.text_ids[steps]
-    found = nearest_in_other_groups(vectors, groups, texts, 3, rng=task_rng(seed, "step_inference"))
+    found = nearest_in_other_groups(vectors, groups, texts, 3, seed=seed)
     sample = np.random.default_rng(seed).choice(len(steps), size=min(size, len(steps)), replace=False)
     gaps = []
     for row in sample.tolist():
@@ -186,7 +187,7 @@ def main() -> None:
     print(f"{platform.python_version()} on {os.cpu_count()} CPU(s), load {os.getloadavg()[0]:.1f}")
     print(f"{len(procedures):,} procedures, {n_steps:,} steps, embedding: {args.embedding}")
     if args.embedding == "minilm":
-        from mining.encoders import embedder_for
+        from h2e_site.embeddings.encoders import embedder_for
 
         embed = Timed(embedder_for().encode)
     else:

@@ -20,7 +20,7 @@ from h2e_site.bounds import BoundedJSONAdmin, model_range
 from h2e_site.web import RunActionsMixin, confirmed, request_user
 from mining.models import Split
 
-from .jobs import TaskSetRefused, task_set_create
+from .jobs import SplitBy, TaskSetRefused, task_set_create
 from .models import TaskExample, TaskSet
 
 
@@ -97,6 +97,7 @@ class TaskSetAdmin(BoundedJSONAdmin, RunActionsMixin, admin.ModelAdmin):
                     splits=selection.get("splits") or [Split.BENCH],
                     topic_ids=selection.get("topics") or [],
                     test_share=float(selection.get("test_share", 0.2)),
+                    split_by=selection.get("split_by", SplitBy.TEXT),
                     created_by=request_user(request),
                 )
             except TaskSetRefused as refused:  # shown on the form, which stays filled in

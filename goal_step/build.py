@@ -1,7 +1,7 @@
 """Multiple-choice tasks on goals and steps, built as in "Reasoning about Goals, Steps, and Temporal
 Ordering with WikiHow" (Zhang, Lyu & Callison-Burch, 2020, §3), with our topics in place of wikiHow
 categories. Pure Python and numpy: the caller turns its procedures into ProcedureText and passes an embedding
-function (texts -> unit rows; production: `mining.encoders.embedder_for().encode`).
+function (texts -> unit rows; production: `h2e_site.embeddings.store.StoredEmbed`, the embedding store).
 
 Step Inference (§3.1): for every step s, its 3 negatives are the steps most similar to it (cosine) in other
 topics, pairwise distinct (see neighbours.py; a procedure without a topic is a topic of its own). Label
@@ -43,6 +43,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from h2e_site.embeddings.search import unit_rows
 
 from .corpus import Corpus, Draft
 from .examples import (
@@ -90,6 +92,19 @@ class Funnel:
         samples = self.reasons.setdefault(stage, [])
         if len(samples) < REASON_SAMPLES:
             samples.append(reason)
+
+    def merged(self, other: Funnel) -> Funnel:
+        """This funnel and another of the same task, counted together."""
+        removed = dict(self.removed)
+        for stage, count in other.removed.items():
+            removed[stage] = removed.get(stage, 0) + count
+        reasons = {
+            stage: [*self.reasons.get(stage, []), *other.reasons.get(stage, [])][:REASON_SAMPLES]
+            for stage in removed
+        }
+        return Funnel(
+            self.task, self.candidates_in + other.candidates_in, removed, self.kept + other.kept, reasons
+        )
 
     def lines(self) -> list[str]:
         lines = [f"{self.task}: {self.candidates_in:,} in"]
@@ -156,15 +171,16 @@ def prepare_corpus(procedures: Iterable[ProcedureText], *, embed: Embed) -> Corp
 
 
 def _embed(embed: Embed, texts: Sequence[str]) -> np.ndarray:
-    """Each distinct text embedded once (steps repeat: "Gather your materials"), rows L2-normalised."""
+    """Each distinct text embedded once (steps repeat: "Gather your materials"), rows L2-normalised (float16
+    when embed gives float16: half the memory, ~1e-3 on a cosine; else float32)."""
     if not texts:
         return np.zeros((0, 1), dtype=np.float32)
     index: dict[str, int] = {}
     rows = np.array([index.setdefault(text, len(index)) for text in texts], dtype=np.int64)
-    vectors = np.asarray(embed(list(index)), dtype=np.float32)
+    vectors = np.asarray(embed(list(index)))
     if vectors.ndim != 2 or len(vectors) != len(index):
         raise ValueError(f"embed returned shape {vectors.shape} for {len(index)} texts")
-    vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    vectors = unit_rows(vectors, np.float16 if vectors.dtype == np.float16 else np.float32)
     return vectors if len(index) == len(texts) else vectors[rows]
 
 
@@ -199,7 +215,7 @@ def build_step_inference(
         corpus.groups[corpus.owner[pool]],
         corpus.text_ids[pool],
         n_candidates - 1,
-        rng=rng,
+        seed=seed,
     )
     positives = _positives(rng, len(pool), n_candidates, reassign).tolist()
     orders = rng.permuted(np.tile(np.arange(n_candidates), (len(pool), 1)), axis=1).tolist()
@@ -254,7 +270,7 @@ def build_goal_inference(
             prompts_of[int(corpus.owner[step])].append(step)
     goals = np.array([p for p, prompts in enumerate(prompts_of) if prompts], dtype=np.int64)
     neighbours = nearest_in_other_groups(
-        corpus.vectors[goals], corpus.groups[goals], corpus.text_ids[goals], n_candidates - 1, rng=rng
+        corpus.vectors[goals], corpus.groups[goals], corpus.text_ids[goals], n_candidates - 1, seed=seed
     )
     rows = {int(goal): row for row, goal in enumerate(goals)}
     examples: list[Example] = []
@@ -352,6 +368,22 @@ class TrainTestSplit:
     train: list[Example]
     test: list[Example]
     dropped: int  # examples left out of train because they share a text with the test set
+
+
+def procedures_split(
+    procedures: Sequence[ProcedureText], *, test_share: float, seed: int
+) -> tuple[list[ProcedureText], list[ProcedureText]]:
+    """The split by procedure: round(test_share x n) procedures drawn with the seed (in pk order first) are
+    test, the rest train."""
+    ordered = sorted(procedures, key=lambda p: _pk_order(p.pk))
+    chosen = set(
+        np.random.default_rng([seed, len(TASKS)])
+        .choice(len(ordered), size=round(test_share * len(ordered)), replace=False)
+        .tolist()
+    )
+    return [p for i, p in enumerate(ordered) if i in chosen], [
+        p for i, p in enumerate(ordered) if i not in chosen
+    ]
 
 
 def split_train_test(examples: Sequence[Example], *, test_size: int, seed: int) -> TrainTestSplit:

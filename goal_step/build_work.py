@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 from django.db import transaction
 
+from h2e_site.embeddings.specs import DEFAULT_EMBEDDING_MODEL, Embedder
+from h2e_site.embeddings.store import StoredEmbed
 from h2e_site.jobs.loop import JobWork, Progress
 from h2e_site.jobs.models import Job
-from mining.embedding import DEFAULT_EMBEDDING_MODEL, Embedder
-from mining.encoders import embedder_for
 from mining.models import Procedure
 
 from .artifacts import ArtifactReport, candidates_only_baseline
@@ -29,12 +29,14 @@ from .build import (
     build_step_ordering,
     normalise,
     prepare_corpus,
+    procedures_split,
     split_train_test,
 )
+from .jobs import SplitBy
 from .models import GoalStepTask, TaskExample, TaskSet, TaskSplit
 from .selection import selected_procedures
 
-EMBED_BATCH = 256  # texts per progress step while embedding
+MIN_TRAIN_KEPT = 0.5  # a split by text that keeps less of train than this is warned about
 BUILDERS: dict[str, Callable[..., tuple[list[Example], Funnel]]] = {
     GoalStepTask.STEP_INFERENCE: build_step_inference,
     GoalStepTask.GOAL_INFERENCE: build_goal_inference,
@@ -44,30 +46,6 @@ BUILDERS: dict[str, Callable[..., tuple[list[Example], Funnel]]] = {
 
 class BuildStopped(Exception):
     """The job was cancelled while embedding."""
-
-
-class ProgressEmbed:
-    """An embedding function for build.py: each text not embedded yet is embedded once, in batches (short
-    texts together), and `on_batch(n)` is called after each (it may raise BuildStopped). Vectors are kept,
-    so the artifact check, which embeds the candidates again, costs nothing."""
-
-    def __init__(
-        self, encode: Callable[[Sequence[str]], np.ndarray], on_batch: Callable[[int], None]
-    ) -> None:
-        self.encode = encode
-        self.on_batch = on_batch
-        self.vectors: dict[str, np.ndarray] = {}
-
-    def __call__(self, texts: Sequence[str]) -> np.ndarray:
-        missing = sorted((t for t in dict.fromkeys(texts) if t not in self.vectors), key=len)
-        for start in range(0, len(missing), EMBED_BATCH):
-            chunk = missing[start : start + EMBED_BATCH]
-            rows = np.asarray(self.encode(chunk), dtype=np.float32)
-            self.vectors.update(zip(chunk, rows, strict=True))
-            self.on_batch(len(chunk))
-        if not texts:
-            return np.zeros((0, 1), dtype=np.float32)
-        return np.stack([self.vectors[t] for t in texts])
 
 
 class BuildWork(JobWork):
@@ -97,28 +75,26 @@ class BuildWork(JobWork):
             self.failure = "the task set was deleted"
             return
         procedures, skipped = selected_procedures(task_set.selection)
-        n_texts = len({text for p in procedures for text in (p.goal, *p.steps)})
-        self.job.total = n_texts + len(TASKS)
+        key = task_set.settings.get("embedding_model", DEFAULT_EMBEDDING_MODEL)
+        embed = StoredEmbed(key, encoder=self.embedder, on_batch=self._embedded, dtype=np.float16)
+        texts = [text for p in procedures for text in (p.goal, *p.steps)]
+        missing = embed.missing(texts)
+        self.job.total = len(missing) + len(TASKS)
         Job.objects.filter(pk=self.job.pk).update(total=self.job.total)
         self.progress = Progress()
         self.write_progress(force=True)
-        encoder = self.embedder or embedder_for(
-            task_set.settings.get("embedding_model", DEFAULT_EMBEDDING_MODEL)
-        )
-        embed = ProgressEmbed(encoder.encode, self._embedded)
         try:
-            corpus = prepare_corpus(procedures, embed=embed)
+            embed.fill(missing)  # only texts never embedded under the model: the rest are read from the store
         except BuildStopped:
             return
-        built: dict[str, list[Example]] = {}
-        funnels: dict[str, Funnel] = {}
-        for task in TASKS:
-            if self.should_stop():
-                return
-            built[task], funnels[task] = BUILDERS[task](corpus, seed=task_set.seed)
-            self.progress.done += 1
-            self.write_progress()
-        splits = _split(built, test_share=float(task_set.selection["test_share"]), seed=task_set.seed)
+        test_share = float(task_set.selection["test_share"])
+        if task_set.selection.get("split_by") == SplitBy.PROCEDURE:
+            built, funnels, splits = self._by_procedure(procedures, embed, test_share)
+        else:
+            built, funnels = self._build(procedures, embed)
+            splits = _split(built, test_share=test_share, seed=task_set.seed)
+        if self.should_stop():
+            return
         stored = [e for task in TASKS for e in (*splits[task][0], *splits[task][1])]
         reports = candidates_only_baseline(stored, embed=embed)
         funnel = {task: _funnel_json(funnels[task], splits[task], built[task]) for task in TASKS}
@@ -127,11 +103,43 @@ class BuildWork(JobWork):
             **task_set.settings,
             "procedures": len(procedures),
             "skipped_procedures": skipped,
-            "texts_embedded": n_texts,
+            "texts": len(set(texts)),
+            "texts_embedded": embed.embedded,
         }
         if self.should_stop():
             return
         _store(task_set, splits, procedures, funnel=funnel, artifacts=artifacts, settings=settings)
+
+    def _build(
+        self, procedures: Sequence[ProcedureText], embed: StoredEmbed, *, count: bool = True
+    ) -> tuple[dict[str, list[Example]], dict[str, Funnel]]:
+        """The three tasks from `procedures`, a progress unit each (when counted)."""
+        assert self.task_set is not None
+        corpus = prepare_corpus(procedures, embed=embed)
+        built: dict[str, list[Example]] = {}
+        funnels: dict[str, Funnel] = {}
+        for task in TASKS:
+            built[task], funnels[task] = BUILDERS[task](corpus, seed=self.task_set.seed)
+            if count:
+                self.progress.done += 1
+                self.write_progress()
+        return built, funnels
+
+    def _by_procedure(
+        self, procedures: Sequence[ProcedureText], embed: StoredEmbed, test_share: float
+    ) -> tuple[
+        dict[str, list[Example]], dict[str, Funnel], dict[str, tuple[list[Example], list[Example], int]]
+    ]:
+        """The split by procedure: test_share of the procedures (drawn with the seed) make the test set's
+        tasks, the others the training set's, each built on its own, so no test procedure is seen in train."""
+        assert self.task_set is not None
+        test, train = procedures_split(procedures, test_share=test_share, seed=self.task_set.seed)
+        built_test, funnels_test = self._build(test, embed, count=False)
+        built_train, funnels_train = self._build(train, embed)
+        built = {task: built_test[task] + built_train[task] for task in TASKS}
+        funnels = {task: funnels_test[task].merged(funnels_train[task]) for task in TASKS}
+        splits = {task: (built_test[task], built_train[task], 0) for task in TASKS}
+        return built, funnels, splits
 
     def _embedded(self, n: int) -> None:
         self.progress.done += n
@@ -163,11 +171,24 @@ def _shares(example: Example, texts: set[str]) -> bool:
     return any(normalise(t) in texts for t in (example.prompt, *example.candidates))
 
 
+def train_warning(train: int, shared_with_test: int, *, task: str) -> str:
+    """A sentence when the split by text left train less than MIN_TRAIN_KEPT of the examples not drawn for
+    test ("" otherwise)."""
+    candidates = train + shared_with_test
+    if not candidates or train / candidates >= MIN_TRAIN_KEPT:
+        return ""
+    return (
+        f"{task}: train keeps {train:,} of {candidates:,} examples ({train / candidates:.0%}, under "
+        f"{MIN_TRAIN_KEPT:.0%}): the others share a text with a test example. A split by procedure keeps "
+        "every example of the training procedures."
+    )
+
+
 def _funnel_json(
     funnel: Funnel, split: tuple[list[Example], list[Example], int], examples: list[Example]
 ) -> dict[str, Any]:
     """Candidates in, removed by each stage in order (a list: jsonb does not keep key order), kept, and
-    what the test/train split made of them."""
+    what the test/train split made of them, with a warning when train kept too little."""
     return {
         "in": funnel.candidates_in,
         "removed": [
@@ -178,6 +199,7 @@ def _funnel_json(
         "test": len(split[0]),
         "train": len(split[1]),
         "shared_with_test": split[2],
+        "warning": train_warning(len(split[1]), split[2], task=funnel.task),
     }
 
 

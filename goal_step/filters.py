@@ -1,4 +1,4 @@
-"""The quality filters of the goal-step paper (appendix D), one small function each.
+r"""The quality filters of the goal-step paper (appendix D), one small function each.
 
 A filter takes a drafted example and the corpus and returns None to keep it, or a sentence saying why it is
 removed (the funnel counts removals per filter, in the order given, and keeps a few of the sentences). A
@@ -21,6 +21,10 @@ What each one checks, and where it departs from the paper:
   (cosine) to any step of the prompt goal; in Goal Inference, the prompt step is not that close to any step
   of a negative goal. Both after label reassignment, on the roles as they end up.
 - distinct (ours, Step Ordering only): the two steps are not the same text.
+- markup (ours, every task, first): no text of the example carries markup the scrape left behind: JSON
+  (an object or array, e.g. wikiHow's image records `{"smallUrl":"https:\/\/...`), HTML (a known tag or an
+  entity) or a URL (http(s)://, www., or JSON's escaped slashes). Such a text is not a step anyone wrote;
+  it fails alone, so it never enters the search either.
 
 The paper gives no thresholds; MIN_WORDS, MIN_TFIDF and MAX_SIMILARITY are ours (functools.partial sets
 others: partial(length_filter, min_words=3)). The paper's category filter (dropping obscure or expert
@@ -33,7 +37,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from functools import partial
+from functools import lru_cache, partial
 
 from .corpus import Corpus, Draft
 
@@ -60,6 +64,19 @@ STOPWORDS: frozenset[str] = frozenset(
 )
 
 _WORD = re.compile(r"[^\W_]+")
+_MARKUP = (
+    ("JSON", re.compile(r'[{\[]\s*"[^"\n]{0,200}"\s*[:,\]}]')),
+    (
+        "HTML",
+        re.compile(
+            r"</?(a|b|i|u|p|br|hr|div|span|img|strong|em|li|ul|ol|table|tr|td|th|h[1-6]|script|style|iframe|sup|"
+            r"sub|small|font|code|pre|blockquote|input|button|form|noscript|link|meta|center|figure)\b[^<>]*>"
+            r"|&(#\d+|#x[0-9a-fA-F]+|[a-zA-Z]{2,8});",
+            re.IGNORECASE,
+        ),
+    ),
+    ("a URL", re.compile(r"https?:(//|\\/\\/)|\bwww\.[a-z0-9-]+\.[a-z]{2,}|\\/", re.IGNORECASE)),
+)
 
 
 def words(text: str) -> list[str]:
@@ -147,7 +164,7 @@ def similarity_filter(draft: Draft, corpus: Corpus, *, max_similarity: float = M
         return None
     if draft.task == "step_inference":
         steps = corpus.step_slice(int(corpus.owner[draft.prompt]))
-        similarity = corpus.vectors[negatives] @ corpus.vectors[steps].T
+        similarity = corpus.vectors[negatives].astype("float32") @ corpus.vectors[steps].T.astype("float32")
         if similarity.size and similarity.max() >= max_similarity:
             row, column = divmod(int(similarity.argmax()), similarity.shape[1])
             return (
@@ -155,16 +172,30 @@ def similarity_filter(draft: Draft, corpus: Corpus, *, max_similarity: float = M
                 f"prompt goal's step {corpus.texts[steps.start + column]!r} (max {max_similarity:g})"
             )
     elif draft.task == "goal_inference":
-        prompt = corpus.vectors[draft.prompt]
+        prompt = corpus.vectors[draft.prompt].astype("float32")
         for item in negatives:
             steps = corpus.step_slice(item)
-            similarity = corpus.vectors[steps] @ prompt
+            similarity = corpus.vectors[steps].astype("float32") @ prompt
             if similarity.size and similarity.max() >= max_similarity:
                 return (
                     f"the prompt step is {similarity.max():.2f} similar to "
                     f"{corpus.texts[steps.start + int(similarity.argmax())]!r}, a step of the negative goal "
                     f"{corpus.texts[item]!r} (max {max_similarity:g})"
                 )
+    return None
+
+
+@lru_cache(maxsize=200_000)
+def markup_in(text: str) -> str:
+    """What markup the text carries ("JSON", "HTML", "a URL"), or "" when none."""
+    return next((kind for kind, pattern in _MARKUP if pattern.search(text)), "")
+
+
+def markup_filter(draft: Draft, corpus: Corpus) -> str | None:
+    for position, item in _texts(draft):
+        kind = markup_in(corpus.texts[item])
+        if kind:
+            return f"{_where(position)} {corpus.texts[item][:80]!r} carries {kind}"
     return None
 
 
@@ -185,5 +216,11 @@ def filter_name(check: Filter) -> str:
     return name.removesuffix("_filter")
 
 
-DEFAULT_FILTERS: tuple[Filter, ...] = (length_filter, lexical_overlap_filter, tfidf_filter, similarity_filter)
-ORDERING_FILTERS: tuple[Filter, ...] = (distinct_filter,)
+DEFAULT_FILTERS: tuple[Filter, ...] = (
+    markup_filter,
+    length_filter,
+    lexical_overlap_filter,
+    tfidf_filter,
+    similarity_filter,
+)
+ORDERING_FILTERS: tuple[Filter, ...] = (markup_filter, distinct_filter)

@@ -9,7 +9,7 @@ from django import forms
 from h2e_site.bounds import model_range
 from mining.models import Split, Topic
 
-from .jobs import DEFAULT_TEST_SHARE
+from .jobs import DEFAULT_TEST_SHARE, SplitBy
 from .models import TaskSet
 
 
@@ -34,7 +34,14 @@ class TaskSetBuildForm(forms.Form):
         initial=DEFAULT_TEST_SHARE,
         min_value=0.01,
         max_value=0.99,
-        help_text="share of each task's examples drawn for the test set",
+        help_text="share of each task's examples (or of the procedures, split by procedure) drawn for test",
+    )
+    split_by = forms.ChoiceField(
+        choices=SplitBy.choices,
+        initial=SplitBy.TEXT,
+        required=False,
+        widget=forms.RadioSelect,
+        help_text="by procedure when train must not see a test procedure at all",
     )
 
     def clean_name(self) -> str:
@@ -50,4 +57,5 @@ class TaskSetBuildForm(forms.Form):
             "splits": list(data["splits"]),
             "topic_ids": [topic.pk for topic in data["topics"]],
             "test_share": data["test_share"],
+            "split_by": data["split_by"] or SplitBy.TEXT,
         }

@@ -48,6 +48,7 @@ def _api_create_build_tasks(data: dict[str, Any], created_by: User | None) -> Jo
         splits=data["splits"],
         topic_ids=data["topics"],
         test_share=data["test_share"],
+        split_by=data["split_by"],
         created_by=created_by,
     )
     assert task_set.job is not None

@@ -5,15 +5,17 @@ Celery task (tasks.py) calls build_job_run(), which runs BuildWork in the core's
 (h2e_site.jobs.loop.job_run: lock, status, cancel check, error summary). BuildWork:
 
 1. reads the selected procedures (pk order; one with an empty goal or step is left out and counted);
-2. embeds every distinct goal and step with the embedding model (mining.encoders.embedder_for), a batch at a
-   time, each batch counted in the job's progress (total = texts to embed + the three tasks) and followed by
-   the cancel check;
+2. embeds the distinct goals and steps that have no vector in the embedding store yet (h2e_site.embeddings;
+   usually none: an `embed` job runs after every import), a batch at a time, each batch counted in the job's
+   progress (total = texts to embed + the three tasks) and followed by the cancel check; the others' vectors
+   are read from the store;
 3. builds Step Inference, Goal Inference and Step Ordering (build.py, seeded; Step Ordering from the
    procedures whose `ordered` is True), one progress unit each;
 4. splits each task into test and train (build.split_train_test, test_share of its examples), then drops
-   every train example sharing a prompt or candidate text with a test example of *any* task;
-5. runs the candidates-only artifact check (artifacts.py) on the stored examples of each task, reusing the
-   vectors of step 2;
+   every train example sharing a prompt or candidate text with a test example of *any* task (split by text);
+   or, split by procedure, draws test_share of the procedures for test and builds each side on its own;
+5. runs the candidates-only artifact check (artifacts.py) on the stored examples of each task, the vectors
+   read from the store;
 6. writes the examples (bulk, one transaction, after deleting any of an earlier attempt: a resumed job
    builds the same set again) with TaskSet.funnel and TaskSet.artifacts.
 
@@ -27,13 +29,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from django.db import transaction
+from django.db import models, transaction
 
 from h2e_site.bounds import OutOfRange, model_range
+from h2e_site.embeddings.specs import DEFAULT_EMBEDDING_MODEL
 from h2e_site.jobs.loop import job_run
 from h2e_site.jobs.models import Job
 from h2e_site.jobs.services import job_create
-from mining.embedding import DEFAULT_EMBEDDING_MODEL
 from mining.models import Split, Topic
 
 from .examples import N_CANDIDATES
@@ -46,10 +48,20 @@ from .selection import procedures_selected
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
-    from mining.embedding import Embedder
+    from h2e_site.embeddings.specs import Embedder
 
 DEFAULT_TEST_SHARE = 0.2
 SOURCE_BUILT = "built"
+
+
+class SplitBy(models.TextChoices):
+    """How a built set is cut into test and train."""
+
+    TEXT = "text", "by text (the paper, §3.4): train drops every example sharing a text with a test example"
+    PROCEDURE = (
+        "procedure",
+        "by procedure: test procedures are never seen in train (each side built on its own)",
+    )
 
 
 class TaskSetRefused(ValueError):
@@ -66,6 +78,7 @@ def task_set_create(
     splits: Sequence[str] = (Split.BENCH,),
     topic_ids: Sequence[int] = (),
     test_share: float = DEFAULT_TEST_SHARE,
+    split_by: str = SplitBy.TEXT,
     embedding_model: str = DEFAULT_EMBEDDING_MODEL,
     created_by: User | None = None,
     enqueue: bool = True,
@@ -86,6 +99,8 @@ def task_set_create(
         raise TaskSetRefused(f"splits: expected some of {', '.join(Split.values)}, got {list(splits)}")
     if not 0 < test_share < 1:
         raise TaskSetRefused(f"test_share: expected a share between 0 and 1, got {test_share}")
+    if split_by not in SplitBy.values:
+        raise TaskSetRefused(f"split_by: expected one of {', '.join(SplitBy.values)}, got {split_by!r}")
     topics = sorted(set(topic_ids))
     found = dict(Topic.objects.filter(pk__in=topics).values_list("pk", "name"))
     if len(found) != len(topics):
@@ -95,6 +110,7 @@ def task_set_create(
         "topics": topics,
         "topic_names": [found[pk] for pk in topics],
         "test_share": test_share,
+        "split_by": str(split_by),
     }
     if not procedures_selected(selection).exists():
         raise TaskSetRefused("no procedure in the chosen splits and topics")

@@ -1,5 +1,6 @@
-"""Nearest neighbours from other topics, by cosine, in bounded blocks (paper §3.1: "we then choose 3 steps
-under different wikiHow categories with the highest cosine similarity to it").
+"""Nearest neighbours from other topics, by cosine (paper §3.1: "we then choose 3 steps under different
+wikiHow categories with the highest cosine similarity to it"), searched with faiss
+(h2e_site.embeddings.search).
 
 `nearest_in_other_groups(vectors, groups, texts, k)` gives, for every row, the k rows most similar to it such
 that no two of the k and the row itself share a group (a topic, or the procedure itself when it has no topic)
@@ -7,26 +8,21 @@ or a text. Equivalently: rank the other groups by their best match to the row an
 each of the first k groups. Pairwise distinct groups (not merely groups other than the row's) are what makes
 label reassignment sound: whichever candidate is redrawn as the positive, the others are from other topics.
 
-The search is exact below `exact_limit` rows: blocks of `block_rows` queries against every row, the
-query's own group and text masked in the block, then k rounds of argmax, each masking the picked group.
-Above it, an all-pairs product (80,000 steps: ~5 TFLOP, a minute on two cores) is too slow, so the rows are
-first cut into clusters by a few rounds of spherical k-means (the inverted-file idea FAISS uses) and the
-queries of each cluster are searched, as above, against the rows of its `n_probe` nearest clusters; a query
-that finds fewer than k groups there is searched again against every row. The result is then approximate:
-a neighbour in a cluster not probed is missed (benchmarks/goal_step_build.py measures the recall). Memory is
-bounded by block_rows x (rows searched) floats, never rows x rows.
+The index (exact below its EXACT_LIMIT rows, an inverted file above, see search.py) gives each row its
+`first_look` nearest rows; they are then walked in order of similarity, all rows at once, keeping a
+candidate whose group and text differ from the row's and from those kept before it. A row that finds fewer
+than k such candidates among them asks again for more (x WIDEN, up to every row): exact below the index's
+limit, approximate above it as the index is (benchmarks/goal_step_build.py measures the recall).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-EXACT_LIMIT = 20_000
-BLOCK_ROWS = 256
-CLUSTER_SIZE = 200
-N_PROBE = 12
-KMEANS_ROUNDS = 6
-KMEANS_SAMPLE = 32
+from h2e_site.embeddings.search import EXACT_LIMIT, VectorIndex
+
+FIRST_LOOK = 32  # neighbours asked for each row first
+WIDEN = 8  # ... then this many times more for the rows still short
 
 
 def nearest_in_other_groups(
@@ -35,11 +31,9 @@ def nearest_in_other_groups(
     texts: np.ndarray,
     k: int,
     *,
-    rng: np.random.Generator,
+    seed: int = 0,
     exact_limit: int = EXACT_LIMIT,
-    block_rows: int = BLOCK_ROWS,
-    cluster_size: int = CLUSTER_SIZE,
-    n_probe: int = N_PROBE,
+    first_look: int = FIRST_LOOK,
 ) -> np.ndarray:
     """Row i: the indices of its k neighbours, most similar first, -1 where fewer than k groups qualify.
 
@@ -48,102 +42,46 @@ def nearest_in_other_groups(
     result = np.full((n, k), -1, dtype=np.int64)
     if n == 0 or k == 0:
         return result
-    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-    ids, counts = np.unique(texts, return_counts=True)
-    repeated = ids[counts > 1]
-    everything = np.arange(n)
-    if n <= exact_limit:
-        _search(vectors, groups, texts, repeated, everything, everything, k, result, block_rows)
-        return result
-    members, probes = _clusters(vectors, rng, cluster_size, n_probe)
-    for cluster, queries in enumerate(members):
-        if len(queries):
-            candidates = np.sort(np.concatenate([members[c] for c in probes[cluster]]))
-            _search(vectors, groups, texts, repeated, queries, candidates, k, result, block_rows)
-    short = np.flatnonzero((result < 0).any(axis=1))
-    if len(short):
-        _search(vectors, groups, texts, repeated, short, everything, k, result, block_rows)
+    index = VectorIndex.build(vectors, exact_limit=exact_limit, seed=seed)
+    short = np.arange(n)
+    look = first_look
+    while len(short):
+        _, found = index.search(vectors[short], min(look + 1, n))
+        result[short] = _distinct(found, short, groups, texts, k)
+        if look + 1 >= n:
+            break
+        short = short[(result[short] < 0).any(axis=1)]
+        look *= WIDEN
     return result
 
 
-def _search(
-    vectors: np.ndarray,
-    groups: np.ndarray,
-    texts: np.ndarray,
-    repeated: np.ndarray,
-    queries: np.ndarray,
-    candidates: np.ndarray,
-    k: int,
-    result: np.ndarray,
-    block_rows: int,
-) -> None:
-    """Exact search of `queries` among `candidates`, block by block, written into result[queries]. The
-    candidates are put in group order, so that masking a group in a row is one slice; a text that occurs more
-    than once (`repeated`) is masked at each of its positions."""
-    candidates = candidates[np.argsort(groups[candidates], kind="stable")]
-    candidate_groups = groups[candidates]
-    candidate_texts = texts[candidates]
-    candidate_vectors = vectors[candidates]
-    present, starts = np.unique(candidate_groups, return_index=True)
-    ends = [*starts[1:].tolist(), len(candidates)]
-    span = dict(zip(present.tolist(), zip(starts.tolist(), ends, strict=True), strict=True))
-    same_text: dict[int, list[int]] = {}
-    for position in np.flatnonzero(np.isin(candidate_texts, repeated)).tolist():
-        same_text.setdefault(int(candidate_texts[position]), []).append(position)
-
-    def mask(scores: np.ndarray, row: int, group: int, text: int) -> None:
-        if group in span:
-            first, last = span[group]
-            scores[row, first:last] = -np.inf
-        if text in same_text:
-            scores[row, same_text[text]] = -np.inf
-
-    for start in range(0, len(queries), block_rows):
-        rows = queries[start : start + block_rows]
-        scores = vectors[rows] @ candidate_vectors.T
-        for row, (group, text) in enumerate(zip(groups[rows].tolist(), texts[rows].tolist(), strict=True)):
-            mask(scores, row, group, text)
-        picks = np.full((len(rows), k), -1, dtype=np.int64)
-        every_row = np.arange(len(rows))
-        for rank in range(k):
-            best = scores.argmax(axis=1)
-            found = np.flatnonzero(np.isfinite(scores[every_row, best]))
-            picks[found, rank] = candidates[best[found]]
-            if rank + 1 < k:
-                for row in found.tolist():
-                    position = int(best[row])
-                    mask(scores, row, int(candidate_groups[position]), int(candidate_texts[position]))
-        result[rows] = picks
-
-
-def _clusters(
-    vectors: np.ndarray, rng: np.random.Generator, cluster_size: int, n_probe: int
-) -> tuple[list[np.ndarray], np.ndarray]:
-    """Spherical k-means on a sample (KMEANS_SAMPLE rows per cluster), then every row to its nearest centre.
-    Returns the member rows of each cluster and, per cluster, its n_probe nearest clusters (itself first)."""
-    n = len(vectors)
-    n_clusters = max(1, n // cluster_size)
-    sample = vectors[np.sort(rng.choice(n, size=min(n, n_clusters * KMEANS_SAMPLE), replace=False))]
-    centres = sample[np.sort(rng.choice(len(sample), size=n_clusters, replace=False))].copy()
-    for _ in range(KMEANS_ROUNDS):
-        nearest = _nearest_centre(sample, centres)
-        order = np.argsort(nearest, kind="stable")
-        bounds = np.searchsorted(nearest[order], np.arange(n_clusters))
-        padded = np.vstack([sample[order], np.zeros((1, sample.shape[1]), dtype=sample.dtype)])
-        sums = np.add.reduceat(padded, bounds, axis=0)
-        sums[np.diff(np.append(bounds, len(sample))) == 0] = 0  # reduceat gives an empty cluster a row
-        norms = np.linalg.norm(sums, axis=1, keepdims=True)
-        centres = np.where(norms > 0, sums / np.maximum(norms, 1e-12), centres)
-    nearest = _nearest_centre(vectors, centres)
-    order = np.argsort(nearest, kind="stable")
-    bounds = np.searchsorted(nearest[order], np.arange(n_clusters + 1))
-    members = [order[bounds[c] : bounds[c + 1]] for c in range(n_clusters)]
-    probes = np.argsort(-(centres @ centres.T), axis=1, kind="stable")[:, : min(n_probe, n_clusters)]
-    return members, probes
-
-
-def _nearest_centre(vectors: np.ndarray, centres: np.ndarray, block_rows: int = 4096) -> np.ndarray:
-    out = np.empty(len(vectors), dtype=np.int64)
-    for start in range(0, len(vectors), block_rows):
-        out[start : start + block_rows] = (vectors[start : start + block_rows] @ centres.T).argmax(axis=1)
-    return out
+def _distinct(
+    found: np.ndarray, rows: np.ndarray, groups: np.ndarray, texts: np.ndarray, k: int
+) -> np.ndarray:
+    """For each row, the first k of its candidates (in `found`'s order) whose groups and texts are pairwise
+    distinct and differ from the row's own; -1 where fewer qualify."""
+    picked = np.full((len(rows), k), -1, dtype=np.int64)
+    picked_groups = np.full((len(rows), k + 1), -1, dtype=np.int64)
+    picked_texts = np.full((len(rows), k + 1), -1, dtype=np.int64)
+    picked_groups[:, 0], picked_texts[:, 0] = groups[rows], texts[rows]
+    count = np.zeros(len(rows), dtype=np.int64)
+    everyone = np.arange(len(rows))
+    for column in range(found.shape[1]):
+        candidate = found[:, column]
+        valid = candidate >= 0
+        group = np.where(valid, groups[np.maximum(candidate, 0)], -2)
+        text = np.where(valid, texts[np.maximum(candidate, 0)], -2)
+        fresh = (
+            valid
+            & (count < k)
+            & ~(picked_groups == group[:, None]).any(axis=1)
+            & ~(picked_texts == text[:, None]).any(axis=1)
+        )
+        chosen = everyone[fresh]
+        picked[chosen, count[chosen]] = candidate[chosen]
+        picked_groups[chosen, count[chosen] + 1] = group[chosen]
+        picked_texts[chosen, count[chosen] + 1] = text[chosen]
+        count[chosen] += 1
+        if (count >= k).all():
+            break
+    return picked

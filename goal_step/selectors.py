@@ -21,6 +21,7 @@ STAGE_LABELS = {
     "tfidf": "TF-IDF filter",
     "similarity": "Similarity filter",
     "distinct": "Same step twice",
+    "markup": "Markup filter (JSON, HTML, URLs)",
 }
 
 
@@ -44,6 +45,7 @@ class TaskFunnel:
     test: int
     train: int
     shared_with_test: int
+    warning: str = ""
 
     @property
     def kept_percent(self) -> float:
@@ -152,6 +154,7 @@ def task_funnels(task_set: TaskSet) -> list[TaskFunnel]:
                 test=int(data.get("test", 0)),
                 train=int(data.get("train", 0)),
                 shared_with_test=int(data.get("shared_with_test", 0)),
+                warning=str(data.get("warning", "")),
             )
         )
     return funnels

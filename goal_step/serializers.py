@@ -8,7 +8,7 @@ from h2e_site.bounds import model_range
 from mining.models import Split, Topic
 
 from .job_kinds import BUILD_TASKS
-from .jobs import DEFAULT_TEST_SHARE
+from .jobs import DEFAULT_TEST_SHARE, SplitBy
 from .models import TaskSet
 
 
@@ -25,6 +25,7 @@ class BuildTasksJobCreateSerializer(serializers.Serializer):
         child=serializers.CharField(), default=list, help_text="topic names (none: every topic)"
     )
     test_share = serializers.FloatField(default=DEFAULT_TEST_SHARE, min_value=0.01, max_value=0.99)
+    split_by = serializers.ChoiceField(choices=SplitBy.choices, default=SplitBy.TEXT)
 
     def validate_name(self, value: str) -> str:
         if TaskSet.objects.filter(name=value).exists():

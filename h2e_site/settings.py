@@ -45,6 +45,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "h2e_site.jobs",
+    "h2e_site.embeddings",
     "mining",
     "judging",
     "goal_step",
@@ -181,6 +182,10 @@ SPECTACULAR_SETTINGS = {
         "str": {"type": "string", "pattern": "^[^/]+$"},
     },
 }
+
+# --- Embeddings: an `embed` job runs by itself after a bench import, an h2e import and a mining run, so the
+# new texts have their vectors before a build or a search needs them (h2e_site/embeddings/jobs.py).
+EMBED_AFTER_IMPORTS = env_bool("H2E_EMBED_AFTER_IMPORTS", True)
 
 # --- Celery: Redis when REDIS_URL is set, else an embedded SQLite broker (a real worker, never eager). ---
 REDIS_URL = env_str("REDIS_URL")

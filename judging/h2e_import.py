@@ -34,7 +34,9 @@ from typing import Any
 import orjson
 from django.db import connection, transaction
 
+from h2e_site.embeddings.jobs import embed_after
 from judging.models import Generator, Judge
+from mining.embedding import PROCEDURES
 from mining.readers import ReadError, iter_records
 from mining.services import (
     MAX_ID_CHARS,
@@ -48,6 +50,7 @@ from mining.services import (
 )
 
 from . import h2e_store
+from .embedding import JUDGE_FAILURES
 from .h2e_manifests import generator_fields, judge_fields, read_manifest
 
 OVERRIDES_KEY = h2e_store.OVERRIDES_KEY
@@ -164,6 +167,8 @@ def h2e_import(
     if known.enabled and any(f.created for f in report.files):
         h2e_store.analyze_tables(connection)
     progress.close()
+    if any(f.created for f in report.files):
+        embed_after(PROCEDURES, JUDGE_FAILURES)  # their vectors, before a build or a search needs them
     return report
 
 

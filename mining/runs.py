@@ -40,12 +40,14 @@ from django.db import connection, reset_queries, transaction
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
+from h2e_site.embeddings.jobs import embed_after
 from h2e_site.jobs.loop import FETCH_CHUNK, JobWork, chunked_requests, job_run
 from h2e_site.jobs.models import Job, JobStatus
 from h2e_site.jobs.services import job_create
 from h2e_site.llm.base import LLMBackend, LLMRequest, LLMResult
 
 from .config import LLM_STAGES, RunConfig, run_config_from_mapping
+from .embedding import PROCEDURES
 from .job_kinds import MINE
 from .models import STAGE_ORDER, MiningRun, Procedure, RunStatus, SourceDocument, Split, Stage, StageOutcome
 from .prefilter import prefilter_steps
@@ -355,6 +357,8 @@ class MineWork(JobWork):
             MiningRun.objects.filter(pk=self.run_row.pk, job=self.job).update(
                 status=_JOB_TO_RUN_STATUS.get(status, RunStatus.FAILED), updated_at=timezone.now()
             )
+        if status == JobStatus.SUCCEEDED:
+            embed_after(PROCEDURES)  # the mined procedures' vectors
 
     def summary(self) -> str:
         return f"{self.job.failed} document(s) failed" if self.job.failed else ""

@@ -16,6 +16,9 @@ from typing import Any
 
 from django.db import transaction
 
+from h2e_site.embeddings.jobs import embed_after
+
+from .embedding import PROCEDURES
 from .models import Procedure, Split, Topic
 from .readers import ReadError, Record, iter_records
 
@@ -328,6 +331,8 @@ def bench_import(
         report.files.append(file_report)
         progress.file_done(path=str(path), ok=file_report.imported, size=_size(path))
     progress.close()
+    if any(f.created for f in report.files):
+        embed_after(PROCEDURES)  # the new texts' vectors, before a build or a split needs them
     return report
 
 

@@ -4,7 +4,9 @@ split_make draws `per_topic` procedures per topic from the pool (split "pool") w
 bench; the rest of the pool becomes train, except the train procedures too close to a bench procedure: each
 procedure is embedded as goal + "\\n" + numbered steps (L2-normalised), and a train procedure whose maximum
 cosine similarity to any bench procedure (those drawn now and those already in bench) is >= the threshold
-(0.65) stays in the pool, so nothing is deleted and the report says how many. Procedures without a topic are
+(0.65) stays in the pool, so nothing is deleted and the report says how many. The vectors are read from the
+embedding store (h2e_site.embeddings): only a procedure whose text was never embedded under the model is
+embedded now (and stored). Procedures without a topic are
 never drawn for bench.
 """
 
@@ -12,20 +14,22 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 from django.db import transaction
 
 from h2e_site.bounds import SEED
+from h2e_site.embeddings.store import StoredEmbed
 
-from .embedding import Embedder, procedure_text
-from .encoders import MiniLMEmbedder
+from .embedding import procedure_text
 from .models import Procedure, Split
 
 DEDUP_THRESHOLD = 0.65
 TRAIN_CHUNK = 1024
+
+Embed = Callable[[Sequence[str]], np.ndarray]  # texts -> unit rows (StoredEmbed)
 
 
 @dataclass
@@ -55,7 +59,7 @@ def split_make(
     seed: int,
     dedup: bool = True,
     threshold: float = DEDUP_THRESHOLD,
-    embedder: Embedder | None = None,
+    embed: Embed | None = None,
 ) -> SplitReport:
     """Draw the topic-balanced bench split from the pool; the rest becomes (deduplicated) train."""
     if per_topic < 1:
@@ -64,9 +68,7 @@ def split_make(
     report = SplitReport()
     bench_ids, train_ids = _draw(per_topic, seed, report)
     if dedup and train_ids:
-        train_ids = _without_near_duplicates(
-            train_ids, bench_ids, threshold, embedder or MiniLMEmbedder(), report
-        )
+        train_ids = _without_near_duplicates(train_ids, bench_ids, threshold, embed or StoredEmbed(), report)
     with transaction.atomic():
         Procedure.objects.filter(pk__in=bench_ids, split=Split.POOL).update(split=Split.BENCH)
         Procedure.objects.filter(pk__in=train_ids, split=Split.POOL).update(split=Split.TRAIN)
@@ -98,26 +100,26 @@ def _without_near_duplicates(
     train_ids: Sequence[int],
     bench_ids: Sequence[int],
     threshold: float,
-    embedder: Embedder,
+    embed: Embed,
     report: SplitReport,
 ) -> list[int]:
     bench_pks = list(bench_ids) + list(
         Procedure.objects.filter(split=Split.BENCH).values_list("pk", flat=True)
     )
-    bench = _embed(bench_pks, embedder)
+    bench = _embed(bench_pks, embed)
     kept: list[int] = []
     for start in range(0, len(train_ids), TRAIN_CHUNK):
         chunk = list(train_ids[start : start + TRAIN_CHUNK])
-        closest = max_cosine(_embed(chunk, embedder), bench)
+        closest = max_cosine(_embed(chunk, embed), bench)
         kept.extend(pk for pk, cosine in zip(chunk, closest, strict=True) if cosine < threshold)
         report.near_duplicates += sum(1 for cosine in closest if cosine >= threshold)
     return kept
 
 
-def _embed(pks: Sequence[int], embedder: Embedder) -> np.ndarray:
+def _embed(pks: Sequence[int], embed: Embed) -> np.ndarray:
     rows = Procedure.objects.filter(pk__in=pks).values_list("pk", "goal", "steps")
     texts = {pk: procedure_text(goal, steps) for pk, goal, steps in rows}
-    return embedder.encode([texts[pk] for pk in pks])
+    return embed([texts[pk] for pk in pks])
 
 
 def max_cosine(queries: np.ndarray, references: np.ndarray) -> np.ndarray:

@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import urlparse, urlunparse
 
 import pytest
+from django.conf import settings as _settings_module
 from django.test import Client
 from hypothesis import settings as hypothesis_settings
 
@@ -53,6 +54,11 @@ def _isolate_xdist_worker() -> None:
 
 
 _isolate_xdist_worker()
+
+# No `embed` job after every import or mining run of the suite (each would be queued for a Celery worker
+# that a later test starts): the tests of that behaviour turn it on (tests/embeddings/test_embed_job.py).
+os.environ["H2E_EMBED_AFTER_IMPORTS"] = "0"
+_settings_module.EMBED_AFTER_IMPORTS = False
 
 
 @pytest.fixture(scope="session")

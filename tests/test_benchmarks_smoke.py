@@ -32,6 +32,7 @@ SMOKE: dict[str, list[str]] = {
         "--items", "6", "--workers", "1", "--port", "{port}",
     ],
     "calibration_sim.py": ["--worlds", "20", "--n", "50", "--N", "500"],
+    "embedding_store.py": ["--db", "{db}", "--procedures", "60", "--vectors", "random", "--add", "6"],
     "goal_step_build.py": ["--procedures", "80", "--embedding", "words"],
     "import_scale.py": [
         "--out", "{tmp}/tree", "--db", "{db}", "--generators", "2", "--examples", "15", "--judges", "1",
@@ -50,6 +51,7 @@ SMOKE: dict[str, list[str]] = {
 EXPECTED = {
     "annotator_load.py": '"errors": []',
     "calibration_sim.py": '"two_rounds"',  # the routing comparison, printed last
+    "embedding_store.py": '"texts_to_embed"',
     "goal_step_build.py": "peak RSS:",
     "import_scale.py": '"leaderboards_agree": true',
     "judge_throughput.py": '"rpm_observed"',

@@ -39,6 +39,8 @@ from annotation.kinds import KINDS
 from annotation.models import Study
 from goal_step.models import TaskSet
 from h2e_site.bounds import model_range
+from h2e_site.embeddings.specs import minilm_spec
+from h2e_site.embeddings.store import model_row
 from h2e_site.jobs.api import _creatable
 from h2e_site.jobs.models import Job
 from mining.config import run_config_from_mapping
@@ -328,6 +330,8 @@ def _site_forms() -> list[FormTarget]:
     from goal_step.admin import RebuildForm
     from goal_step.answer_forms import AnswerTasksForm
     from goal_step.forms import TaskSetBuildForm
+    from h2e_site.embeddings.admin import EmbedForm
+    from h2e_site.embeddings.models import EmbeddingModel
     from judging.admin.actions import AttachConfigForm, GenerateForm, JudgeWithForm
     from judging.admin.generate import GenerateFromConfigForm
     from judging.models import Generator, Judge
@@ -351,6 +355,7 @@ def _site_forms() -> list[FormTarget]:
             TaskSetBuildForm,
         ),
         _action(TaskSet, "build_again", RebuildForm),
+        _action(EmbeddingModel, "embed_missing", EmbedForm),
         _action(Generator, "generate_l2", GenerateForm),
         _action(Generator, "judge_with", JudgeWithForm),
         _action(Judge, "attach_config", AttachConfigForm),
@@ -597,6 +602,7 @@ def admin_world() -> dict[str, Any]:
         selection=services.Selection(generator_ids=[g.pk for g in world["generators"]]),
     )  # fmt: skip
     make_document("fuzz-doc")
+    model_row(minilm_spec())  # the embedding store's model, for its admin action
     mining_run_create(config=run_config_from_mapping(loopback_config("http://127.0.0.1:9/v1")), enqueue=False)
     generator = world["generators"][0]
     return {
@@ -607,5 +613,6 @@ def admin_world() -> dict[str, Any]:
             "judge": {"judge_id": world["judges"][0].judge_id, "generator_id": generator.generator_id},
             "answer_tasks": {"model_id": "no-such-model", "task_set": "fuzz-taken"},
             "classify_steps": {"classifier_id": "no-such", "study": "fuzz-taken"},
+            "embed": {"sources": ["procedures"]},
         },
     }

@@ -24,6 +24,7 @@ HEAVY = (
     "sklearn",
     "krippendorff",
     "tokenizers",
+    "faiss",
     "safetensors",
     "openai",
     "llama_cpp",

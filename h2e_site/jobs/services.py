@@ -51,8 +51,10 @@ def job_create(
 
 
 def job_queue(job: Job) -> str:
-    """vLLM jobs go to the `gpu` queue (a worker with the engine), everything else to `default`."""
-    return GPU_QUEUE if job.parameters.get("backend") == "vllm" else DEFAULT_QUEUE
+    """vLLM jobs and jobs that ask for it (parameters["queue"] == "gpu", e.g. embedding on a GPU) go to the
+    `gpu` queue (a worker with the engine or the device), everything else to `default`."""
+    wants_gpu = job.parameters.get("backend") == "vllm" or job.parameters.get("queue") == GPU_QUEUE
+    return GPU_QUEUE if wants_gpu else DEFAULT_QUEUE
 
 
 def job_enqueue(job: Job) -> None:

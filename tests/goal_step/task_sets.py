@@ -11,8 +11,8 @@ import numpy as np
 from goal_step.build import normalise
 from goal_step.jobs import build_job_run, task_set_create
 from goal_step.models import TaskExample, TaskSet
+from h2e_site.embeddings.encoders import MiniLMEmbedder
 from h2e_site.jobs.models import Job
-from mining.encoders import MiniLMEmbedder
 from mining.models import Procedure, Split
 from tests.factories import make_topic
 from tests.goal_step.synthetic import synthetic_procedures

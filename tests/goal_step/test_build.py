@@ -190,7 +190,7 @@ def test_it_orders_only_procedures_marked_ordered_or_chosen_by_the_predicate() -
     corpus = prepare_corpus(procedures, embed=EMBED)
     examples, funnel = build_step_ordering(corpus, seed=0)
     assert [e.source_pk for e in examples] == [1, 1]
-    assert funnel.removed == {"not_ordered": 2, "distinct": 0} and funnel.kept == 2
+    assert funnel.removed == {"not_ordered": 2, "markup": 0, "distinct": 0} and funnel.kept == 2
     for example in examples:
         first, second = example.meta["step_numbers"]
         assert example.candidates[example.answer] == procedures[0].steps[min(first, second) - 1]
@@ -214,6 +214,7 @@ def test_it_counts_every_draft_in_the_funnel() -> None:
     assert list(funnels[STEP_INFERENCE].removed) == [
         "too_few_negatives",
         "same_goal",
+        "markup",
         "length",
         "lexical_overlap",
         "tfidf",

@@ -21,6 +21,7 @@ from goal_step.filters import (
     informativeness,
     length_filter,
     lexical_overlap_filter,
+    markup_in,
     similarity_filter,
     stem,
     tfidf_filter,
@@ -162,3 +163,26 @@ def test_it_drops_stopwords_and_names_filters() -> None:
     assert content_words("Don't leave the kettle on!") == ["leav", "kettl"]
     assert filter_name(partial(length_filter, min_words=3)) == "length"
     assert filter_name(tfidf_filter) == "tfidf"
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ('{"smallUrl":"https:\\/\\/www.wikihow.com\\/images\\/thumb\\/Step-1.jpg","bigUrl":"x"}', "JSON"),
+        ('["Step one", "Step two"]', "JSON"),
+        ("Click <a href='/settings'>Settings</a> at the top", "HTML"),
+        ("Wrap it in foil<br>and bake", "HTML"),
+        ("Add salt &amp; pepper", "HTML"),
+        ("Read more at https://example.org/guide", "a URL"),
+        ("Visit www.wikihow.com for pictures", "a URL"),
+        ("Save to images\\/thumb", "a URL"),
+        ("Add salt & pepper to taste", ""),
+        ("Press <Enter> to confirm", ""),
+        ("Keep the dough {covered} overnight", ""),
+        ('Say "yes", then "no"', ""),
+        ("Cut a 3/4 inch hole for the pipe", ""),
+        ("Set the oven to 350°F (175°C)", ""),
+    ],
+)
+def test_it_names_the_markup_a_scraped_step_carries(text: str, kind: str) -> None:
+    assert markup_in(text) == kind

@@ -10,11 +10,11 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from goal_step import build_work
 from goal_step.build import TASKS
 from goal_step.job_kinds import BUILD_TASKS
 from goal_step.jobs import TaskSetRefused, task_set_create
 from goal_step.models import TaskSet, TaskSplit
+from h2e_site.embeddings import store
 from h2e_site.jobs.models import Job, JobStatus
 from h2e_site.jobs.services import job_cancel
 from mining.models import Procedure, Split, Topic
@@ -74,7 +74,15 @@ def test_it_writes_a_funnel_that_adds_up_and_the_artifact_check() -> None:
         assert check["chance"] == pytest.approx(0.5 if task == "step_ordering" else 0.25)
         assert check["at_chance"] == (check["ci_low"] <= check["chance"] <= check["ci_high"])
     stages = [row["stage"] for row in task_set.funnel["step_inference"]["removed"]]
-    assert stages == ["too_few_negatives", "same_goal", "length", "lexical_overlap", "tfidf", "similarity"]
+    assert stages == [
+        "too_few_negatives",
+        "same_goal",
+        "markup",
+        "length",
+        "lexical_overlap",
+        "tfidf",
+        "similarity",
+    ]
 
 
 def test_it_shares_no_prompt_or_candidate_between_train_and_test() -> None:
@@ -94,7 +102,7 @@ def test_it_builds_the_same_examples_from_the_same_seed() -> None:
 
 
 def test_it_counts_progress_batch_by_batch_while_embedding(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(build_work, "EMBED_BATCH", 16)
+    monkeypatch.setattr(store, "EMBED_BATCH", 16)
     make_procedures()
     seen: list[tuple[int, int]] = []
     task_set = build(on_progress=lambda job: seen.append((job.done, job.total)))
@@ -105,7 +113,7 @@ def test_it_counts_progress_batch_by_batch_while_embedding(monkeypatch: pytest.M
 
 
 def test_it_stops_when_the_job_is_cancelled_while_embedding(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(build_work, "EMBED_BATCH", 16)
+    monkeypatch.setattr(store, "EMBED_BATCH", 16)
     make_procedures()
 
     def cancel(job: Job) -> None:

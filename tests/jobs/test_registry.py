@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from annotation.job_kinds import CLASSIFY_STEPS
 from goal_step.job_kinds import ANSWER_TASKS, BUILD_TASKS
+from h2e_site.embeddings.job_kinds import EMBED
 from h2e_site.jobs.models import JobStatus
 from h2e_site.jobs.registry import job_type_for, job_types
 from h2e_site.jobs.services import job_can_retry, job_retry_failed, resume_orphaned_jobs
@@ -32,6 +33,7 @@ def test_it_has_a_registered_task_for_every_kind_the_apps_run() -> None:
         CLASSIFY_STEPS: "annotation.run_classify_job",
         BUILD_TASKS: "mining.run_build_tasks_job",
         ANSWER_TASKS: "mining.run_answer_tasks_job",
+        EMBED: "embeddings.run_embed_job",
     }
     assert not job_type_for(IMPORT).resumable and job_type_for(MINE).resumable
     with pytest.raises(LookupError, match="export"):

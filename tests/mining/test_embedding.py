@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from h2e_site.embeddings.encoders import MiniLMEmbedder
 from mining.embedding import procedure_text
-from mining.encoders import MiniLMEmbedder
 
 REFERENCE = Path(__file__).parent / "data" / "minilm_reference.npy"
 SENTENCES = [

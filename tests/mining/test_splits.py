@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
+from h2e_site.embeddings.specs import EmbeddingSpec
+from h2e_site.embeddings.store import StoredEmbed
 from mining.models import Procedure, Split
 from mining.splits import max_cosine, split_make
 from tests.factories import make_procedure
@@ -21,6 +23,8 @@ pytestmark = pytest.mark.django_db
 
 class HashEmbedder:
     """Unit vectors from a text's hash: equal texts give cosine 1, different ones about 0."""
+
+    spec = EmbeddingSpec("hash", "tests/hash", "1", 64)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         rows = []
@@ -41,14 +45,14 @@ def pool(topics: dict[str, int]) -> None:
 
 def test_it_draws_per_topic_with_the_seed_and_leaves_the_rest_as_train() -> None:
     pool({"Health": 5, "Travel & Tourism": 4})
-    report = split_make(per_topic=3, seed=1, embedder=HashEmbedder())
+    report = split_make(per_topic=3, seed=1, embed=StoredEmbed(encoder=HashEmbedder()))
     bench = Counter(Procedure.objects.filter(split=Split.BENCH).values_list("topic__name", flat=True))
     assert bench == {"Health": 3, "Travel & Tourism": 3}
     assert Procedure.objects.filter(split=Split.TRAIN).count() == 3 == report.train
     assert not Procedure.objects.filter(split=Split.POOL).exists()
     first = set(Procedure.objects.filter(split=Split.BENCH).values_list("source_example_id", flat=True))
     Procedure.objects.update(split=Split.POOL)
-    split_make(per_topic=3, seed=1, embedder=HashEmbedder())
+    split_make(per_topic=3, seed=1, embed=StoredEmbed(encoder=HashEmbedder()))
     assert (
         set(Procedure.objects.filter(split=Split.BENCH).values_list("source_example_id", flat=True)) == first
     )
@@ -57,7 +61,7 @@ def test_it_draws_per_topic_with_the_seed_and_leaves_the_rest_as_train() -> None
 def test_it_keeps_near_duplicates_of_bench_out_of_train() -> None:
     pool({"Health": 1})
     make_procedure(goal="Health goal 0", steps=["Health step 0"], topic="Health", split=Split.POOL)  # a twin
-    report = split_make(per_topic=1, seed=0, embedder=HashEmbedder())
+    report = split_make(per_topic=1, seed=0, embed=StoredEmbed(encoder=HashEmbedder()))
     assert report.near_duplicates == 1 and report.train == 0
     assert Procedure.objects.filter(split=Split.POOL).count() == 1
     assert "left in the pool as near-duplicates of bench: 1" in report.lines()

@@ -9,7 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from goal_step.jobs import DEFAULT_TEST_SHARE, TaskSetRefused, build_job_run, task_set_create
+from goal_step.jobs import DEFAULT_TEST_SHARE, SplitBy, TaskSetRefused, build_job_run, task_set_create
 from goal_step.models import TaskSet
 from h2e_site.jobs.follow import show_progress, wait_for_job
 from h2e_site.jobs.models import Job, JobStatus
@@ -31,6 +31,12 @@ class Command(BaseCommand):
         )
         parser.add_argument("--topic", action="append", default=[], help="only this topic (repeat)")
         parser.add_argument("--test-share", type=float, default=DEFAULT_TEST_SHARE)
+        parser.add_argument(
+            "--split-by",
+            choices=SplitBy.values,
+            default=SplitBy.TEXT,
+            help="text (the paper's rule) or procedure",
+        )
         mode = parser.add_mutually_exclusive_group()
         mode.add_argument("--wait", action="store_true", help="follow the job until it finishes")
         mode.add_argument("--inline", action="store_true", help="run the job in this process")
@@ -48,6 +54,7 @@ class Command(BaseCommand):
                 splits=options["split"] or [Split.BENCH],
                 topic_ids=[ids[name] for name in names],
                 test_share=options["test_share"],
+                split_by=options["split_by"],
                 enqueue=not options["inline"],
             )
         except TaskSetRefused as refused:
@@ -78,6 +85,8 @@ class Command(BaseCommand):
                 f"{task}: {funnel['in']} in, {removed or 'none removed'}, {funnel['kept']} kept "
                 f"({funnel['test']} test, {funnel['train']} train)"
             )
+            if funnel.get("warning"):
+                self.stderr.write(f"warning: {funnel['warning']}")
         for task, check in task_set.artifacts.items():
             if check["n"]:
                 self.stdout.write(

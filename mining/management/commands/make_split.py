@@ -7,8 +7,8 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from mining.embedding import DEFAULT_EMBEDDING_MODEL
-from mining.encoders import embedder_for
+from h2e_site.embeddings.specs import DEFAULT_EMBEDDING_MODEL
+from h2e_site.embeddings.store import StoredEmbed
 from mining.splits import DEDUP_THRESHOLD, split_make
 
 
@@ -33,13 +33,15 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
-            embedder = None if options["no_dedup"] else embedder_for(options["embedding_model"])
+            embed = None if options["no_dedup"] else StoredEmbed(options["embedding_model"])
+            if embed is not None:
+                embed.model  # noqa: B018 (which model it is: another than minilm is loaded here, or refused)
             report = split_make(
                 per_topic=options["per_topic"],
                 seed=options["seed"],
                 dedup=not options["no_dedup"],
                 threshold=options["threshold"],
-                embedder=embedder,
+                embed=embed,
             )
         except (ValueError, ImproperlyConfigured) as exc:
             raise CommandError(str(exc)) from exc

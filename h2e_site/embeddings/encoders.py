@@ -1,7 +1,10 @@
-"""The embedding models that compute (mining/embedding.py describes them): all-MiniLM-L6-v2 in numpy, and
-any sentence-transformers model where it is installed, and embedder_for, which picks one by name. Imported
-where a model is loaded (the split command, the goal-step build job), so numpy and scipy stay out of the
-start-up of the web and Celery processes."""
+"""The embedding models that compute, loaded only when a text needs embedding: all-MiniLM-L6-v2 in numpy
+(tokenizers + safetensors: the 6-layer BERT encoder, then mean pooling over the tokens and L2 normalisation,
+as the model's sentence-transformers modules Transformer, Pooling mean, Normalize do; its output matches
+sentence-transformers to float32 precision, tests/mining/test_embedding.py holds reference vectors computed
+with sentence-transformers 5 / torch 2.13 CPU), and any sentence-transformers model where it is installed.
+embedder_for picks one by name (specs.py says what the names mean). Imported where a model is loaded, so numpy
+and scipy stay out of the start-up of the web and Celery processes."""
 
 from __future__ import annotations
 
@@ -13,7 +16,9 @@ import numpy as np
 from django.core.exceptions import ImproperlyConfigured
 from scipy.special import erf
 
-from .embedding import BATCH, DEFAULT_EMBEDDING_MODEL, Embedder, packaged_model_dir
+from .specs import DEFAULT_EMBEDDING_MODEL, Embedder, EmbeddingSpec, minilm_spec, packaged_model_dir
+
+BATCH = 64  # texts per forward pass
 
 
 class MiniLMEmbedder:
@@ -24,6 +29,7 @@ class MiniLMEmbedder:
         from tokenizers import Tokenizer
 
         folder = model_dir or packaged_model_dir()
+        self.spec = minilm_spec()
         config = json.loads((folder / "config.json").read_text())
         max_length = json.loads((folder / "sentence_bert_config.json").read_text())["max_seq_length"]
         self.heads = int(config["num_attention_heads"])
@@ -112,23 +118,50 @@ class SentenceTransformerEmbedder:
     """Any sentence-transformers model, e.g. Qwen/Qwen3-Embedding-0.6B (a hub name, cached, or a local
     folder), where sentence-transformers and torch are installed; rows L2-normalised."""
 
-    def __init__(self, name_or_path: str) -> None:
+    def __init__(self, name_or_path: str, *, device: str = "cpu", spec: EmbeddingSpec | None = None) -> None:
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
             raise ImproperlyConfigured(
                 f"the embedding model {name_or_path!r} needs sentence-transformers (and torch==2.13.0 CPU on "
-                "this machine); the default model 'minilm' needs neither"
+                "this machine, or a CUDA build on a GPU worker); the default model 'minilm' on the CPU needs "
+                "neither"
             ) from exc
-        self.model = SentenceTransformer(name_or_path, device="cpu")
+        self.model = SentenceTransformer(name_or_path, device=device)
+        revision = getattr(self.model.model_card_data, "base_model_revision", None) or "unpinned"
+        dimension = int(self.model.get_sentence_embedding_dimension() or 0)
+        self.spec = spec or EmbeddingSpec(name_or_path, name_or_path, str(revision), dimension)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         vectors = self.model.encode(list(texts), batch_size=BATCH, normalize_embeddings=True)
         return np.asarray(vectors, dtype=np.float32)
 
 
-def embedder_for(name: str = DEFAULT_EMBEDDING_MODEL) -> Embedder:
-    """`minilm`: the packaged all-MiniLM-L6-v2 in numpy; anything else: a sentence-transformers model."""
+def embedder_for(name: str = DEFAULT_EMBEDDING_MODEL, *, device: str = "cpu") -> Embedder:
+    """`minilm`: the packaged all-MiniLM-L6-v2 in numpy; anything else: a sentence-transformers model. On
+    another device (a GPU worker's "cuda"), sentence-transformers runs the model: for `minilm`, the same
+    packaged files (its sentence-transformers modules are in the wheel), so its vectors go under the same
+    model row."""
+    if device != "cpu":
+        if name == DEFAULT_EMBEDDING_MODEL:
+            return SentenceTransformerEmbedder(str(packaged_model_dir()), device=device, spec=minilm_spec())
+        return SentenceTransformerEmbedder(name, device=device)
     if name == DEFAULT_EMBEDDING_MODEL:
         return MiniLMEmbedder()
     return SentenceTransformerEmbedder(name)
+
+
+def embedding_spec(name: str = DEFAULT_EMBEDDING_MODEL, *, encoder: object | None = None) -> EmbeddingSpec:
+    """The identity of the model `name` means: the default's without loading it; another's from `encoder`
+    when given (an object with a `spec`), else from the model, loaded for it."""
+    if encoder is not None:
+        given = getattr(encoder, "spec", None)
+        if not isinstance(given, EmbeddingSpec):
+            raise ValueError(
+                f"{type(encoder).__name__} must say which model it is (a `spec`): vectors of two "
+                "models are never stored under one"
+            )
+        return given
+    if name == DEFAULT_EMBEDDING_MODEL:
+        return minilm_spec()
+    return SentenceTransformerEmbedder(name).spec

@@ -1,0 +1,64 @@
+"""The embeddings app's kind of job as the core runs and shows it; registered from
+EmbeddingsConfig.ready()."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from django.urls import reverse
+
+from h2e_site.jobs.models import Job
+from h2e_site.jobs.registry import JobDescription, JobLink, JobType, job_type_register
+
+from .job_kinds import EMBED
+from .jobs import embed_job_create
+from .sources import text_source_for
+from .tasks import run_embed_job
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+
+def describe_embed_jobs(jobs: Sequence[Job]) -> dict[int, JobDescription]:
+    """The model and the sources an embed job covers, and the store's page."""
+    store = reverse("admin:embeddings_embeddingmodel_changelist")
+    descriptions = {}
+    for job in jobs:
+        labels = []
+        for name in job.parameters.get("sources", []):
+            try:
+                labels.append(text_source_for(name).label)
+            except LookupError:
+                labels.append(f"{name} (no longer registered)")
+        descriptions[job.pk] = JobDescription(
+            links=(JobLink("The stored embeddings", store, "Store"),),
+            facts=(("model", job.parameters.get("model", "")), ("texts of", ", ".join(labels) or "none")),
+        )
+    return descriptions
+
+
+def _note(job: Job) -> str:
+    return f"{job.parameters.get('model', '')}: {', '.join(job.parameters.get('sources', []))}"
+
+
+def _api_create(data: dict[str, Any], created_by: User | None) -> Job:
+    return embed_job_create(
+        sources=data.get("sources"), model=data["model"], device=data["device"], created_by=created_by
+    )
+
+
+def register_job_types() -> None:
+    job_type_register(
+        JobType(
+            EMBED,
+            run_embed_job,
+            label="Embed texts",
+            note=_note,
+            describe=describe_embed_jobs,
+            create_serializer="h2e_site.embeddings.serializers.EmbedJobCreateSerializer",
+            api_create=_api_create,
+            start_hint="Embed texts without a vector: the admin's Embedding models, POST /api/jobs/, or "
+            "manage.py embed; it also runs by itself after a bench import, an h2e import and a mining run.",
+        )
+    )

@@ -1,0 +1,136 @@
+"""Neighbour search over unit vectors with faiss (inner product = cosine).
+
+`VectorIndex.build(vectors)`: exact (IndexFlatIP) up to EXACT_LIMIT rows; above it an inverted-file index
+(IndexIVFScalarQuantizer, float16 codes: half the memory of float32 rows) with NLIST_PER_SQRT x sqrt(n) lists,
+trained by faiss's k-means on a seeded sample and searched in NPROBE of them. The approximate index misses a
+neighbour that sits in a list not probed: `recall_at_k` measures it against the exact search on a sample, and
+benchmarks/embedding_search.py reports it. Queries go in blocks, so memory stays bounded by the index and a
+block's results.
+
+`index_cached(key, vectors)` keeps the last few built indexes of this process, keyed by what they index (the
+model and the digest of the text hashes), so a page that searches the same set again does not build again.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+
+import faiss
+import numpy as np
+
+EXACT_LIMIT = 20_000
+NLIST_PER_SQRT = 2  # inverted lists: 2 x sqrt(n) (about 500 rows per list at 60,000, 1,600 at 600,000)
+NPROBE = 16
+TRAIN_PER_LIST = 40  # k-means training sample: rows per list
+KMEANS_ITERATIONS = 10
+SEARCH_BLOCK = 8_192
+ADD_BLOCK = 65_536
+CACHED_INDEXES = 4
+
+
+def unit_rows(vectors: np.ndarray, dtype: np.dtype | type = np.float32, block: int = 65_536) -> np.ndarray:
+    """Rows scaled to length 1 again (float16 rounding moves a norm by ~1e-3), as `dtype`, a block at a
+    time (a float32 copy of every row at once would double the memory of a large corpus)."""
+    out = np.empty(vectors.shape, dtype=dtype)
+    for start in range(0, len(vectors), block):
+        rows = np.asarray(vectors[start : start + block], dtype=np.float32)
+        out[start : start + block] = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+    return out
+
+
+def as_float32(rows: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(rows, dtype=np.float32)
+
+
+@dataclass
+class VectorIndex:
+    index: faiss.Index
+    n: int
+    exact: bool
+
+    @classmethod
+    def build(
+        cls,
+        vectors: np.ndarray,
+        *,
+        exact_limit: int = EXACT_LIMIT,
+        nprobe: int = NPROBE,
+        seed: int = 0,
+    ) -> VectorIndex:
+        """An index of `vectors` (unit rows, float16 or float32); row i is id i."""
+        n, dimension = vectors.shape
+        if n <= exact_limit:
+            index: faiss.Index = faiss.IndexFlatIP(dimension)
+            _add(index, vectors)
+            return cls(index, n, exact=True)
+        nlist = max(1, int(NLIST_PER_SQRT * math.sqrt(n)))
+        quantizer = faiss.IndexFlatIP(dimension)
+        index = faiss.IndexIVFScalarQuantizer(
+            quantizer, dimension, nlist, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT
+        )
+        index.cp.niter = KMEANS_ITERATIONS
+        index.cp.seed = seed
+        index.cp.max_points_per_centroid = TRAIN_PER_LIST
+        sample = np.random.default_rng(seed).choice(n, size=min(n, nlist * TRAIN_PER_LIST), replace=False)
+        index.train(as_float32(vectors[np.sort(sample)]))
+        _add(index, vectors)
+        index.nprobe = min(nprobe, nlist)
+        return cls(index, n, exact=False)
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, ids), each (len(queries), k), best first; id -1 where fewer than k rows were found."""
+        k = max(0, min(k, self.n))
+        scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
+        ids = np.full((len(queries), k), -1, dtype=np.int64)
+        if k == 0:
+            return scores, ids
+        for start in range(0, len(queries), SEARCH_BLOCK):
+            block = as_float32(queries[start : start + SEARCH_BLOCK])
+            scores[start : start + len(block)], ids[start : start + len(block)] = self.index.search(block, k)
+        return scores, ids
+
+
+def _add(index: faiss.Index, vectors: np.ndarray) -> None:
+    for start in range(0, len(vectors), ADD_BLOCK):
+        index.add(as_float32(vectors[start : start + ADD_BLOCK]))
+
+
+def exact_search(vectors: np.ndarray, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The exact top k of `queries` among `vectors` (a flat index, built for this call)."""
+    return VectorIndex.build(vectors, exact_limit=len(vectors)).search(queries, k)
+
+
+def recall_at_k(index: VectorIndex, vectors: np.ndarray, *, k: int, sample: int, seed: int = 0) -> float:
+    """The share of the exact top-k neighbours of `sample` rows drawn with `seed` that `index` finds too."""
+    rows = np.sort(
+        np.random.default_rng(seed).choice(len(vectors), size=min(sample, len(vectors)), replace=False)
+    )
+    queries = vectors[rows]
+    _, truth = exact_search(vectors, queries, k)
+    _, found = index.search(queries, k)
+    hits = sum(len(set(a[a >= 0]) & set(b[b >= 0])) for a, b in zip(truth, found, strict=True))
+    wanted = int((truth >= 0).sum())
+    return hits / wanted if wanted else 1.0
+
+
+_CACHE: OrderedDict[Hashable, VectorIndex] = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+
+
+def index_cached(key: Hashable, vectors: Callable[[], np.ndarray]) -> VectorIndex:
+    """The index of `vectors()` kept under `key` (the model and the set of texts it indexes): built on the
+    first call, then reused; the least recently used of more than CACHED_INDEXES is dropped."""
+    with _CACHE_LOCK:
+        if key in _CACHE:
+            _CACHE.move_to_end(key)
+            return _CACHE[key]
+    index = VectorIndex.build(vectors())
+    with _CACHE_LOCK:
+        _CACHE[key] = index
+        while len(_CACHE) > CACHED_INDEXES:
+            _CACHE.popitem(last=False)
+    return index

@@ -1,0 +1,155 @@
+"""Reading and writing stored vectors (numpy: imported where vectors are used, never at start-up).
+
+`StoredEmbed` is what builders and searches call: texts in, unit rows out (float32), each text's vector read
+from the store, and the texts without one embedded (the model loaded only then) and stored on the way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Sequence
+
+import numpy as np
+
+from .models import EmbeddingModel, TextVector
+from .search import unit_rows
+from .specs import DEFAULT_EMBEDDING_MODEL, EmbeddingSpec
+
+VECTOR_DTYPE = np.dtype("<f2")  # float16, little-endian (models.py says why)
+READ_CHUNK = 5_000  # hashes per query
+WRITE_BATCH = 1_000  # rows per INSERT
+EMBED_BATCH = 256  # texts per call to the encoder (and per progress step)
+
+Encode = Callable[[Sequence[str]], np.ndarray]
+
+
+def text_hash(text: str) -> str:
+    """SHA-256 of the text's UTF-8 bytes, hex: how the store knows a text."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def model_row(spec: EmbeddingSpec) -> EmbeddingModel:
+    """The stored row of an embedding model (made on first use); ValueError when a row of the same name and
+    revision has another dimension."""
+    row, _ = EmbeddingModel.objects.get_or_create(
+        name=spec.name, revision=spec.revision, defaults={"dimension": spec.dimension}
+    )
+    if row.dimension != spec.dimension:
+        raise ValueError(
+            f"embedding model {spec.name} @ {spec.revision}: stored with {row.dimension} dimensions, "
+            f"the model gives {spec.dimension}"
+        )
+    return row
+
+
+def stored_hashes(model: EmbeddingModel, hashes: Sequence[str] | None = None) -> set[str]:
+    """The hashes with a vector under `model`: among `hashes` when given (read by chunks), else all."""
+    rows = TextVector.objects.filter(model=model).values_list("text_hash", flat=True)
+    if hashes is None:
+        return set(rows.iterator(chunk_size=20_000))
+    unique = list(dict.fromkeys(hashes))
+    found: set[str] = set()
+    for start in range(0, len(unique), READ_CHUNK):
+        found.update(rows.filter(text_hash__in=unique[start : start + READ_CHUNK]))
+    return found
+
+
+def vectors_save(model: EmbeddingModel, hashes: Sequence[str], vectors: np.ndarray) -> None:
+    """Store one row per hash (a hash already stored is left as it is: saving twice changes nothing)."""
+    rows = np.asarray(vectors, dtype=np.float32)
+    if rows.shape != (len(hashes), model.dimension):
+        raise ValueError(f"{rows.shape} vectors for {len(hashes)} texts of {model.dimension} dimensions")
+    half = rows.astype(VECTOR_DTYPE)
+    TextVector.objects.bulk_create(
+        (TextVector(model=model, text_hash=h, vector=half[i].tobytes()) for i, h in enumerate(hashes)),
+        ignore_conflicts=True,
+        batch_size=WRITE_BATCH,
+    )
+
+
+def vectors_read(model: EmbeddingModel, hashes: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The stored vectors of `hashes`, in their order (float16 rows; zeros where none is stored), and a mask
+    of those found."""
+    unique = list(dict.fromkeys(hashes))
+    place = {h: i for i, h in enumerate(unique)}
+    out = np.zeros((len(unique), model.dimension), dtype=VECTOR_DTYPE)
+    found = np.zeros(len(unique), dtype=bool)
+    for start in range(0, len(unique), READ_CHUNK):
+        rows = TextVector.objects.filter(model=model, text_hash__in=unique[start : start + READ_CHUNK])
+        pairs = list(rows.values_list("text_hash", "vector"))
+        if not pairs:
+            continue
+        at = np.fromiter((place[h] for h, _ in pairs), dtype=np.int64, count=len(pairs))
+        blob = b"".join(bytes(vector) for _, vector in pairs)
+        out[at] = np.frombuffer(blob, dtype=VECTOR_DTYPE).reshape(len(pairs), model.dimension)
+        found[at] = True
+    if len(unique) == len(hashes):
+        return out, found
+    back = np.fromiter((place[h] for h in hashes), dtype=np.int64, count=len(hashes))
+    return out[back], found[back]
+
+
+class StoredEmbed:
+    """An embedding function over the store: `embed(texts)` reads each text's vector and embeds (and stores)
+    only the texts without one, in batches of EMBED_BATCH; `on_batch(n)` is called after each (it may
+    raise to stop). The encoder is loaded on the first text to embed, never when everything is stored.
+    `embedded` counts the texts this object embedded, `read` those it found stored."""
+
+    def __init__(
+        self,
+        key: str = DEFAULT_EMBEDDING_MODEL,
+        *,
+        encoder: object | None = None,
+        on_batch: Callable[[int], None] | None = None,
+        dtype: np.dtype | type = np.float32,
+        device: str = "cpu",
+    ) -> None:
+        self.key = key
+        self.dtype = dtype
+        self.device = device
+        self._encoder = encoder
+        self._model: EmbeddingModel | None = None
+        self.on_batch = on_batch or (lambda n: None)
+        self.embedded = 0
+        self.read = 0
+
+    @property
+    def model(self) -> EmbeddingModel:
+        if self._model is None:
+            from .encoders import embedding_spec
+
+            self._model = model_row(embedding_spec(self.key, encoder=self._encoder))
+        return self._model
+
+    def encoder(self) -> object:
+        if self._encoder is None:
+            from .encoders import embedder_for
+
+            self._encoder = embedder_for(self.key, device=self.device)
+        return self._encoder
+
+    def missing(self, texts: Iterable[str]) -> list[str]:
+        """The distinct texts without a stored vector (shortest first: batches of similar length)."""
+        by_hash = {text_hash(t): t for t in dict.fromkeys(texts)}
+        stored = stored_hashes(self.model, list(by_hash))
+        return sorted((t for h, t in by_hash.items() if h not in stored), key=len)
+
+    def fill(self, texts: Sequence[str]) -> None:
+        """Embed and store the texts given (callers pass missing() ones), a batch at a time."""
+        for start in range(0, len(texts), EMBED_BATCH):
+            chunk = list(texts[start : start + EMBED_BATCH])
+            vectors = self.encoder().encode(chunk)  # type: ignore[attr-defined]
+            vectors_save(self.model, [text_hash(t) for t in chunk], vectors)
+            self.embedded += len(chunk)
+            self.on_batch(len(chunk))
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.model.dimension), dtype=self.dtype)
+        hashes = [text_hash(t) for t in texts]
+        vectors, found = vectors_read(self.model, hashes)
+        self.read += int(found.sum())
+        if not found.all():
+            self.fill(sorted(dict.fromkeys(t for t, ok in zip(texts, found, strict=True) if not ok), key=len))
+            vectors, found = vectors_read(self.model, hashes)
+        return unit_rows(vectors, self.dtype)
