@@ -36,6 +36,7 @@ from .jobs import SplitBy
 from .models import GoalStepTask, TaskExample, TaskSet, TaskSplit
 from .selection import selected_procedures
 
+HALF_PRECISION_ABOVE = 300_000  # texts: a larger corpus holds its vectors in float16 (half the memory)
 MIN_TRAIN_KEPT = 0.5  # a split by text that keeps less of train than this is warned about
 BUILDERS: dict[str, Callable[..., tuple[list[Example], Funnel]]] = {
     GoalStepTask.STEP_INFERENCE: build_step_inference,
@@ -76,8 +77,9 @@ class BuildWork(JobWork):
             return
         procedures, skipped = selected_procedures(task_set.selection)
         key = task_set.settings.get("embedding_model", DEFAULT_EMBEDDING_MODEL)
-        embed = StoredEmbed(key, encoder=self.embedder, on_batch=self._embedded, dtype=np.float16)
         texts = [text for p in procedures for text in (p.goal, *p.steps)]
+        dtype = np.float16 if len(texts) > HALF_PRECISION_ABOVE else np.float32
+        embed = StoredEmbed(key, encoder=self.embedder, on_batch=self._embedded, dtype=dtype)
         missing = embed.missing(texts)
         self.job.total = len(missing) + len(TASKS)
         Job.objects.filter(pk=self.job.pk).update(total=self.job.total)

@@ -10,7 +10,8 @@ from h2e_site.embeddings.sources import TextSource, text_source_register
 
 from .models import Procedure
 
-PROCEDURES = "procedures"  # the text source's name
+PROCEDURES = "procedures"  # the text sources' names
+WHOLE_PROCEDURES = "whole_procedures"
 
 
 def procedure_text(goal: str, steps: Sequence[str]) -> str:
@@ -19,13 +20,24 @@ def procedure_text(goal: str, steps: Sequence[str]) -> str:
 
 
 def procedure_texts() -> Iterator[str]:
-    """Every procedure's goal, steps and whole text (the `procedures` text source), in pk order."""
+    """Every procedure's goal and steps (the `procedures` text source: what the goal-step tasks embed), in pk
+    order."""
     rows = Procedure.objects.order_by("pk").values_list("goal", "steps")
     for goal, steps in rows.iterator(chunk_size=2_000):
         yield goal
         yield from steps
+
+
+def whole_procedure_texts() -> Iterator[str]:
+    """Every procedure as one text (the `whole_procedures` source: what the train/bench dedup embeds; ten
+    times a step's tokens, so embedded on its own, when a split or a command asks for it)."""
+    rows = Procedure.objects.order_by("pk").values_list("goal", "steps")
+    for goal, steps in rows.iterator(chunk_size=2_000):
         yield procedure_text(goal, steps)
 
 
 def register_text_sources() -> None:
-    text_source_register(TextSource(PROCEDURES, "procedures (goals, steps and whole texts)", procedure_texts))
+    text_source_register(TextSource(PROCEDURES, "procedures' goals and steps", procedure_texts))
+    text_source_register(
+        TextSource(WHOLE_PROCEDURES, "whole procedures (the dedup's texts)", whole_procedure_texts)
+    )

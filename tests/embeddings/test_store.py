@@ -82,10 +82,10 @@ def test_adding_procedures_embeds_exactly_their_new_texts() -> None:
     encoder = CountingHashEncoder()
     embed = StoredEmbed(encoder=encoder)
     embed.fill(embed.missing(procedure_texts()))
-    assert len(encoder.encoded) == 300 * 4 + 1  # goal, two own steps, whole text; one shared step
+    assert len(encoder.encoded) == 300 * 3 + 1  # goal, two own steps; one shared step
     for i in range(300, 330):
         make_procedure(goal=f"Goal {i}", steps=[f"Step {i} a", "Gather your materials"])
     encoder.encoded.clear()
     embed.fill(embed.missing(procedure_texts()))
-    assert len(encoder.encoded) == 30 * 3  # goal, own step, whole text: nothing embedded before
+    assert len(encoder.encoded) == 30 * 2  # goal, own step: nothing embedded before
     assert not set(encoder.encoded) & {"Gather your materials", "Goal 1"}
