@@ -58,17 +58,9 @@ class BuildWork(JobWork):
         embedder: Embedder | None = None,
         on_progress: Callable[[Job], None] | None = None,
     ) -> None:
-        super().__init__(job)
+        super().__init__(job, on_progress)
         self.task_set = TaskSet.objects.filter(pk=job.parameters.get("task_set")).first()
         self.embedder = embedder
-        self.on_progress = on_progress
-
-    def write_progress(self, *, force: bool = False) -> None:
-        """The row at most every PROGRESS_WRITE_S (the core's rule); on_progress sees every step."""
-        super().write_progress(force=force)
-        if self.on_progress is not None:
-            self.job.done, self.job.failed = self.progress.done, self.progress.failed
-            self.on_progress(self.job)
 
     def run(self) -> None:
         task_set = self.task_set

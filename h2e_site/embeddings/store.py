@@ -104,7 +104,7 @@ class StoredEmbed:
     """An embedding function over the store: `embed(texts)` reads each text's vector and embeds (and stores)
     only the texts without one, in batches of EMBED_BATCH; `on_batch(n)` is called after each (it may
     raise to stop). The encoder is loaded on the first text to embed, never when everything is stored.
-    `embedded` counts the texts this object embedded, `read` those it found stored."""
+    `embedded` counts the texts this object embedded."""
 
     def __init__(
         self,
@@ -122,7 +122,6 @@ class StoredEmbed:
         self._model: EmbeddingModel | None = None
         self.on_batch = on_batch or (lambda n: None)
         self.embedded = 0
-        self.read = 0
 
     @property
     def model(self) -> EmbeddingModel:
@@ -159,7 +158,6 @@ class StoredEmbed:
             return np.zeros((0, self.model.dimension), dtype=self.dtype)
         hashes = [text_hash(t) for t in texts]
         vectors, found = vectors_read(self.model, hashes)
-        self.read += int(found.sum())
         if not found.all():
             self.fill(sorted(dict.fromkeys(t for t, ok in zip(texts, found, strict=True) if not ok), key=len))
             vectors, found = vectors_read(self.model, hashes)

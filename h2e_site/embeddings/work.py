@@ -22,20 +22,13 @@ class EmbedWork(JobWork):
     def __init__(
         self, job: Job, *, encoder: Embedder | None = None, on_progress: Callable[[Job], None] | None = None
     ) -> None:
-        super().__init__(job)
+        super().__init__(job, on_progress)
         self.embed = StoredEmbed(
             job.parameters.get("model", DEFAULT_EMBEDDING_MODEL),
             encoder=encoder,
             on_batch=self._embedded,
             device="cuda" if job.parameters.get("device") == "gpu" else "cpu",
         )
-        self.on_progress = on_progress
-
-    def write_progress(self, *, force: bool = False) -> None:
-        super().write_progress(force=force)
-        if self.on_progress is not None:
-            self.job.done, self.job.failed = self.progress.done, self.progress.failed
-            self.on_progress(self.job)
 
     def run(self) -> None:
         texts = (

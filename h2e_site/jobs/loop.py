@@ -85,8 +85,9 @@ class JobWork:
     """What one kind of job does. Subclasses implement run() (using stream() for LLM requests) and may
     override started(), finished() and write_progress()."""
 
-    def __init__(self, job: Job) -> None:
+    def __init__(self, job: Job, on_progress: Callable[[Job], None] | None = None) -> None:
         self.job = job
+        self.on_progress = on_progress  # sees every progress step (a command's bar), written or not
         self.progress = Progress()
         self.errors: list[str] = list(job.parameters.get("errors", []))
         self.usage = Usage.of(job)
@@ -171,7 +172,11 @@ class JobWork:
                 self.keep_error(f"item {result.key}: {result.error}")
 
     def write_progress(self, *, force: bool = False) -> None:
-        """Write done / failed and the kept errors to the job row (at most every PROGRESS_WRITE_S)."""
+        """Write done / failed and the kept errors to the job row (at most every PROGRESS_WRITE_S); the
+        on_progress callback, when given, sees every call."""
+        if self.on_progress is not None:
+            self.job.done, self.job.failed = self.progress.done, self.progress.failed
+            self.on_progress(self.job)
         now = time.monotonic()
         if not force and now - self._progress_written_at < PROGRESS_WRITE_S:
             return
