@@ -19,6 +19,7 @@ from h2e_site.stats import wilson_interval
 from .build import Embed, Example
 
 TIE = 1e-6  # centralities this close count as equal (float32 rounding)
+BLOCK = 20_000  # examples compared at once
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class ArtifactReport:
 
 def centroid_choices(examples: Sequence[Example], *, embed: Embed) -> list[int]:
     """Per example, the position of its candidate with the highest mean cosine to its other candidates.
-    Each distinct candidate text is embedded once."""
+    Each distinct candidate text is embedded once; examples with as many candidates go through together."""
     index: dict[str, int] = {}
     for example in examples:
         for text in example.candidates:
@@ -64,13 +65,23 @@ def centroid_choices(examples: Sequence[Example], *, embed: Embed) -> list[int]:
         return []
     vectors = np.asarray(embed(list(index)), dtype=np.float32)
     vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-    choices = []
-    for example in examples:
-        rows = vectors[[index[text] for text in example.candidates]]
-        similarity = rows @ rows.T
-        centrality = similarity.sum(axis=1) - np.diagonal(similarity)
-        choices.append(int(np.flatnonzero(centrality >= centrality.max() - TIE)[0]))
-    return choices
+    choices = np.zeros(len(examples), dtype=np.int64)
+    by_size: dict[int, list[int]] = {}
+    for number, example in enumerate(examples):
+        by_size.setdefault(len(example.candidates), []).append(number)
+    for numbers in by_size.values():
+        rows = np.array([[index[text] for text in examples[n].candidates] for n in numbers], dtype=np.int64)
+        for start in range(0, len(rows), BLOCK):
+            choices[numbers[start : start + BLOCK]] = _most_central(vectors[rows[start : start + BLOCK]])
+    return choices.tolist()
+
+
+def _most_central(candidates: np.ndarray) -> np.ndarray:
+    """candidates: (examples, k, d) unit rows; per example, the first candidate within TIE of the highest
+    sum of cosines to the others."""
+    similarity = np.einsum("eid,ejd->eij", candidates, candidates)
+    centrality = similarity.sum(axis=2) - np.einsum("eii->ei", similarity)
+    return np.argmax(centrality >= centrality.max(axis=1, keepdims=True) - TIE, axis=1)
 
 
 def candidates_only_baseline(examples: Sequence[Example], *, embed: Embed) -> dict[str, ArtifactReport]:

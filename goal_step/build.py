@@ -46,6 +46,7 @@ import numpy as np
 
 from h2e_site.embeddings.search import unit_rows
 
+from .batch import Drafts, batch_of
 from .corpus import Corpus, Draft
 from .examples import (
     GOAL_INFERENCE,
@@ -61,17 +62,17 @@ from .filters import (
     DEFAULT_FILTERS,
     ORDERING_FILTERS,
     Filter,
-    content_words,
     filter_name,
-    informativeness,
     words,
 )
+from .lexicon import Lexicon, best_tfidf, item_tokens, segments_gather
 from .neighbours import nearest_in_other_groups
 from .options import MAX_CANDIDATES
 
 TOO_FEW_NEGATIVES = "too_few_negatives"
 SAME_GOAL = "same_goal"
 NOT_ORDERED = "not_ordered"
+DUPLICATE = "duplicate"
 REASON_SAMPLES = 3
 
 Embed = Callable[[Sequence[str]], np.ndarray]
@@ -87,11 +88,13 @@ class Funnel:
     kept: int = 0
     reasons: dict[str, list[str]] = field(default_factory=dict)
 
-    def remove(self, stage: str, reason: str, count: int = 1) -> None:
+    def remove_many(self, stage: str, count: int, reasons: Sequence[str]) -> None:
+        """`count` drafts removed at `stage`; a few of their reasons kept."""
+        if not count:
+            return
         self.removed[stage] = self.removed.get(stage, 0) + count
         samples = self.reasons.setdefault(stage, [])
-        if len(samples) < REASON_SAMPLES:
-            samples.append(reason)
+        samples += reasons[: REASON_SAMPLES - len(samples)]
 
     def merged(self, other: Funnel) -> Funnel:
         """This funnel and another of the same task, counted together."""
@@ -123,7 +126,37 @@ def _pk_order(pk: Pk) -> tuple[int, int, str]:
 
 
 def prepare_corpus(procedures: Iterable[ProcedureText], *, embed: Embed) -> Corpus:
-    """Validate, sort by pk, tokenise, score tf-idf and embed every goal and step (one call to embed)."""
+    """Validate, sort by pk, read every distinct text once (lexicon.py: words, stems, markup, tf-idf) and
+    embed every goal and step (one call to embed)."""
+    ordered = _validated(procedures)
+    n = len(ordered)
+    texts = tuple([p.goal for p in ordered] + [step for p in ordered for step in p.steps])
+    counts = np.array([len(p.steps) for p in ordered], dtype=np.int64)
+    step_starts = n + np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    owner = np.concatenate([np.arange(n), np.repeat(np.arange(n), counts)]).astype(np.int64)
+    distinct: dict[str, int] = {}
+    rows = np.array([distinct.setdefault(text, len(distinct)) for text in texts], dtype=np.int64)
+    lexicon = Lexicon.of(list(distinct))
+    token_starts, token_ids, token_counts = item_tokens(lexicon, rows)
+    return Corpus(
+        procedures=tuple(ordered),
+        texts=texts,
+        owner=owner,
+        step_starts=step_starts,
+        groups=_topic_groups(ordered),
+        text_ids=lexicon.normalised_ids[rows],
+        word_counts=lexicon.word_counts[rows],
+        token_starts=token_starts,
+        token_ids=token_ids,
+        vocabulary=lexicon.vocabulary,
+        informativeness=best_tfidf(token_starts, token_ids, token_counts, owner, n),
+        markup=lexicon.markup[rows],
+        vectors=_embed(embed, list(distinct), rows),
+    )
+
+
+def _validated(procedures: Iterable[ProcedureText]) -> list[ProcedureText]:
+    """The procedures in pk order; ValueError naming the first repeated pk, empty goal or empty step."""
     ordered = sorted(procedures, key=lambda p: _pk_order(p.pk))
     seen: set[Pk] = set()
     for procedure in ordered:
@@ -135,11 +168,11 @@ def prepare_corpus(procedures: Iterable[ProcedureText], *, embed: Embed) -> Corp
         for number, step in enumerate(procedure.steps, start=1):
             if not step.strip():
                 raise ValueError(f"procedure {procedure.pk!r}: step {number} is empty")
-    n = len(ordered)
-    texts = tuple([p.goal for p in ordered] + [step for p in ordered for step in p.steps])
-    counts = np.array([len(p.steps) for p in ordered], dtype=np.int64)
-    step_starts = n + np.concatenate([[0], np.cumsum(counts)])
-    owner = np.concatenate([np.arange(n), np.repeat(np.arange(n), counts)])
+    return ordered
+
+
+def _topic_groups(ordered: Sequence[ProcedureText]) -> np.ndarray:
+    """Per procedure, its topic's id; a procedure without a topic is a group of its own."""
     topic_ids: dict[str, int] = {}
     groups = np.array(
         [topic_ids.setdefault(p.topic, len(topic_ids)) if p.topic is not None else -1 for p in ordered],
@@ -147,41 +180,36 @@ def prepare_corpus(procedures: Iterable[ProcedureText], *, embed: Embed) -> Corp
     )
     no_topic = np.flatnonzero(groups < 0)
     groups[no_topic] = len(topic_ids) + np.arange(len(no_topic))
-    text_index: dict[str, int] = {}
-    text_ids = np.array([text_index.setdefault(normalise(t), len(text_index)) for t in texts], dtype=np.int64)
-    content = [content_words(t) for t in texts]
-    documents = [[content[p], *content[step_starts[p] : step_starts[p + 1]]] for p in range(n)]
-    scores = informativeness(documents)
-    best = np.zeros(len(texts))
-    for p, document in enumerate(scores):
-        best[p] = document[0]
-        best[step_starts[p] : step_starts[p + 1]] = document[1:]
-    return Corpus(
-        procedures=tuple(ordered),
-        texts=texts,
-        owner=owner,
-        step_starts=step_starts,
-        groups=groups,
-        text_ids=text_ids,
-        word_counts=np.array([len(words(t)) for t in texts], dtype=np.int64),
-        tokens=tuple(frozenset(c) for c in content),
-        informativeness=best,
-        vectors=_embed(embed, texts),
-    )
+    return groups
 
 
-def _embed(embed: Embed, texts: Sequence[str]) -> np.ndarray:
-    """Each distinct text embedded once (steps repeat: "Gather your materials"), rows L2-normalised (float16
-    when embed gives float16: half the memory, ~1e-3 on a cosine; else float32)."""
-    if not texts:
+def _embed(embed: Embed, distinct: Sequence[str], rows: np.ndarray) -> np.ndarray:
+    """Each distinct text embedded once (steps repeat: "Gather your materials"), then one row per item
+    (rows[i]: item i's distinct text), L2-normalised (float16 when embed gives float16: half the memory,
+    ~1e-3 on a cosine; else float32)."""
+    if not distinct:
         return np.zeros((0, 1), dtype=np.float32)
-    index: dict[str, int] = {}
-    rows = np.array([index.setdefault(text, len(index)) for text in texts], dtype=np.int64)
-    vectors = np.asarray(embed(list(index)))
-    if vectors.ndim != 2 or len(vectors) != len(index):
-        raise ValueError(f"embed returned shape {vectors.shape} for {len(index)} texts")
-    vectors = unit_rows(vectors, np.float16 if vectors.dtype == np.float16 else np.float32)
-    return vectors if len(index) == len(texts) else vectors[rows]
+    vectors = np.asarray(embed(list(distinct)))
+    if vectors.ndim != 2 or len(vectors) != len(distinct):
+        raise ValueError(f"embed returned shape {vectors.shape} for {len(distinct)} texts")
+    vectors = unit_rows(vectors, np.float16 if vectors.dtype == np.float16 else np.float32, out=vectors)
+    return vectors if len(distinct) == len(rows) else vectors[rows]
+
+
+def corpus_embed(*corpora: Corpus) -> Embed:
+    """An embedding function over corpora already prepared: a text's vector as the first corpus holding it
+    has it (no second read of the store); KeyError naming a text none holds."""
+    where: dict[str, tuple[int, int]] = {}
+    for number, corpus in enumerate(corpora):
+        for item, text in enumerate(corpus.texts):
+            where.setdefault(text, (number, item))
+
+    def embed(texts: Sequence[str]) -> np.ndarray:
+        places = [where[text] for text in texts]
+        rows = [corpora[number].vectors[item] for number, item in places]
+        return np.stack(rows) if rows else np.zeros((0, 1), dtype=np.float32)
+
+    return embed
 
 
 def task_rng(seed: int, task: str) -> np.random.Generator:
@@ -198,50 +226,48 @@ def build_step_inference(
     label_blind: bool = True,
 ) -> tuple[list[Example], Funnel]:
     """One draft per step: the step and its nearest steps from other topics; one of them redrawn as the
-    positive, its goal the prompt; shuffled; filtered (see _passes, and _alone for label_blind)."""
+    positive, its goal the prompt; shuffled; filtered (see _filtered, and _alone for label_blind)."""
     _check_n_candidates(n_candidates)
     rng = task_rng(seed, STEP_INFERENCE)
     funnel = _funnel(STEP_INFERENCE, filters, TOO_FEW_NEGATIVES, SAME_GOAL)
-    first = len(corpus.procedures)
-    steps = list(range(first, len(corpus.texts)))
-    failures = _alone(
-        STEP_INFERENCE, [(int(corpus.owner[s]), s) for s in steps], corpus, filters, label_blind
-    )
-    pool = np.array(
-        [s for s, failure in zip(steps, failures, strict=True) if failure is None], dtype=np.int64
-    )
+    steps = np.arange(len(corpus.procedures), len(corpus.texts), dtype=np.int64)
+    funnel.candidates_in += len(steps)
+    pool = steps[_alone(STEP_INFERENCE, corpus.owner[steps], steps, corpus, filters, funnel, label_blind)]
     neighbours = nearest_in_other_groups(
-        corpus.vectors[pool],
+        corpus.vectors,
         corpus.groups[corpus.owner[pool]],
         corpus.text_ids[pool],
         n_candidates - 1,
+        rows=pool,
         seed=seed,
     )
-    positives = _positives(rng, len(pool), n_candidates, reassign).tolist()
-    orders = rng.permuted(np.tile(np.arange(n_candidates), (len(pool), 1)), axis=1).tolist()
-    examples: list[Example] = []
-    row = 0
-    for step, failure in zip(steps, failures, strict=True):
-        funnel.candidates_in += 1
-        if failure is not None:
-            funnel.remove(*failure)
-            continue
-        row += 1
-        if neighbours[row - 1, -1] < 0:
-            funnel.remove(TOO_FEW_NEGATIVES, f"step {corpus.texts[step]!r}: fewer than {n_candidates - 1}")
-            continue
-        candidates = [step, *pool[neighbours[row - 1]].tolist()]
-        goals = [int(corpus.owner[c]) for c in candidates]  # the prompt, whichever is the positive
-        if len({int(corpus.text_ids[g]) for g in goals}) < len(goals):
-            # two procedures with one goal: a step of the other would be right too
-            funnel.remove(SAME_GOAL, f"step {corpus.texts[step]!r}: two candidates' procedures share a goal")
-            continue
-        drafts = _labelings(
-            STEP_INFERENCE, candidates, goals, orders[row - 1], positives[row - 1], label_blind
-        )
-        if _passes(drafts, corpus, filters, funnel):
-            examples.append(_example(drafts[0], corpus, seed_item=step))
-    return examples, funnel
+    positives = _positives(rng, len(pool), n_candidates, reassign)
+    orders = rng.permuted(np.tile(np.arange(n_candidates), (len(pool), 1)), axis=1)
+    short = neighbours[:, -1] < 0
+    funnel.remove_many(
+        TOO_FEW_NEGATIVES,
+        int(short.sum()),
+        [f"step {corpus.texts[s]!r}: fewer than {n_candidates - 1}" for s in pool[short][:REASON_SAMPLES]],
+    )
+    candidates = np.column_stack([pool, pool[np.maximum(neighbours, 0)]])
+    goals = corpus.owner[candidates]  # the prompt, whichever candidate is the positive
+    # two procedures with one goal: a step of the other would be right too
+    same_goal = _repeats(corpus.text_ids[goals]) & ~short
+    funnel.remove_many(
+        SAME_GOAL,
+        int(same_goal.sum()),
+        [
+            f"step {corpus.texts[s]!r}: two candidates' procedures share a goal"
+            for s in pool[same_goal][:REASON_SAMPLES]
+        ],
+    )
+    rows = np.flatnonzero(~short & ~same_goal)
+    drafts = _drafts(
+        STEP_INFERENCE, candidates[rows], goals[rows], orders[rows], positives[rows], label_blind
+    )
+    kept = _first_of_each(drafts, _filtered(drafts, corpus, filters, funnel), corpus, funnel)
+    funnel.kept += len(kept)
+    return [_example(drafts.draft(int(i), 0), corpus, seed_item=int(pool[rows[i]])) for i in kept], funnel
 
 
 def build_goal_inference(
@@ -255,47 +281,43 @@ def build_goal_inference(
 ) -> tuple[list[Example], Funnel]:
     """One candidate set per goal: the goal and its nearest goals from other topics. One draft per step of
     the goal: one candidate redrawn as the positive, the prompt that step if the draw is the goal itself,
-    else a step of the positive drawn at random; shuffled; filtered (see _passes, and _alone)."""
+    else a step of the positive drawn at random; shuffled; filtered (see _filtered, and _alone)."""
     _check_n_candidates(n_candidates)
     rng = task_rng(seed, GOAL_INFERENCE)
     funnel = _funnel(GOAL_INFERENCE, filters, TOO_FEW_NEGATIVES)
-    first = len(corpus.procedures)
-    steps = list(range(first, len(corpus.texts)))
-    failures = _alone(
-        GOAL_INFERENCE, [(s, int(corpus.owner[s])) for s in steps], corpus, filters, label_blind
-    )
-    prompts_of: list[list[int]] = [[] for _ in corpus.procedures]  # the steps that can be a prompt
-    for step, failure in zip(steps, failures, strict=True):
-        if failure is None:
-            prompts_of[int(corpus.owner[step])].append(step)
-    goals = np.array([p for p, prompts in enumerate(prompts_of) if prompts], dtype=np.int64)
+    steps = np.arange(len(corpus.procedures), len(corpus.texts), dtype=np.int64)
+    funnel.candidates_in += len(steps)
+    prompts = steps[_alone(GOAL_INFERENCE, steps, corpus.owner[steps], corpus, filters, funnel, label_blind)]
+    counts = np.bincount(corpus.owner[prompts], minlength=len(corpus.procedures))  # prompts per goal
+    starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)  # prompts stay in procedure order
+    goals = np.flatnonzero(counts)
     neighbours = nearest_in_other_groups(
-        corpus.vectors[goals], corpus.groups[goals], corpus.text_ids[goals], n_candidates - 1, seed=seed
+        corpus.vectors, corpus.groups[goals], corpus.text_ids[goals], n_candidates - 1, rows=goals, seed=seed
     )
-    rows = {int(goal): row for row, goal in enumerate(goals)}
-    examples: list[Example] = []
-    for goal in range(len(corpus.procedures)):
-        items = list(corpus.step_items(goal))
-        funnel.candidates_in += len(items)
-        for step in items:
-            failure = failures[step - first]
-            if failure is not None:
-                funnel.remove(*failure)
-        if goal not in rows:
-            continue
-        if neighbours[rows[goal], -1] < 0:
-            reason = f"goal {corpus.texts[goal]!r}: fewer than {n_candidates - 1}"
-            funnel.remove(TOO_FEW_NEGATIVES, reason, len(prompts_of[goal]))
-            continue
-        candidates = [goal, *goals[neighbours[rows[goal]]].tolist()]
-        for step in prompts_of[goal]:
-            prompts = [step] + [prompts_of[c][int(rng.integers(len(prompts_of[c])))] for c in candidates[1:]]
-            positive = int(_positives(rng, 1, n_candidates, reassign)[0])
-            order = rng.permutation(n_candidates).tolist()
-            drafts = _labelings(GOAL_INFERENCE, candidates, prompts, order, positive, label_blind)
-            if _passes(drafts, corpus, filters, funnel):
-                examples.append(_example(drafts[0], corpus, seed_item=goal))
-    return examples, funnel
+    short = neighbours[:, -1] < 0
+    funnel.remove_many(
+        TOO_FEW_NEGATIVES,
+        int(counts[goals[short]].sum()),
+        [f"goal {corpus.texts[g]!r}: fewer than {n_candidates - 1}" for g in goals[short][:REASON_SAMPLES]],
+    )
+    row_set, positions = segments_gather(starts, goals[~short])  # one row per prompt step of a goal
+    per_goal = np.column_stack([goals[~short], goals[np.maximum(neighbours[~short], 0)]])
+    candidates, others_of = per_goal[row_set], per_goal[:, 1:]
+    others = candidates[:, 1:]
+    # the other goals' prompts: a uniform step each, drawn without replacement among one goal's rows (a
+    # random start, then the next ones), so that its rows share no prompt while a goal has steps enough
+    first = (rng.random((len(goals) - int(short.sum()), n_candidates - 1)) * counts[others_of]).astype(
+        np.int64
+    )
+    nth = (positions - starts[candidates[:, 0]])[:, None]
+    drawn = starts[others] + (first[row_set] + nth) % counts[others]
+    prompts_of = np.column_stack([prompts[positions], prompts[drawn]])
+    positives = _positives(rng, len(candidates), n_candidates, reassign)
+    orders = rng.permuted(np.tile(np.arange(n_candidates), (len(candidates), 1)), axis=1)
+    drafts = _drafts(GOAL_INFERENCE, candidates, prompts_of, orders, positives, label_blind)
+    kept = _first_of_each(drafts, _filtered(drafts, corpus, filters, funnel), corpus, funnel)
+    funnel.kept += len(kept)
+    return [_example(drafts.draft(int(i), 0), corpus, seed_item=int(candidates[i, 0])) for i in kept], funnel
 
 
 def build_step_ordering(
@@ -311,27 +333,28 @@ def build_step_ordering(
     is_ordered = ordered or (lambda procedure: procedure.ordered is True)
     rng = task_rng(seed, STEP_ORDERING)
     funnel = _funnel(STEP_ORDERING, filters, NOT_ORDERED)
-    examples: list[Example] = []
-    for p, procedure in enumerate(corpus.procedures):
-        pairs = max(0, len(procedure.steps) - 1)
-        if not is_ordered(procedure):
-            if pairs:
-                funnel.candidates_in += pairs
-                funnel.remove(NOT_ORDERED, f"procedure {procedure.pk!r} is not ordered", pairs)
-            continue
-        items = list(corpus.step_items(p))
-        swaps = rng.integers(2, size=pairs).tolist()
-        for earlier, later, swap in zip(items[:-1], items[1:], swaps, strict=True):
-            funnel.candidates_in += 1
-            draft = Draft(
-                STEP_ORDERING,
-                prompt=p,
-                candidates=(later, earlier) if swap else (earlier, later),
-                answer=int(swap),
-            )
-            if _passes([draft], corpus, filters, funnel):
-                examples.append(_example(draft, corpus, seed_item=earlier))
-    return examples, funnel
+    chosen = np.array([is_ordered(p) for p in corpus.procedures], dtype=bool)
+    pairs = np.maximum(0, np.diff(corpus.step_starts) - 1)
+    funnel.candidates_in += int(pairs.sum())
+    skipped = np.flatnonzero(~chosen & (pairs > 0))
+    funnel.remove_many(
+        NOT_ORDERED,
+        int(pairs[skipped].sum()),
+        [f"procedure {corpus.procedures[p].pk!r} is not ordered" for p in skipped[:REASON_SAMPLES]],
+    )
+    procedures = np.flatnonzero(chosen & (pairs > 0))
+    pair_starts = np.concatenate([[0], np.cumsum(pairs)]).astype(np.int64)
+    row_of, positions = segments_gather(pair_starts, procedures)
+    owner = procedures[row_of]
+    earlier = corpus.step_starts[owner] + positions - pair_starts[owner]
+    swaps = rng.integers(2, size=len(earlier))
+    candidates = np.where(
+        swaps[:, None] == 1, np.column_stack([earlier + 1, earlier]), np.column_stack([earlier, earlier + 1])
+    )
+    drafts = Drafts(STEP_ORDERING, candidates, owner[:, None], swaps[:, None])
+    kept = _first_of_each(drafts, _filtered(drafts, corpus, filters, funnel), corpus, funnel)
+    funnel.kept += len(kept)
+    return [_example(drafts.draft(int(i), 0), corpus, seed_item=int(earlier[i])) for i in kept], funnel
 
 
 def build_all(
@@ -416,41 +439,97 @@ def _positives(rng: np.random.Generator, rows: int, n_candidates: int, reassign:
 
 
 def _funnel(task: str, filters: Sequence[Filter], *stages: str) -> Funnel:
-    return Funnel(task, removed={**{stage: 0 for stage in stages}, **{filter_name(f): 0 for f in filters}})
+    """Stages in the order they remove: the task's own, the filters, then duplicates."""
+    names = [*stages, *(filter_name(f) for f in filters), DUPLICATE]
+    return Funnel(task, removed=dict.fromkeys(names, 0))
+
+
+def _first_of_each(drafts: Drafts, rows: np.ndarray, corpus: Corpus, funnel: Funnel) -> np.ndarray:
+    """`rows` without a row that could draft an example drafted before: the same set of candidates
+    (normalised texts) and, in one of its labelings, the same answer with the same prompt as a labeling of
+    an earlier row. Two steps that are each other's neighbours, or two steps of a goal with a short
+    negative goal, would otherwise make one example twice. Deciding on every labeling (not on the one
+    drawn) keeps the removal blind to the answer, as the filters are."""
+    if not len(rows):
+        return rows
+    labelings = drafts.prompts.shape[1]
+    candidates = corpus.text_ids[drafts.candidates[rows]]
+    answers = np.take_along_axis(candidates, drafts.answers[rows], axis=1)
+    entries = np.column_stack(
+        [
+            np.repeat(np.sort(candidates, axis=1), labelings, axis=0),
+            answers.ravel(),
+            corpus.text_ids[drafts.prompts[rows]].ravel(),
+        ]
+    )
+    _, first, inverse = np.unique(entries, axis=0, return_index=True, return_inverse=True)
+    owner = np.arange(len(entries)) // labelings
+    repeated = np.zeros(len(rows), dtype=bool)
+    repeated[owner[first[inverse.ravel()] // labelings < owner]] = True
+    funnel.remove_many(
+        DUPLICATE,
+        int(repeated.sum()),
+        [
+            f"prompt {corpus.texts[int(drafts.prompts[r, 0])]!r}: an example drafted before could be the same"
+            for r in rows[repeated][:REASON_SAMPLES]
+        ],
+    )
+    return rows[~repeated]
 
 
 def _alone(
-    task: str, pairs: list[tuple[int, int]], corpus: Corpus, filters: Sequence[Filter], label_blind: bool
-) -> list[tuple[str, str] | None]:
-    """Per (prompt, positive) pair, the first filter (name, reason) failing it on its own: as an example
-    with that one candidate. With label_blind, an item failing on its own (a step sharing a word with its own
-    goal, say) would fail every example it took part in, whichever candidate were the positive, so it is
-    left out of the search: its own draft is removed here and it is never drawn as a negative, where it
-    could only sink the example. (This holds for filters that judge each part of an example on its own, as
-    ours do.) Without label_blind, as in the paper, nothing is left out beforehand."""
-    if not label_blind:
-        return [None] * len(pairs)
-    names = [filter_name(check) for check in filters]
-    failures: list[tuple[str, str] | None] = []
-    for prompt, positive in pairs:
-        draft = Draft(task, prompt, (positive,), 0)
-        failures.append(None)
-        for name, check in zip(names, filters, strict=True):
-            reason = check(draft, corpus)
-            if reason is not None:
-                failures[-1] = (name, reason)
-                break
-    return failures
+    task: str,
+    prompts: np.ndarray,
+    positives: np.ndarray,
+    corpus: Corpus,
+    filters: Sequence[Filter],
+    funnel: Funnel,
+    label_blind: bool,
+) -> np.ndarray:
+    """Per (prompt, positive) pair, whether it passes every filter on its own, as an example with that one
+    candidate (failures are counted in the funnel under their first failing filter). With label_blind, an
+    item failing on its own (a step sharing a word with its own goal, say) would fail every example it took
+    part in, whichever candidate were the positive, so it is left out of the search: its own draft is
+    removed here and it is never drawn as a negative, where it could only sink the example. (This holds for
+    filters that judge each part of an example on its own, as ours do.) Without label_blind, as in the
+    paper, nothing is left out beforehand."""
+    passes = np.ones(len(prompts), dtype=bool)
+    if label_blind:
+        single = Drafts(
+            task, positives[:, None], prompts[:, None], np.zeros((len(prompts), 1), dtype=np.int64)
+        )
+        passes[:] = False
+        passes[_filtered(single, corpus, filters, funnel)] = True
+    return passes
 
 
-def _labelings(
-    task: str, candidates: list[int], prompts: list[int], order: list[int], positive: int, label_blind: bool
-) -> list[Draft]:
-    """The drafted example (first) and, when label_blind, the same candidates with each other candidate as
-    the positive and its prompt: what the example would have been had the reassignment drawn differently."""
-    shuffled = tuple(candidates[i] for i in order)
-    chosen = [positive, *(i for i in range(len(candidates)) if i != positive)] if label_blind else [positive]
-    return [Draft(task, prompts[i], shuffled, order.index(i)) for i in chosen]
+def _drafts(
+    task: str,
+    candidates: np.ndarray,
+    prompts: np.ndarray,
+    orders: np.ndarray,
+    positives: np.ndarray,
+    label_blind: bool,
+) -> Drafts:
+    """Candidates (rows, k) as searched (the seed first) and each one's prompt, shown in `orders` (row r
+    shows candidates[r, orders[r]]). Labeling 0 makes positives[r] the answer and its prompt the prompt;
+    with label_blind, labelings 1.. do the same for each other candidate (in order): what the example would
+    have been had the reassignment drawn differently."""
+    rows, k = candidates.shape
+    row = np.arange(rows)[:, None]
+    shown_at = np.argsort(orders, axis=1)  # where candidate i is shown
+    chosen = positives[:, None]
+    if label_blind:
+        every = np.tile(np.arange(k), (rows, 1))
+        others = every[every != positives[:, None]].reshape(rows, k - 1)
+        chosen = np.column_stack([positives, others])
+    return Drafts(task, candidates[row, orders], prompts[row, chosen], shown_at[row, chosen])
+
+
+def _repeats(ids: np.ndarray) -> np.ndarray:
+    """Per row, whether two of its ids are equal."""
+    ordered = np.sort(ids, axis=1)
+    return (ordered[:, 1:] == ordered[:, :-1]).any(axis=1)
 
 
 def _check_n_candidates(n_candidates: int) -> None:
@@ -460,21 +539,35 @@ def _check_n_candidates(n_candidates: int) -> None:
         )
 
 
-def _passes(drafts: Sequence[Draft], corpus: Corpus, filters: Sequence[Filter], funnel: Funnel) -> bool:
-    """Keep drafts[0] if every filter passes it and every other labeling in drafts. Filtering all labelings
-    keeps the decision blind to which candidate is the positive, so filtering cannot undo what reassignment
-    did: given the candidates, each is still the answer with the same chance. (Filtering only the drawn
-    labeling, as the paper does, can: a filter that looks at the prompt looks, through it, at the answer.)"""
+def _filtered(drafts: Drafts, corpus: Corpus, filters: Sequence[Filter], funnel: Funnel) -> np.ndarray:
+    """The rows of `drafts` every filter passes in every labeling, in order; the others
+    are counted under the first filter failing one of their labelings, with a few reasons. Filtering all
+    labelings keeps the decision blind to which candidate is the positive, so filtering cannot undo what
+    reassignment did: given the candidates, each is still the answer with the same chance. (Filtering only
+    the drawn labeling, as the paper does, can: a filter that looks at the prompt looks, through it, at the
+    answer.) Each filter runs in its batch form (batch.py) on the rows still in."""
+    alive = np.arange(len(drafts))
     for check in filters:
-        for number, draft in enumerate(drafts):
-            reason = check(draft, corpus)
-            if reason is not None:
-                if number:
-                    reason = f"had candidate {draft.answer} been the answer: {reason}"
-                funnel.remove(filter_name(check), reason)
-                return False
-    funnel.kept += 1
-    return True
+        if not len(alive):
+            break
+        fails = batch_of(check)(drafts.take(alive), corpus)
+        failed = np.flatnonzero(fails.any(axis=1))
+        reasons = [
+            _reason(check, drafts, int(alive[row]), fails[row], corpus) for row in failed[:REASON_SAMPLES]
+        ]
+        funnel.remove_many(filter_name(check), len(failed), reasons)
+        alive = np.delete(alive, failed)
+    return alive
+
+
+def _reason(check: Filter, drafts: Drafts, row: int, fails: np.ndarray, corpus: Corpus) -> str:
+    """What the filter says of the row's first failing labeling (after the first: "had ... been")."""
+    labeling = int(np.argmax(fails))
+    draft = drafts.draft(row, labeling)
+    reason = check(draft, corpus)
+    if reason is None:
+        raise RuntimeError(f"filter {filter_name(check)}: its batch form refused {draft}, which it passes")
+    return f"had candidate {draft.answer} been the answer: {reason}" if labeling else reason
 
 
 def _example(draft: Draft, corpus: Corpus, *, seed_item: int) -> Example:

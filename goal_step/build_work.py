@@ -27,11 +27,13 @@ from .build import (
     build_goal_inference,
     build_step_inference,
     build_step_ordering,
+    corpus_embed,
     normalise,
     prepare_corpus,
     procedures_split,
     split_train_test,
 )
+from .corpus import Corpus
 from .jobs import SplitBy
 from .models import GoalStepTask, TaskExample, TaskSet, TaskSplit
 from .selection import selected_procedures
@@ -83,14 +85,14 @@ class BuildWork(JobWork):
             return
         test_share = float(task_set.selection["test_share"])
         if task_set.selection.get("split_by") == SplitBy.PROCEDURE:
-            built, funnels, splits = self._by_procedure(procedures, embed, test_share)
+            built, funnels, splits, corpora = self._by_procedure(procedures, embed, test_share)
         else:
-            built, funnels = self._build(procedures, embed)
-            splits = _split(built, test_share=test_share, seed=task_set.seed)
+            built, funnels, corpus = self._build(procedures, embed)
+            splits, corpora = _split(built, test_share=test_share, seed=task_set.seed), [corpus]
         if self.should_stop():
             return
         stored = [e for task in TASKS for e in (*splits[task][0], *splits[task][1])]
-        reports = candidates_only_baseline(stored, embed=embed)
+        reports = candidates_only_baseline(stored, embed=corpus_embed(*corpora))
         funnel = {task: _funnel_json(funnels[task], splits[task], built[task]) for task in TASKS}
         artifacts = {task: _artifact_json(reports.get(task)) for task in TASKS}
         settings = {
@@ -106,8 +108,8 @@ class BuildWork(JobWork):
 
     def _build(
         self, procedures: Sequence[ProcedureText], embed: StoredEmbed, *, count: bool = True
-    ) -> tuple[dict[str, list[Example]], dict[str, Funnel]]:
-        """The three tasks from `procedures`, a progress unit each (when counted)."""
+    ) -> tuple[dict[str, list[Example]], dict[str, Funnel], Corpus]:
+        """The three tasks from `procedures`, a progress unit each (when counted), and their corpus."""
         assert self.task_set is not None
         corpus = prepare_corpus(procedures, embed=embed)
         built: dict[str, list[Example]] = {}
@@ -117,23 +119,26 @@ class BuildWork(JobWork):
             if count:
                 self.progress.done += 1
                 self.write_progress()
-        return built, funnels
+        return built, funnels, corpus
 
     def _by_procedure(
         self, procedures: Sequence[ProcedureText], embed: StoredEmbed, test_share: float
     ) -> tuple[
-        dict[str, list[Example]], dict[str, Funnel], dict[str, tuple[list[Example], list[Example], int]]
+        dict[str, list[Example]],
+        dict[str, Funnel],
+        dict[str, tuple[list[Example], list[Example], int]],
+        list[Corpus],
     ]:
         """The split by procedure: test_share of the procedures (drawn with the seed) make the test set's
         tasks, the others the training set's, each built on its own, so no test procedure is seen in train."""
         assert self.task_set is not None
         test, train = procedures_split(procedures, test_share=test_share, seed=self.task_set.seed)
-        built_test, funnels_test = self._build(test, embed, count=False)
-        built_train, funnels_train = self._build(train, embed)
+        built_test, funnels_test, corpus_test = self._build(test, embed, count=False)
+        built_train, funnels_train, corpus_train = self._build(train, embed)
         built = {task: built_test[task] + built_train[task] for task in TASKS}
         funnels = {task: funnels_test[task].merged(funnels_train[task]) for task in TASKS}
         splits = {task: (built_test[task], built_train[task], 0) for task in TASKS}
-        return built, funnels, splits
+        return built, funnels, splits, [corpus_test, corpus_train]
 
     def _embedded(self, n: int) -> None:
         self.progress.done += n

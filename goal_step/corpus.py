@@ -36,8 +36,11 @@ class Corpus:
     groups: np.ndarray  # procedure -> topic id (a procedure without a topic has one of its own)
     text_ids: np.ndarray  # item -> id of its normalised text (equal texts, equal ids)
     word_counts: np.ndarray
-    tokens: tuple[frozenset[str], ...]  # content-word stems
+    token_starts: np.ndarray  # item i's content-word stems are token_ids[token_starts[i]:token_starts[i + 1]]
+    token_ids: np.ndarray  # ... sorted ids into vocabulary, each once
+    vocabulary: tuple[str, ...]
     informativeness: np.ndarray  # highest tf-idf of its words within its procedure
+    markup: np.ndarray  # True where the text carries markup (filters.markup_in)
     vectors: np.ndarray  # unit rows
 
     def is_step(self, item: int) -> bool:
@@ -45,6 +48,11 @@ class Corpus:
 
     def step_items(self, procedure: int) -> range:
         return range(int(self.step_starts[procedure]), int(self.step_starts[procedure + 1]))
+
+    def tokens(self, item: int) -> frozenset[str]:
+        """The item's content-word stems."""
+        ids = self.token_ids[int(self.token_starts[item]) : int(self.token_starts[item + 1])]
+        return frozenset(self.vocabulary[i] for i in ids.tolist())
 
     def step_slice(self, procedure: int) -> slice:
         return slice(int(self.step_starts[procedure]), int(self.step_starts[procedure + 1]))

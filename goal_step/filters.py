@@ -84,6 +84,7 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text.casefold())
 
 
+@lru_cache(maxsize=100_000)
 def stem(word: str) -> str:
     """A crude stand-in for lemmatisation: plural and -ing/-ed endings and a final -e go, so 'bake', 'baked',
     'baking' and 'bakes' meet at 'bak'. Only ever compared with other stems."""
@@ -140,9 +141,9 @@ def length_filter(draft: Draft, corpus: Corpus, *, min_words: int = MIN_WORDS) -
 
 
 def lexical_overlap_filter(draft: Draft, corpus: Corpus) -> str | None:
-    prompt = corpus.tokens[draft.prompt]
+    prompt = corpus.tokens(draft.prompt)
     for position, item in enumerate(draft.candidates):
-        shared = prompt & corpus.tokens[item]
+        shared = prompt & corpus.tokens(item)
         if shared:
             return f"the prompt and candidate {position} share {', '.join(sorted(shared))}"
     return None
@@ -185,7 +186,6 @@ def similarity_filter(draft: Draft, corpus: Corpus, *, max_similarity: float = M
     return None
 
 
-@lru_cache(maxsize=200_000)
 def markup_in(text: str) -> str:
     """What markup the text carries ("JSON", "HTML", "a URL"), or "" when none."""
     return next((kind for kind, pattern in _MARKUP if pattern.search(text)), "")
@@ -193,9 +193,8 @@ def markup_in(text: str) -> str:
 
 def markup_filter(draft: Draft, corpus: Corpus) -> str | None:
     for position, item in _texts(draft):
-        kind = markup_in(corpus.texts[item])
-        if kind:
-            return f"{_where(position)} {corpus.texts[item][:80]!r} carries {kind}"
+        if corpus.markup[item]:
+            return f"{_where(position)} {corpus.texts[item][:80]!r} carries {markup_in(corpus.texts[item])}"
     return None
 
 

@@ -31,22 +31,26 @@ def nearest_in_other_groups(
     texts: np.ndarray,
     k: int,
     *,
+    rows: np.ndarray | None = None,
     seed: int = 0,
     exact_limit: int = EXACT_LIMIT,
     first_look: int = FIRST_LOOK,
 ) -> np.ndarray:
     """Row i: the indices of its k neighbours, most similar first, -1 where fewer than k groups qualify.
 
-    vectors: (n, d) unit rows; groups, texts: (n,) integer ids (rows with equal ids are never paired)."""
-    n = len(vectors)
+    vectors: (n, d) unit rows; groups, texts: (n,) integer ids (rows with equal ids are never paired). With
+    `rows`, the search is among vectors[rows] (groups and texts are then theirs, one per row), read from
+    `vectors` a block at a time rather than copied."""
+    rows = np.arange(len(vectors)) if rows is None else rows
+    n = len(rows)
     result = np.full((n, k), -1, dtype=np.int64)
     if n == 0 or k == 0:
         return result
-    index = VectorIndex.build(vectors, exact_limit=exact_limit, seed=seed)
+    index = VectorIndex.build(vectors, rows=rows, exact_limit=exact_limit, seed=seed)
     short = np.arange(n)
     look = first_look
     while len(short):
-        _, found = index.search(vectors[short], min(look + 1, n))
+        _, found = index.search(vectors, min(look + 1, n), rows=rows[short])
         result[short] = _distinct(found, short, groups, texts, k)
         if look + 1 >= n:
             break

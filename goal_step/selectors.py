@@ -22,6 +22,7 @@ STAGE_LABELS = {
     "similarity": "Similarity filter",
     "distinct": "Same step twice",
     "markup": "Markup filter (JSON, HTML, URLs)",
+    "duplicate": "Same example drafted twice",
 }
 
 

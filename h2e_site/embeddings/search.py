@@ -7,8 +7,9 @@ neighbour that sits in a list not probed: `recall_at_k` measures it against the 
 benchmarks/embedding_search.py reports it. Queries go in blocks, so memory stays bounded by the index and a
 block's results.
 
-`index_cached(key, vectors)` keeps the last few built indexes of this process, keyed by what they index (the
-model and the digest of the text hashes), so a page that searches the same set again does not build again.
+`cached(key, build)` keeps the last few things built in this process (indexes, clusterings), keyed by what
+they were built from (the model and the digest of the text hashes, say), so a page that searches the same set
+again does not build again; `index_cached(key, vectors)` is an index kept so.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from typing import Any, TypeVar, cast
 
 import faiss
 import numpy as np
@@ -32,10 +34,18 @@ ADD_BLOCK = 65_536
 CACHED_INDEXES = 4
 
 
-def unit_rows(vectors: np.ndarray, dtype: np.dtype | type = np.float32, block: int = 65_536) -> np.ndarray:
+def unit_rows(
+    vectors: np.ndarray,
+    dtype: np.dtype | type = np.float32,
+    block: int = 65_536,
+    *,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
     """Rows scaled to length 1 again (float16 rounding moves a norm by ~1e-3), as `dtype`, a block at a
-    time (a float32 copy of every row at once would double the memory of a large corpus)."""
-    out = np.empty(vectors.shape, dtype=dtype)
+    time (a float32 copy of every row at once would double the memory of a large corpus); into `out` when
+    it is an array of that dtype and shape (`vectors` itself: in place), else a new array."""
+    if out is None or out.dtype != np.dtype(dtype) or out.shape != vectors.shape:
+        out = np.empty(vectors.shape, dtype=dtype)
     for start in range(0, len(vectors), block):
         rows = np.asarray(vectors[start : start + block], dtype=np.float32)
         out[start : start + block] = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
@@ -57,15 +67,18 @@ class VectorIndex:
         cls,
         vectors: np.ndarray,
         *,
+        rows: np.ndarray | None = None,
         exact_limit: int = EXACT_LIMIT,
         nprobe: int = NPROBE,
         seed: int = 0,
     ) -> VectorIndex:
-        """An index of `vectors` (unit rows, float16 or float32); row i is id i."""
-        n, dimension = vectors.shape
+        """An index of `vectors` (unit rows, float16 or float32), or of vectors[rows] read a block at a time
+        (no copy of them all); the i-th row indexed is id i."""
+        rows = np.arange(len(vectors)) if rows is None else rows
+        n, dimension = len(rows), vectors.shape[1]
         if n <= exact_limit:
             index: faiss.Index = faiss.IndexFlatIP(dimension)
-            _add(index, vectors)
+            _add(index, vectors, rows)
             return cls(index, n, exact=True)
         nlist = max(1, int(NLIST_PER_SQRT * math.sqrt(n)))
         quantizer = faiss.IndexFlatIP(dimension)
@@ -76,27 +89,31 @@ class VectorIndex:
         index.cp.seed = seed
         index.cp.max_points_per_centroid = TRAIN_PER_LIST
         sample = np.random.default_rng(seed).choice(n, size=min(n, nlist * TRAIN_PER_LIST), replace=False)
-        index.train(as_float32(vectors[np.sort(sample)]))
-        _add(index, vectors)
+        index.train(as_float32(vectors[rows[np.sort(sample)]]))
+        _add(index, vectors, rows)
         index.nprobe = min(nprobe, nlist)
         return cls(index, n, exact=False)
 
-    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(scores, ids), each (len(queries), k), best first; id -1 where fewer than k rows were found."""
+    def search(
+        self, queries: np.ndarray, k: int, *, rows: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, ids), each (len(queries), k) (or (len(rows), k) for the queries queries[rows], read a
+        block at a time), best first; id -1 where fewer than k rows were found."""
+        rows = np.arange(len(queries)) if rows is None else rows
         k = max(0, min(k, self.n))
-        scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
-        ids = np.full((len(queries), k), -1, dtype=np.int64)
+        scores = np.full((len(rows), k), -np.inf, dtype=np.float32)
+        ids = np.full((len(rows), k), -1, dtype=np.int64)
         if k == 0:
             return scores, ids
-        for start in range(0, len(queries), SEARCH_BLOCK):
-            block = as_float32(queries[start : start + SEARCH_BLOCK])
+        for start in range(0, len(rows), SEARCH_BLOCK):
+            block = as_float32(queries[rows[start : start + SEARCH_BLOCK]])
             scores[start : start + len(block)], ids[start : start + len(block)] = self.index.search(block, k)
         return scores, ids
 
 
-def _add(index: faiss.Index, vectors: np.ndarray) -> None:
-    for start in range(0, len(vectors), ADD_BLOCK):
-        index.add(as_float32(vectors[start : start + ADD_BLOCK]))
+def _add(index: faiss.Index, vectors: np.ndarray, rows: np.ndarray) -> None:
+    for start in range(0, len(rows), ADD_BLOCK):
+        index.add(as_float32(vectors[rows[start : start + ADD_BLOCK]]))
 
 
 def exact_search(vectors: np.ndarray, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -117,20 +134,27 @@ def recall_at_k(index: VectorIndex, vectors: np.ndarray, *, k: int, sample: int,
     return hits / wanted if wanted else 1.0
 
 
-_CACHE: OrderedDict[Hashable, VectorIndex] = OrderedDict()
+_CACHE: OrderedDict[Hashable, Any] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
+T = TypeVar("T")
 
 
-def index_cached(key: Hashable, vectors: Callable[[], np.ndarray]) -> VectorIndex:
-    """The index of `vectors()` kept under `key` (the model and the set of texts it indexes): built on the
-    first call, then reused; the least recently used of more than CACHED_INDEXES is dropped."""
+def cached(key: Hashable, build: Callable[[], T]) -> T:
+    """What `build()` returns, kept under `key` (say, the model and the set of texts an index holds): built
+    on the first call, then reused; the least recently used of more than CACHED_INDEXES entries is dropped.
+    Two threads asking for a missing key at once may both build it (the second result is kept)."""
     with _CACHE_LOCK:
         if key in _CACHE:
             _CACHE.move_to_end(key)
-            return _CACHE[key]
-    index = VectorIndex.build(vectors())
+            return cast(T, _CACHE[key])
+    value = build()
     with _CACHE_LOCK:
-        _CACHE[key] = index
+        _CACHE[key] = value
         while len(_CACHE) > CACHED_INDEXES:
             _CACHE.popitem(last=False)
-    return index
+    return value
+
+
+def index_cached(key: Hashable, vectors: Callable[[], np.ndarray]) -> VectorIndex:
+    """The index of `vectors()` kept under `key` (see `cached`)."""
+    return cached(("index", key), lambda: VectorIndex.build(vectors()))

@@ -58,10 +58,11 @@ def stored_hashes(model: EmbeddingModel, hashes: Sequence[str] | None = None) ->
 
 
 def _among(rows: QuerySet[Any], hashes: list[str]) -> QuerySet[Any]:
-    """Rows whose hash is one of `hashes`: on PostgreSQL `= ANY(array)`, one parameter (an IN list of 5,000
-    costs psycopg more to build than the database to answer); elsewhere IN."""
+    """Rows whose hash is one of `hashes`: on PostgreSQL `= ANY(string_to_array(...))`, one text parameter
+    (an IN list of 5,000 costs psycopg more to build than the database to answer, and so does a list adapted
+    as an array, item by item; hex hashes hold no comma); elsewhere IN."""
     if connection.vendor == "postgresql":
-        return rows.extra(where=["text_hash = ANY(%s)"], params=[hashes])
+        return rows.extra(where=["text_hash = ANY(string_to_array(%s, ','))"], params=[",".join(hashes)])
     return rows.filter(text_hash__in=hashes)
 
 
@@ -161,4 +162,4 @@ class StoredEmbed:
         if not found.all():
             self.fill(sorted(dict.fromkeys(t for t, ok in zip(texts, found, strict=True) if not ok), key=len))
             vectors, found = vectors_read(self.model, hashes)
-        return unit_rows(vectors, self.dtype)
+        return unit_rows(vectors, self.dtype, out=vectors)  # in place when float16 is asked for

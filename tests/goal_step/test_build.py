@@ -91,11 +91,16 @@ def test_it_never_draws_a_negative_from_the_positives_topic(
         assert (
             funnel.candidates_in
             == sum(funnel.removed.values()) + funnel.kept
-            == funnel.kept + (funnel.removed["too_few_negatives"])
+            == funnel.kept + funnel.removed["too_few_negatives"] + funnel.removed["duplicate"]
         )
+        prompts = [(e.prompt, frozenset(e.candidates)) for e in examples[task]]
+        assert len(set(prompts)) == len(prompts)
     distinct_groups = len({_group(p.pk, p.topic) for p in procedures})
     if distinct_groups >= n_candidates:
-        assert funnels[STEP_INFERENCE].kept == sum(len(p.steps) for p in procedures)
+        step_inference = funnels[STEP_INFERENCE]
+        assert step_inference.kept + step_inference.removed["duplicate"] == sum(
+            len(p.steps) for p in procedures
+        )
 
 
 def test_it_makes_the_prompt_the_goal_or_step_of_the_reassigned_positive() -> None:
@@ -168,7 +173,7 @@ def test_it_drops_candidates_whose_procedures_share_a_goal() -> None:
     examples, funnel = build_step_inference(
         prepare_corpus(procedures, embed=EMBED), seed=0, n_candidates=2, filters=()
     )
-    assert examples == [] and funnel.removed == {"too_few_negatives": 0, "same_goal": 2}
+    assert examples == [] and funnel.removed == {"too_few_negatives": 0, "same_goal": 2, "duplicate": 0}
 
 
 def test_it_is_reproducible_with_a_seed_whatever_the_input_order() -> None:
@@ -190,7 +195,9 @@ def test_it_orders_only_procedures_marked_ordered_or_chosen_by_the_predicate() -
     corpus = prepare_corpus(procedures, embed=EMBED)
     examples, funnel = build_step_ordering(corpus, seed=0)
     assert [e.source_pk for e in examples] == [1, 1]
-    assert funnel.removed == {"not_ordered": 2, "markup": 0, "distinct": 0} and funnel.kept == 2
+    assert (
+        funnel.removed == {"not_ordered": 2, "markup": 0, "distinct": 0, "duplicate": 0} and funnel.kept == 2
+    )
     for example in examples:
         first, second = example.meta["step_numbers"]
         assert example.candidates[example.answer] == procedures[0].steps[min(first, second) - 1]
@@ -219,6 +226,7 @@ def test_it_counts_every_draft_in_the_funnel() -> None:
         "lexical_overlap",
         "tfidf",
         "similarity",
+        "duplicate",
     ]
     assert funnels[STEP_INFERENCE].lines()[-1].startswith("  = ")
 

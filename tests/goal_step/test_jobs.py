@@ -57,7 +57,7 @@ def test_it_never_takes_a_negative_from_the_positives_topic() -> None:
             assert pks[i] != pks[example.answer]
             assert topic is None or topic != topics[example.answer]
             checked += 1
-    assert checked > 100
+    assert checked > 60
 
 
 def test_it_writes_a_funnel_that_adds_up_and_the_artifact_check() -> None:
@@ -82,6 +82,7 @@ def test_it_writes_a_funnel_that_adds_up_and_the_artifact_check() -> None:
         "lexical_overlap",
         "tfidf",
         "similarity",
+        "duplicate",
     ]
 
 
