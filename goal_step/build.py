@@ -116,6 +116,44 @@ class Funnel:
         return lines
 
 
+@dataclass(frozen=True, eq=False)
+class Kept:
+    """A task's examples before they are made: the drafts, the rows kept (in order) and the item each was
+    searched around. A build keeps a few hundred thousand of them at the wikiHow paper's scale and stores
+    the share its split keeps: they are made (Example objects, texts and metadata) only then."""
+
+    corpus: Corpus
+    drafts: Drafts
+    rows: np.ndarray
+    seed_items: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def text_ids(self) -> np.ndarray:
+        """Per example, the normalised-text ids of its prompt and candidates."""
+        prompts = self.corpus.text_ids[self.drafts.prompts[self.rows, 0]]
+        return np.column_stack([prompts, self.corpus.text_ids[self.drafts.candidates[self.rows]]])
+
+    def examples(self, which: np.ndarray | None = None) -> list[Example]:
+        """The examples (those at positions `which`, in order, when given)."""
+        positions = np.arange(len(self.rows)) if which is None else which
+        return [
+            _example(self.drafts.draft(int(self.rows[i]), 0), self.corpus, seed_item=int(self.seed_items[i]))
+            for i in positions.tolist()
+        ]
+
+
+@dataclass(frozen=True)
+class KeptSplit:
+    """Positions (into a task's Kept) of its test and train examples, and how many train ones were dropped
+    for sharing a text with a test example."""
+
+    test: np.ndarray
+    train: np.ndarray
+    dropped: int
+
+
 def normalise(text: str) -> str:
     """Case-folded words joined by single spaces: how texts are compared for equality."""
     return " ".join(words(text))
@@ -216,7 +254,7 @@ def task_rng(seed: int, task: str) -> np.random.Generator:
     return np.random.default_rng([seed, TASKS.index(task)])
 
 
-def build_step_inference(
+def draft_step_inference(
     corpus: Corpus,
     *,
     seed: int,
@@ -224,7 +262,7 @@ def build_step_inference(
     filters: Sequence[Filter] = DEFAULT_FILTERS,
     reassign: bool = True,
     label_blind: bool = True,
-) -> tuple[list[Example], Funnel]:
+) -> tuple[Kept, Funnel]:
     """One draft per step: the step and its nearest steps from other topics; one of them redrawn as the
     positive, its goal the prompt; shuffled; filtered (see _filtered, and _alone for label_blind)."""
     _check_n_candidates(n_candidates)
@@ -267,10 +305,10 @@ def build_step_inference(
     )
     kept = _first_of_each(drafts, _filtered(drafts, corpus, filters, funnel), corpus, funnel)
     funnel.kept += len(kept)
-    return [_example(drafts.draft(int(i), 0), corpus, seed_item=int(pool[rows[i]])) for i in kept], funnel
+    return Kept(corpus, drafts, kept, pool[rows[kept]]), funnel
 
 
-def build_goal_inference(
+def draft_goal_inference(
     corpus: Corpus,
     *,
     seed: int,
@@ -278,7 +316,7 @@ def build_goal_inference(
     filters: Sequence[Filter] = DEFAULT_FILTERS,
     reassign: bool = True,
     label_blind: bool = True,
-) -> tuple[list[Example], Funnel]:
+) -> tuple[Kept, Funnel]:
     """One candidate set per goal: the goal and its nearest goals from other topics. One draft per step of
     the goal: one candidate redrawn as the positive, the prompt that step if the draw is the goal itself,
     else a step of the positive drawn at random; shuffled; filtered (see _filtered, and _alone)."""
@@ -317,16 +355,16 @@ def build_goal_inference(
     drafts = _drafts(GOAL_INFERENCE, candidates, prompts_of, orders, positives, label_blind)
     kept = _first_of_each(drafts, _filtered(drafts, corpus, filters, funnel), corpus, funnel)
     funnel.kept += len(kept)
-    return [_example(drafts.draft(int(i), 0), corpus, seed_item=int(candidates[i, 0])) for i in kept], funnel
+    return Kept(corpus, drafts, kept, candidates[kept, 0]), funnel
 
 
-def build_step_ordering(
+def draft_step_ordering(
     corpus: Corpus,
     *,
     seed: int,
     ordered: Callable[[ProcedureText], bool] | None = None,
     filters: Sequence[Filter] = ORDERING_FILTERS,
-) -> tuple[list[Example], Funnel]:
+) -> tuple[Kept, Funnel]:
     """Every pair of adjacent steps of an ordered procedure (`ordered(procedure)`, by default its
     `ordered` field is True), shuffled; the answer is the earlier step. Pairs of other procedures count as
     not_ordered."""
@@ -354,7 +392,25 @@ def build_step_ordering(
     drafts = Drafts(STEP_ORDERING, candidates, owner[:, None], swaps[:, None])
     kept = _first_of_each(drafts, _filtered(drafts, corpus, filters, funnel), corpus, funnel)
     funnel.kept += len(kept)
-    return [_example(drafts.draft(int(i), 0), corpus, seed_item=int(earlier[i])) for i in kept], funnel
+    return Kept(corpus, drafts, kept, earlier[kept]), funnel
+
+
+def build_step_inference(corpus: Corpus, **options: Any) -> tuple[list[Example], Funnel]:
+    """draft_step_inference's examples, made."""
+    kept, funnel = draft_step_inference(corpus, **options)
+    return kept.examples(), funnel
+
+
+def build_goal_inference(corpus: Corpus, **options: Any) -> tuple[list[Example], Funnel]:
+    """draft_goal_inference's examples, made."""
+    kept, funnel = draft_goal_inference(corpus, **options)
+    return kept.examples(), funnel
+
+
+def build_step_ordering(corpus: Corpus, **options: Any) -> tuple[list[Example], Funnel]:
+    """draft_step_ordering's examples, made."""
+    kept, funnel = draft_step_ordering(corpus, **options)
+    return kept.examples(), funnel
 
 
 def build_all(
@@ -431,6 +487,29 @@ def split_train_test(examples: Sequence[Example], *, test_size: int, seed: int) 
     return TrainTestSplit(train=train, test=test, dropped=dropped)
 
 
+def split_kept(kept: dict[str, Kept], *, test_share: float, seed: int) -> dict[str, KeptSplit]:
+    """split_train_test on every task at once, as arrays: per task round(test_share x n) examples drawn with
+    the seed are test; train is the rest minus any example sharing a normalised text (prompt or candidate)
+    with a test example of any task."""
+    ids = {task: examples.text_ids() for task, examples in kept.items()}
+    in_test: dict[str, np.ndarray] = {}
+    for task, examples in kept.items():
+        chosen = np.random.default_rng(seed).choice(
+            len(examples), size=round(test_share * len(examples)), replace=False
+        )
+        in_test[task] = np.zeros(len(examples), dtype=bool)
+        in_test[task][chosen] = True
+    test_ids = np.unique(np.concatenate([ids[task][in_test[task]].ravel() for task in kept] or [[]]))
+    splits = {}
+    for task in kept:
+        shares = np.isin(ids[task], test_ids).any(axis=1)
+        train = ~in_test[task] & ~shares
+        splits[task] = KeptSplit(
+            np.flatnonzero(in_test[task]), np.flatnonzero(train), int((~in_test[task] & shares).sum())
+        )
+    return splits
+
+
 def _positives(rng: np.random.Generator, rows: int, n_candidates: int, reassign: bool) -> np.ndarray:
     """Which candidate becomes the positive: uniform with reassignment, else the one searched around (0)."""
     if reassign:
@@ -455,17 +534,14 @@ def _first_of_each(drafts: Drafts, rows: np.ndarray, corpus: Corpus, funnel: Fun
     labelings = drafts.prompts.shape[1]
     candidates = corpus.text_ids[drafts.candidates[rows]]
     answers = np.take_along_axis(candidates, drafts.answers[rows], axis=1)
+    sets = _first_occurrence(np.sort(candidates, axis=1))  # an id per set of candidates
     entries = np.column_stack(
-        [
-            np.repeat(np.sort(candidates, axis=1), labelings, axis=0),
-            answers.ravel(),
-            corpus.text_ids[drafts.prompts[rows]].ravel(),
-        ]
+        [np.repeat(sets, labelings), answers.ravel(), corpus.text_ids[drafts.prompts[rows]].ravel()]
     )
-    _, first, inverse = np.unique(entries, axis=0, return_index=True, return_inverse=True)
     owner = np.arange(len(entries)) // labelings
+    first_owner = owner[_first_occurrence(entries)]
     repeated = np.zeros(len(rows), dtype=bool)
-    repeated[owner[first[inverse.ravel()] // labelings < owner]] = True
+    repeated[owner[first_owner < owner]] = True
     funnel.remove_many(
         DUPLICATE,
         int(repeated.sum()),
@@ -524,6 +600,19 @@ def _drafts(
         others = every[every != positives[:, None]].reshape(rows, k - 1)
         chosen = np.column_stack([positives, others])
     return Drafts(task, candidates[row, orders], prompts[row, chosen], shown_at[row, chosen])
+
+
+def _first_occurrence(keys: np.ndarray) -> np.ndarray:
+    """Per row of `keys` (rows, columns of ints), the index of the first row equal to it (a stable lexsort:
+    no copy of the rows as np.unique(axis=0) makes)."""
+    order = np.lexsort(keys.T[::-1])
+    ordered = keys[order]
+    new = np.ones(len(keys), dtype=bool)
+    new[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    starts = np.flatnonzero(new)
+    first = np.empty(len(keys), dtype=np.int64)
+    first[order] = order[starts][np.cumsum(new) - 1]
+    return first
 
 
 def _repeats(ids: np.ndarray) -> np.ndarray:

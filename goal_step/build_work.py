@@ -6,7 +6,8 @@ processes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -16,34 +17,34 @@ from h2e_site.embeddings.specs import DEFAULT_EMBEDDING_MODEL, Embedder
 from h2e_site.embeddings.store import StoredEmbed
 from h2e_site.jobs.loop import JobWork, Progress
 from h2e_site.jobs.models import Job
-from mining.models import Procedure
 
 from .artifacts import ArtifactReport, candidates_only_baseline
 from .build import (
     TASKS,
     Example,
     Funnel,
+    Kept,
     ProcedureText,
-    build_goal_inference,
-    build_step_inference,
-    build_step_ordering,
     corpus_embed,
-    normalise,
+    draft_goal_inference,
+    draft_step_inference,
+    draft_step_ordering,
     prepare_corpus,
     procedures_split,
-    split_train_test,
+    split_kept,
 )
 from .corpus import Corpus
 from .jobs import SplitBy
 from .models import GoalStepTask, TaskExample, TaskSet, TaskSplit
-from .selection import selected_procedures
+from .selection import procedures_selected, selected_procedures
 
 HALF_PRECISION_ABOVE = 300_000  # texts: a larger corpus holds its vectors in float16 (half the memory)
+STORE_BATCH = 2_000  # examples per INSERT
 MIN_TRAIN_KEPT = 0.5  # a split by text that keeps less of train than this is warned about
-BUILDERS: dict[str, Callable[..., tuple[list[Example], Funnel]]] = {
-    GoalStepTask.STEP_INFERENCE: build_step_inference,
-    GoalStepTask.GOAL_INFERENCE: build_goal_inference,
-    GoalStepTask.STEP_ORDERING: build_step_ordering,
+DRAFTERS: dict[str, Callable[..., tuple[Kept, Funnel]]] = {
+    GoalStepTask.STEP_INFERENCE: draft_step_inference,
+    GoalStepTask.GOAL_INFERENCE: draft_goal_inference,
+    GoalStepTask.STEP_ORDERING: draft_step_ordering,
 }
 
 
@@ -85,15 +86,16 @@ class BuildWork(JobWork):
             return
         test_share = float(task_set.selection["test_share"])
         if task_set.selection.get("split_by") == SplitBy.PROCEDURE:
-            built, funnels, splits, corpora = self._by_procedure(procedures, embed, test_share)
+            funnels, splits, corpora = self._by_procedure(procedures, embed, test_share)
         else:
-            built, funnels, corpus = self._build(procedures, embed)
-            splits, corpora = _split(built, test_share=test_share, seed=task_set.seed), [corpus]
+            kept, funnels, corpus = self._build(procedures, embed)
+            splits, corpora = _split(kept, test_share=test_share, seed=task_set.seed), [corpus]
+            del kept
         if self.should_stop():
             return
         stored = [e for task in TASKS for e in (*splits[task][0], *splits[task][1])]
         reports = candidates_only_baseline(stored, embed=corpus_embed(*corpora))
-        funnel = {task: _funnel_json(funnels[task], splits[task], built[task]) for task in TASKS}
+        funnel = {task: _funnel_json(funnels[task], splits[task]) for task in TASKS}
         artifacts = {task: _artifact_json(reports.get(task)) for task in TASKS}
         settings = {
             **task_set.settings,
@@ -104,41 +106,36 @@ class BuildWork(JobWork):
         }
         if self.should_stop():
             return
-        _store(task_set, splits, procedures, funnel=funnel, artifacts=artifacts, settings=settings)
+        _store(task_set, splits, funnel=funnel, artifacts=artifacts, settings=settings)
 
     def _build(
         self, procedures: Sequence[ProcedureText], embed: StoredEmbed, *, count: bool = True
-    ) -> tuple[dict[str, list[Example]], dict[str, Funnel], Corpus]:
-        """The three tasks from `procedures`, a progress unit each (when counted), and their corpus."""
+    ) -> tuple[dict[str, Kept], dict[str, Funnel], Corpus]:
+        """The three tasks from `procedures` (examples not made yet), a progress unit each (when counted),
+        and their corpus."""
         assert self.task_set is not None
         corpus = prepare_corpus(procedures, embed=embed)
-        built: dict[str, list[Example]] = {}
+        kept: dict[str, Kept] = {}
         funnels: dict[str, Funnel] = {}
         for task in TASKS:
-            built[task], funnels[task] = BUILDERS[task](corpus, seed=self.task_set.seed)
+            kept[task], funnels[task] = DRAFTERS[task](corpus, seed=self.task_set.seed)
             if count:
                 self.progress.done += 1
                 self.write_progress()
-        return built, funnels, corpus
+        return kept, funnels, corpus
 
     def _by_procedure(
         self, procedures: Sequence[ProcedureText], embed: StoredEmbed, test_share: float
-    ) -> tuple[
-        dict[str, list[Example]],
-        dict[str, Funnel],
-        dict[str, tuple[list[Example], list[Example], int]],
-        list[Corpus],
-    ]:
+    ) -> tuple[dict[str, Funnel], dict[str, tuple[list[Example], list[Example], int]], list[Corpus]]:
         """The split by procedure: test_share of the procedures (drawn with the seed) make the test set's
         tasks, the others the training set's, each built on its own, so no test procedure is seen in train."""
         assert self.task_set is not None
         test, train = procedures_split(procedures, test_share=test_share, seed=self.task_set.seed)
-        built_test, funnels_test, corpus_test = self._build(test, embed, count=False)
-        built_train, funnels_train, corpus_train = self._build(train, embed)
-        built = {task: built_test[task] + built_train[task] for task in TASKS}
+        kept_test, funnels_test, corpus_test = self._build(test, embed, count=False)
+        kept_train, funnels_train, corpus_train = self._build(train, embed)
         funnels = {task: funnels_test[task].merged(funnels_train[task]) for task in TASKS}
-        splits = {task: (built_test[task], built_train[task], 0) for task in TASKS}
-        return built, funnels, splits, [corpus_test, corpus_train]
+        splits = {task: (kept_test[task].examples(), kept_train[task].examples(), 0) for task in TASKS}
+        return funnels, splits, [corpus_test, corpus_train]
 
     def _embedded(self, n: int) -> None:
         self.progress.done += n
@@ -151,23 +148,15 @@ class BuildWork(JobWork):
 
 
 def _split(
-    built: dict[str, list[Example]], *, test_share: float, seed: int
+    kept: dict[str, Kept], *, test_share: float, seed: int
 ) -> dict[str, tuple[list[Example], list[Example], int]]:
-    """Per task (test, train, train examples dropped for sharing a text with the test set of any task)."""
-    per_task = {
-        task: split_train_test(examples, test_size=round(test_share * len(examples)), seed=seed)
-        for task, examples in built.items()
+    """Per task (test, train, train examples dropped for sharing a text with the test set of any task):
+    build.split_kept, then only the examples kept are made."""
+    splits = split_kept(kept, test_share=test_share, seed=seed)
+    return {
+        task: (kept[task].examples(split.test), kept[task].examples(split.train), split.dropped)
+        for task, split in splits.items()
     }
-    test_texts = {normalise(t) for s in per_task.values() for e in s.test for t in (e.prompt, *e.candidates)}
-    result = {}
-    for task, split in per_task.items():
-        train = [e for e in split.train if not _shares(e, test_texts)]
-        result[task] = (split.test, train, split.dropped + len(split.train) - len(train))
-    return result
-
-
-def _shares(example: Example, texts: set[str]) -> bool:
-    return any(normalise(t) in texts for t in (example.prompt, *example.candidates))
 
 
 def train_warning(train: int, shared_with_test: int, *, task: str) -> str:
@@ -183,9 +172,7 @@ def train_warning(train: int, shared_with_test: int, *, task: str) -> str:
     )
 
 
-def _funnel_json(
-    funnel: Funnel, split: tuple[list[Example], list[Example], int], examples: list[Example]
-) -> dict[str, Any]:
+def _funnel_json(funnel: Funnel, split: tuple[list[Example], list[Example], int]) -> dict[str, Any]:
     """Candidates in, removed by each stage in order (a list: jsonb does not keep key order), kept, and
     what the test/train split made of them, with a warning when train kept too little."""
     return {
@@ -228,34 +215,38 @@ def _artifact_json(report: ArtifactReport | None) -> dict[str, Any]:
 def _store(
     task_set: TaskSet,
     splits: dict[str, tuple[list[Example], list[Example], int]],
-    procedures: Iterable[ProcedureText],
     *,
     funnel: dict[str, Any],
     artifacts: dict[str, Any],
     settings: dict[str, Any],
 ) -> None:
-    topic_of = dict(Procedure.objects.filter(pk__in=[p.pk for p in procedures]).values_list("pk", "topic_id"))
-    rows = []
+    """Replace the set's examples (STORE_BATCH rows at a time: no list of every row) and its figures."""
+    topic_of = dict(procedures_selected(task_set.selection).values_list("pk", "topic_id").iterator(20_000))
+    rows = _example_rows(task_set, splits, topic_of)
+    with transaction.atomic():
+        TaskExample.objects.filter(task_set=task_set).delete()
+        while batch := list(islice(rows, STORE_BATCH)):
+            TaskExample.objects.bulk_create(batch)
+        TaskSet.objects.filter(pk=task_set.pk).update(funnel=funnel, artifacts=artifacts, settings=settings)
+
+
+def _example_rows(
+    task_set: TaskSet, splits: dict[str, tuple[list[Example], list[Example], int]], topic_of: dict[int, int]
+) -> Iterator[TaskExample]:
     for task in TASKS:
         test, train, _ = splits[task]
         labelled = [(TaskSplit.TEST, e) for e in test] + [(TaskSplit.TRAIN, e) for e in train]
         for position, (split, example) in enumerate(labelled):
             pk = example.source_pk if isinstance(example.source_pk, int) else None
-            rows.append(
-                TaskExample(
-                    task_set=task_set,
-                    task=task,
-                    split=split,
-                    position=position,
-                    prompt=example.prompt,
-                    candidates=example.candidates,
-                    answer=example.answer,
-                    procedure_id=pk,
-                    topic_id=topic_of.get(pk) if pk is not None else None,
-                    meta=example.meta,
-                )
+            yield TaskExample(
+                task_set=task_set,
+                task=task,
+                split=split,
+                position=position,
+                prompt=example.prompt,
+                candidates=example.candidates,
+                answer=example.answer,
+                procedure_id=pk,
+                topic_id=topic_of.get(pk) if pk is not None else None,
+                meta=example.meta,
             )
-    with transaction.atomic():
-        TaskExample.objects.filter(task_set=task_set).delete()
-        TaskExample.objects.bulk_create(rows, batch_size=2000)
-        TaskSet.objects.filter(pk=task_set.pk).update(funnel=funnel, artifacts=artifacts, settings=settings)

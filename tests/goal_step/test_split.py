@@ -4,7 +4,20 @@ from __future__ import annotations
 
 import pytest
 
-from goal_step.build import STEP_INFERENCE, Example, build_all, normalise, split_train_test
+from goal_step.build import (
+    GOAL_INFERENCE,
+    STEP_INFERENCE,
+    STEP_ORDERING,
+    Example,
+    build_all,
+    draft_goal_inference,
+    draft_step_inference,
+    draft_step_ordering,
+    normalise,
+    prepare_corpus,
+    split_kept,
+    split_train_test,
+)
 from tests.goal_step.synthetic import WordEmbedding, synthetic_procedures
 
 
@@ -39,3 +52,33 @@ def test_it_compares_texts_normalised() -> None:
 def test_it_refuses_a_test_set_larger_than_the_examples() -> None:
     with pytest.raises(ValueError, match="test_size must be between 0 and 0"):
         split_train_test([], test_size=1, seed=0)
+
+
+def test_the_split_on_arrays_is_the_split_on_examples_across_tasks() -> None:
+    """split_kept (what a build runs) keeps, per task, what split_train_test keeps minus the train examples
+    sharing a text with another task's test examples."""
+    corpus = prepare_corpus(synthetic_procedures(200, seed=9), embed=WordEmbedding())
+    kept = {
+        STEP_INFERENCE: draft_step_inference(corpus, seed=2)[0],
+        GOAL_INFERENCE: draft_goal_inference(corpus, seed=2)[0],
+        STEP_ORDERING: draft_step_ordering(corpus, seed=2)[0],
+    }
+    splits = split_kept(kept, test_share=0.02, seed=5)
+    by_examples = {
+        task: split_train_test(k.examples(), test_size=round(0.02 * len(k)), seed=5)
+        for task, k in kept.items()
+    }
+    test_texts = {
+        normalise(t) for s in by_examples.values() for e in s.test for t in (e.prompt, *e.candidates)
+    }
+    trained = 0
+    for task, split in splits.items():
+        expected = by_examples[task]
+        assert kept[task].examples(split.test) == expected.test
+        train = [
+            e for e in expected.train if not {normalise(t) for t in (e.prompt, *e.candidates)} & test_texts
+        ]
+        assert kept[task].examples(split.train) == train
+        trained += len(train)
+        assert split.dropped == len(kept[task]) - len(expected.test) - len(train)
+    assert trained
