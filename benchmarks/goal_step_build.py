@@ -160,7 +160,7 @@ def recall_on_sample(corpus: Corpus, seed: int, size: int = 500) -> tuple[float,
     cosine."""
     first = len(corpus.procedures)
     steps = np.arange(first, len(corpus.texts))
-    vectors = corpus.vectors[steps]
+    vectors = corpus.vectors_of(steps)
     groups = corpus.groups[corpus.owner[steps]]
     texts = corpus.text_ids[steps]
     found = nearest_in_other_groups(vectors, groups, texts, 3, seed=seed)

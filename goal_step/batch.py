@@ -140,9 +140,9 @@ def step_similarity(corpus: Corpus, items: np.ndarray, procedures: np.ndarray) -
     best = np.full(len(keys), -np.inf, dtype=np.float32)
     bounds = np.flatnonzero(np.diff(pair_procedures)) + 1
     for start, end in zip(np.r_[0, bounds], np.r_[bounds, len(keys)], strict=True):
-        steps = corpus.vectors[corpus.step_slice(int(pair_procedures[start]))].astype(np.float32)
+        steps = corpus.vectors_of(corpus.step_slice(int(pair_procedures[start])))
         if len(steps):
-            rows = corpus.vectors[pair_items[start:end]].astype(np.float32)
+            rows = corpus.vectors_of(pair_items[start:end])
             best[start:end] = (rows @ steps.T).max(axis=1)
     return best[np.searchsorted(keys, procedures * len(corpus.texts) + items)]
 

@@ -189,7 +189,8 @@ def prepare_corpus(procedures: Iterable[ProcedureText], *, embed: Embed) -> Corp
         vocabulary=lexicon.vocabulary,
         informativeness=best_tfidf(token_starts, token_ids, token_counts, owner, n),
         markup=lexicon.markup[rows],
-        vectors=_embed(embed, list(distinct), rows),
+        vectors=_embed(embed, list(distinct)),
+        vector_rows=rows,
     )
 
 
@@ -221,17 +222,16 @@ def _topic_groups(ordered: Sequence[ProcedureText]) -> np.ndarray:
     return groups
 
 
-def _embed(embed: Embed, distinct: Sequence[str], rows: np.ndarray) -> np.ndarray:
-    """Each distinct text embedded once (steps repeat: "Gather your materials"), then one row per item
-    (rows[i]: item i's distinct text), L2-normalised (float16 when embed gives float16: half the memory,
-    ~1e-3 on a cosine; else float32)."""
+def _embed(embed: Embed, distinct: Sequence[str]) -> np.ndarray:
+    """Each distinct text embedded once (steps repeat: "Gather your materials"), rows L2-normalised in place
+    (float16 when embed gives float16: half the memory, ~1e-3 on a cosine; else float32)."""
     if not distinct:
         return np.zeros((0, 1), dtype=np.float32)
     vectors = np.asarray(embed(list(distinct)))
     if vectors.ndim != 2 or len(vectors) != len(distinct):
         raise ValueError(f"embed returned shape {vectors.shape} for {len(distinct)} texts")
     vectors = unit_rows(vectors, np.float16 if vectors.dtype == np.float16 else np.float32, out=vectors)
-    return vectors if len(distinct) == len(rows) else vectors[rows]
+    return vectors
 
 
 def corpus_embed(*corpora: Corpus) -> Embed:
@@ -244,7 +244,7 @@ def corpus_embed(*corpora: Corpus) -> Embed:
 
     def embed(texts: Sequence[str]) -> np.ndarray:
         places = [where[text] for text in texts]
-        rows = [corpora[number].vectors[item] for number, item in places]
+        rows = [corpora[number].vectors_of(item) for number, item in places]
         return np.stack(rows) if rows else np.zeros((0, 1), dtype=np.float32)
 
     return embed
@@ -276,7 +276,7 @@ def draft_step_inference(
         corpus.groups[corpus.owner[pool]],
         corpus.text_ids[pool],
         n_candidates - 1,
-        rows=pool,
+        rows=corpus.vector_rows[pool],
         seed=seed,
     )
     positives = _positives(rng, len(pool), n_candidates, reassign)
@@ -330,7 +330,12 @@ def draft_goal_inference(
     starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)  # prompts stay in procedure order
     goals = np.flatnonzero(counts)
     neighbours = nearest_in_other_groups(
-        corpus.vectors, corpus.groups[goals], corpus.text_ids[goals], n_candidates - 1, rows=goals, seed=seed
+        corpus.vectors,
+        corpus.groups[goals],
+        corpus.text_ids[goals],
+        n_candidates - 1,
+        rows=corpus.vector_rows[goals],
+        seed=seed,
     )
     short = neighbours[:, -1] < 0
     funnel.remove_many(

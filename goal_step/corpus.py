@@ -6,7 +6,7 @@ type checker (the job that queues a build imports the filters' names at start-up
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .examples import ProcedureText
 
@@ -41,13 +41,18 @@ class Corpus:
     vocabulary: tuple[str, ...]
     informativeness: np.ndarray  # highest tf-idf of its words within its procedure
     markup: np.ndarray  # True where the text carries markup (filters.markup_in)
-    vectors: np.ndarray  # unit rows
+    vectors: np.ndarray  # unit rows, one per distinct text (texts repeat: "Gather your materials")
+    vector_rows: np.ndarray  # item -> its row of vectors
 
     def is_step(self, item: int) -> bool:
         return item >= len(self.procedures)
 
     def step_items(self, procedure: int) -> range:
         return range(int(self.step_starts[procedure]), int(self.step_starts[procedure + 1]))
+
+    def vectors_of(self, items: Any) -> np.ndarray:
+        """The items' unit rows (an index, a slice or an array of items), as float32."""
+        return self.vectors[self.vector_rows[items]].astype("float32")
 
     def tokens(self, item: int) -> frozenset[str]:
         """The item's content-word stems."""

@@ -165,7 +165,7 @@ def similarity_filter(draft: Draft, corpus: Corpus, *, max_similarity: float = M
         return None
     if draft.task == "step_inference":
         steps = corpus.step_slice(int(corpus.owner[draft.prompt]))
-        similarity = corpus.vectors[negatives].astype("float32") @ corpus.vectors[steps].T.astype("float32")
+        similarity = corpus.vectors_of(negatives) @ corpus.vectors_of(steps).T
         if similarity.size and similarity.max() >= max_similarity:
             row, column = divmod(int(similarity.argmax()), similarity.shape[1])
             return (
@@ -173,10 +173,10 @@ def similarity_filter(draft: Draft, corpus: Corpus, *, max_similarity: float = M
                 f"prompt goal's step {corpus.texts[steps.start + column]!r} (max {max_similarity:g})"
             )
     elif draft.task == "goal_inference":
-        prompt = corpus.vectors[draft.prompt].astype("float32")
+        prompt = corpus.vectors_of(draft.prompt)
         for item in negatives:
             steps = corpus.step_slice(item)
-            similarity = corpus.vectors[steps].astype("float32") @ prompt
+            similarity = corpus.vectors_of(steps) @ prompt
             if similarity.size and similarity.max() >= max_similarity:
                 return (
                     f"the prompt step is {similarity.max():.2f} similar to "

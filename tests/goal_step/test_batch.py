@@ -104,9 +104,9 @@ def test_step_similarity_is_the_best_cosine_to_a_step_of_the_procedure() -> None
     procedures = rng.integers(0, len(CORPUS.procedures), size=200)
     found = step_similarity(CORPUS, items, procedures)
     for item, procedure, value in zip(items, procedures, found, strict=True):
-        steps = CORPUS.vectors[CORPUS.step_slice(int(procedure))].astype(np.float32)
+        steps = CORPUS.vectors[CORPUS.vector_rows[CORPUS.step_slice(int(procedure))]].astype(np.float32)
         assert value == pytest.approx(
-            float((steps @ CORPUS.vectors[item].astype(np.float32)).max()), abs=1e-5
+            float((steps @ CORPUS.vectors[CORPUS.vector_rows[item]].astype(np.float32)).max()), abs=1e-5
         )
 
 

@@ -148,7 +148,7 @@ def test_it_leaves_the_artifact_without_reassignment() -> None:
 
 def _refuse_central_answers(draft: Draft, corpus: Corpus) -> str | None:
     """A filter that reads the answer: it refuses examples whose answer is the most central candidate."""
-    rows = corpus.vectors[list(draft.candidates)]
+    rows = corpus.vectors_of(list(draft.candidates))
     similarity = rows @ rows.T
     central = int(np.argmax(similarity.sum(axis=1) - np.diagonal(similarity)))
     return "the answer is the most central candidate" if central == draft.answer else None
