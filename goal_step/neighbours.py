@@ -12,16 +12,19 @@ The index (exact below its EXACT_LIMIT rows, an inverted file above, see search.
 `first_look` nearest rows; they are then walked in order of similarity, all rows at once, keeping a
 candidate whose group and text differ from the row's and from those kept before it. A row that finds fewer
 than k such candidates among them asks again for more (x WIDEN, up to every row): exact below the index's
-limit, approximate above it as the index is (benchmarks/goal_step_build.py measures the recall).
+limit, approximate above it as the index is (benchmarks/goal_step_build.py measures the recall). Every row
+searching among every row costs n x (rows a query scans), so a query scans about SCAN_ROWS rows (16 lists up
+to ~98,000 rows, fewer above: 6 of 1,714 at 735,000, where 16 took 110 s of a 100,000-procedure build).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from h2e_site.embeddings.search import EXACT_LIMIT, VectorIndex
+from h2e_site.embeddings.search import EXACT_LIMIT, VectorIndex, nprobe_for
 
 FIRST_LOOK = 32  # neighbours asked for each row first
+SCAN_ROWS = 2_500  # rows a query scans in the inverted file (search.nprobe_for)
 WIDEN = 8  # ... then this many times more for the rows still short
 
 
@@ -46,7 +49,8 @@ def nearest_in_other_groups(
     result = np.full((n, k), -1, dtype=np.int64)
     if n == 0 or k == 0:
         return result
-    index = VectorIndex.build(vectors, rows=rows, exact_limit=exact_limit, seed=seed)
+    nprobe = nprobe_for(n, SCAN_ROWS)
+    index = VectorIndex.build(vectors, rows=rows, exact_limit=exact_limit, seed=seed, nprobe=nprobe)
     short = np.arange(n)
     look = first_look
     while len(short):

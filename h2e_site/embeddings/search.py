@@ -4,8 +4,9 @@
 (IndexIVFScalarQuantizer, float16 codes: half the memory of float32 rows) with NLIST_PER_SQRT x sqrt(n) lists,
 trained by faiss's k-means on a seeded sample and searched in NPROBE of them. The approximate index misses a
 neighbour that sits in a list not probed: `recall_at_k` measures it against the exact search on a sample, and
-benchmarks/embedding_search.py reports it. Queries go in blocks, so memory stays bounded by the index and a
-block's results.
+benchmarks/goal_step_build.py and benchmarks/failure_meaning.py report it. Queries go in blocks, so memory
+stays bounded by the index and a block's results. `nprobe_for(n, scan_rows)` is the number of lists to probe so that a query scans about
+`scan_rows` rows (a search of every row among n costs n x nprobe x n / nlist: n^1.5 at a fixed nprobe).
 
 `cached(key, build)` keeps the last few things built in this process (indexes, clusterings), keyed by what
 they were built from (the model and the digest of the text hashes, say), so a page that searches the same set
@@ -109,6 +110,13 @@ class VectorIndex:
             block = as_float32(queries[rows[start : start + SEARCH_BLOCK]])
             scores[start : start + len(block)], ids[start : start + len(block)] = self.index.search(block, k)
         return scores, ids
+
+
+def nprobe_for(n: int, scan_rows: int, *, most: int = NPROBE, least: int = 4) -> int:
+    """Lists to probe in an inverted file of n rows so that a query scans about `scan_rows` of them, between
+    `least` and `most`."""
+    per_list = n / max(1, int(NLIST_PER_SQRT * math.sqrt(n)))
+    return max(least, min(most, math.ceil(scan_rows / per_list)))
 
 
 def _add(index: faiss.Index, vectors: np.ndarray, rows: np.ndarray) -> None:

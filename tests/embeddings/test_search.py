@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from h2e_site.embeddings.search import VectorIndex, exact_search, index_cached, recall_at_k
+from h2e_site.embeddings.search import VectorIndex, exact_search, index_cached, nprobe_for, recall_at_k
 
 
 def clustered_unit_rows(n: int, dimension: int = 32, *, seed: int = 0) -> np.ndarray:
@@ -53,3 +53,12 @@ def test_it_keeps_an_index_per_key() -> None:
     assert index_cached(("tests", "a"), rows) is first and len(built) == 1
     index_cached(("tests", "b"), rows)
     assert len(built) == 2
+
+
+def test_it_probes_lists_holding_about_the_rows_asked_for() -> None:
+    for n in (20_001, 80_000, 200_000, 735_000, 5_000_000):
+        nprobe = nprobe_for(n, 2_500)
+        per_list = n / int(2 * np.sqrt(n))
+        assert 4 <= nprobe <= 16
+        assert nprobe in (4, 16) or (nprobe - 1) * per_list < 2_500 <= nprobe * per_list
+    assert nprobe_for(735_000, 2_500) == 6 and nprobe_for(80_000, 2_500) == 16
