@@ -5,8 +5,9 @@
 trained by faiss's k-means on a seeded sample and searched in NPROBE of them. The approximate index misses a
 neighbour that sits in a list not probed: `recall_at_k` measures it against the exact search on a sample, and
 benchmarks/goal_step_build.py and benchmarks/failure_meaning.py report it. Queries go in blocks, so memory
-stays bounded by the index and a block's results. `nprobe_for(n, scan_rows)` is the number of lists to probe so that a query scans about
-`scan_rows` rows (a search of every row among n costs n x nprobe x n / nlist: n^1.5 at a fixed nprobe).
+stays bounded by the index and a block's results. `nprobe_for(n, scan_rows)` is the number of lists to probe
+so that a query scans about `scan_rows` rows (a search of every row among n costs n x nprobe x n / nlist:
+n^1.5 at a fixed nprobe).
 
 `cached(key, build)` keeps the last few things built in this process (indexes, clusterings), keyed by what
 they were built from (the model and the digest of the text hashes, say), so a page that searches the same set
