@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from h2e_site.embeddings.search import unit_rows
 from h2e_site.stats import wilson_interval
 
 from .build import Embed, Example
@@ -63,8 +64,8 @@ def centroid_choices(examples: Sequence[Example], *, embed: Embed) -> list[int]:
             index.setdefault(text, len(index))
     if not index:
         return []
-    vectors = np.asarray(embed(list(index)), dtype=np.float32)
-    vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    vectors = np.asarray(embed(list(index)))  # float16 rows stay float16: a block at a time in float32
+    vectors = unit_rows(vectors, np.float16 if vectors.dtype == np.float16 else np.float32, out=vectors)
     choices = np.zeros(len(examples), dtype=np.int64)
     by_size: dict[int, list[int]] = {}
     for number, example in enumerate(examples):
@@ -72,7 +73,8 @@ def centroid_choices(examples: Sequence[Example], *, embed: Embed) -> list[int]:
     for numbers in by_size.values():
         rows = np.array([[index[text] for text in examples[n].candidates] for n in numbers], dtype=np.int64)
         for start in range(0, len(rows), BLOCK):
-            choices[numbers[start : start + BLOCK]] = _most_central(vectors[rows[start : start + BLOCK]])
+            block = vectors[rows[start : start + BLOCK]].astype(np.float32)
+            choices[numbers[start : start + BLOCK]] = _most_central(block)
     return choices.tolist()
 
 

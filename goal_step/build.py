@@ -244,8 +244,8 @@ def corpus_embed(*corpora: Corpus) -> Embed:
 
     def embed(texts: Sequence[str]) -> np.ndarray:
         places = [where[text] for text in texts]
-        rows = [corpora[number].vectors_of(item) for number, item in places]
-        return np.stack(rows) if rows else np.zeros((0, 1), dtype=np.float32)
+        rows = [corpora[number].vectors[corpora[number].vector_rows[item]] for number, item in places]
+        return np.stack(rows) if rows else np.zeros((0, 1), dtype=np.float32)  # the corpus' dtype
 
     return embed
 

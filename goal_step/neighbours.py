@@ -26,6 +26,7 @@ from h2e_site.embeddings.search import EXACT_LIMIT, VectorIndex, nprobe_for
 FIRST_LOOK = 32  # neighbours asked for each row first
 SCAN_ROWS = 2_500  # rows a query scans in the inverted file (search.nprobe_for)
 WIDEN = 8  # ... then this many times more for the rows still short
+BLOCK = 65_536  # rows searched at once
 
 
 def nearest_in_other_groups(
@@ -54,8 +55,10 @@ def nearest_in_other_groups(
     short = np.arange(n)
     look = first_look
     while len(short):
-        _, found = index.search(vectors, min(look + 1, n), rows=rows[short])
-        result[short] = _distinct(found, short, groups, texts, k)
+        for start in range(0, len(short), BLOCK):  # a block's (rows, look) results at a time, not all
+            block = short[start : start + BLOCK]
+            _, found = index.search(vectors, min(look + 1, n), rows=rows[block])
+            result[block] = _distinct(found, block, groups, texts, k)
         if look + 1 >= n:
             break
         short = short[(result[short] < 0).any(axis=1)]
