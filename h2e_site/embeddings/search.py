@@ -73,9 +73,11 @@ class VectorIndex:
         exact_limit: int = EXACT_LIMIT,
         nprobe: int = NPROBE,
         seed: int = 0,
+        code_bits: int = 16,
     ) -> VectorIndex:
         """An index of `vectors` (unit rows, float16 or float32), or of vectors[rows] read a block at a time
-        (no copy of them all); the i-th row indexed is id i."""
+        (no copy of them all); the i-th row indexed is id i. code_bits: 16 (float16 codes) or 8 (8-bit
+        scalar codes, trained per dimension: half the memory, ~15 % slower to scan)."""
         rows = np.arange(len(vectors)) if rows is None else rows
         n, dimension = len(rows), vectors.shape[1]
         if n <= exact_limit:
@@ -84,9 +86,8 @@ class VectorIndex:
             return cls(index, n, exact=True)
         nlist = max(1, int(NLIST_PER_SQRT * math.sqrt(n)))
         quantizer = faiss.IndexFlatIP(dimension)
-        index = faiss.IndexIVFScalarQuantizer(
-            quantizer, dimension, nlist, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT
-        )
+        codes = faiss.ScalarQuantizer.QT_8bit if code_bits == 8 else faiss.ScalarQuantizer.QT_fp16
+        index = faiss.IndexIVFScalarQuantizer(quantizer, dimension, nlist, codes, faiss.METRIC_INNER_PRODUCT)
         index.cp.niter = KMEANS_ITERATIONS
         index.cp.seed = seed
         index.cp.max_points_per_centroid = TRAIN_PER_LIST

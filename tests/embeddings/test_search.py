@@ -62,3 +62,10 @@ def test_it_probes_lists_holding_about_the_rows_asked_for() -> None:
         assert 4 <= nprobe <= 16
         assert nprobe in (4, 16) or (nprobe - 1) * per_list < 2_500 <= nprobe * per_list
     assert nprobe_for(735_000, 2_500) == 6 and nprobe_for(80_000, 2_500) == 16
+
+
+def test_eight_bit_codes_find_most_exact_neighbours_too() -> None:
+    vectors = clustered_unit_rows(12_000, seed=1)
+    index = VectorIndex.build(vectors, exact_limit=1_000, seed=3, code_bits=8)
+    assert index.index.code_size == vectors.shape[1]  # one byte a dimension
+    assert recall_at_k(index, vectors, k=10, sample=300, seed=4) >= 0.9
