@@ -17,7 +17,7 @@ import numpy as np
 from h2e_site.embeddings.search import unit_rows
 from h2e_site.stats import wilson_interval
 
-from .build import Embed, Example
+from .build import Embed, Example, Kept
 
 TIE = 1e-6  # centralities this close count as equal (float32 rounding)
 BLOCK = 20_000  # examples compared at once
@@ -76,6 +76,24 @@ def centroid_choices(examples: Sequence[Example], *, embed: Embed) -> list[int]:
             block = vectors[rows[start : start + BLOCK]].astype(np.float32)
             choices[numbers[start : start + BLOCK]] = _most_central(block)
     return choices.tolist()
+
+
+def kept_baseline(task: str, parts: Sequence[tuple[Kept, np.ndarray]]) -> ArtifactReport:
+    """The centroid baseline's record on a task's examples before they are made (each part: the examples at
+    those positions of a Kept), read from the corpus' vectors by item: what a build runs on the examples it
+    stores (candidates_only_baseline does the same on made examples and an embedding function)."""
+    correct = n = 0
+    chance = 0.0
+    for kept, positions in parts:
+        rows = kept.rows[positions]
+        items, answers = kept.drafts.candidates[rows], kept.drafts.answers[rows, 0]
+        corpus = kept.corpus
+        for start in range(0, len(items), BLOCK):
+            vectors = corpus.vectors[corpus.vector_rows[items[start : start + BLOCK]]].astype(np.float32)
+            correct += int((_most_central(vectors) == answers[start : start + BLOCK]).sum())
+        n += len(items)
+        chance += len(items) / items.shape[1] if len(items) else 0.0
+    return ArtifactReport(task=task, correct=correct, n=n, chance=chance / n if n else 0.0)
 
 
 def _most_central(candidates: np.ndarray) -> np.ndarray:

@@ -234,22 +234,6 @@ def _embed(embed: Embed, distinct: Sequence[str]) -> np.ndarray:
     return vectors
 
 
-def corpus_embed(*corpora: Corpus) -> Embed:
-    """An embedding function over corpora already prepared: a text's vector as the first corpus holding it
-    has it (no second read of the store); KeyError naming a text none holds."""
-    where: dict[str, tuple[int, int]] = {}
-    for number, corpus in enumerate(corpora):
-        for item, text in enumerate(corpus.texts):
-            where.setdefault(text, (number, item))
-
-    def embed(texts: Sequence[str]) -> np.ndarray:
-        places = [where[text] for text in texts]
-        rows = [corpora[number].vectors[corpora[number].vector_rows[item]] for number, item in places]
-        return np.stack(rows) if rows else np.zeros((0, 1), dtype=np.float32)  # the corpus' dtype
-
-    return embed
-
-
 def task_rng(seed: int, task: str) -> np.random.Generator:
     return np.random.default_rng([seed, TASKS.index(task)])
 

@@ -6,8 +6,8 @@ processes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from itertools import islice
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -18,14 +18,13 @@ from h2e_site.embeddings.store import StoredEmbed
 from h2e_site.jobs.loop import JobWork, Progress
 from h2e_site.jobs.models import Job
 
-from .artifacts import ArtifactReport, candidates_only_baseline
+from .artifacts import ArtifactReport, kept_baseline
 from .build import (
     TASKS,
     Example,
     Funnel,
     Kept,
     ProcedureText,
-    corpus_embed,
     draft_goal_inference,
     draft_step_inference,
     draft_step_ordering,
@@ -86,17 +85,14 @@ class BuildWork(JobWork):
             return
         test_share = float(task_set.selection["test_share"])
         if task_set.selection.get("split_by") == SplitBy.PROCEDURE:
-            funnels, splits, corpora = self._by_procedure(procedures, embed, test_share)
+            funnels, splits = self._by_procedure(procedures, embed, test_share)
         else:
-            kept, funnels, corpus = self._build(procedures, embed)
-            splits, corpora = _split(kept, test_share=test_share, seed=task_set.seed), [corpus]
-            del kept
+            kept, funnels, _ = self._build(procedures, embed)
+            splits = _split(kept, test_share=test_share, seed=task_set.seed)
         if self.should_stop():
             return
-        stored = [e for task in TASKS for e in (*splits[task][0], *splits[task][1])]
-        reports = candidates_only_baseline(stored, embed=corpus_embed(*corpora))
         funnel = {task: _funnel_json(funnels[task], splits[task]) for task in TASKS}
-        artifacts = {task: _artifact_json(reports.get(task)) for task in TASKS}
+        artifacts = {task: _artifact_json(kept_baseline(task, splits[task].parts())) for task in TASKS}
         settings = {
             **task_set.settings,
             "procedures": len(procedures),
@@ -126,16 +122,16 @@ class BuildWork(JobWork):
 
     def _by_procedure(
         self, procedures: Sequence[ProcedureText], embed: StoredEmbed, test_share: float
-    ) -> tuple[dict[str, Funnel], dict[str, tuple[list[Example], list[Example], int]], list[Corpus]]:
+    ) -> tuple[dict[str, Funnel], dict[str, TaskSplitRows]]:
         """The split by procedure: test_share of the procedures (drawn with the seed) make the test set's
         tasks, the others the training set's, each built on its own, so no test procedure is seen in train."""
         assert self.task_set is not None
         test, train = procedures_split(procedures, test_share=test_share, seed=self.task_set.seed)
-        kept_test, funnels_test, corpus_test = self._build(test, embed, count=False)
-        kept_train, funnels_train, corpus_train = self._build(train, embed)
+        kept_test, funnels_test, _ = self._build(test, embed, count=False)
+        kept_train, funnels_train, _ = self._build(train, embed)
         funnels = {task: funnels_test[task].merged(funnels_train[task]) for task in TASKS}
-        splits = {task: (kept_test[task].examples(), kept_train[task].examples(), 0) for task in TASKS}
-        return funnels, splits, [corpus_test, corpus_train]
+        splits = {task: TaskSplitRows.whole(kept_test[task], kept_train[task]) for task in TASKS}
+        return funnels, splits
 
     def _embedded(self, n: int) -> None:
         self.progress.done += n
@@ -147,14 +143,33 @@ class BuildWork(JobWork):
         return ""
 
 
-def _split(
-    kept: dict[str, Kept], *, test_share: float, seed: int
-) -> dict[str, tuple[list[Example], list[Example], int]]:
-    """Per task (test, train, train examples dropped for sharing a text with the test set of any task):
-    build.split_kept, then only the examples kept are made."""
+@dataclass(frozen=True)
+class TaskSplitRows:
+    """A task's test and train examples, not made yet: positions into the Kept they come from (one Kept for
+    the split by text, one per half for the split by procedure), and the train examples dropped for sharing
+    a text with a test example."""
+
+    test: tuple[Kept, np.ndarray]
+    train: tuple[Kept, np.ndarray]
+    dropped: int
+
+    @classmethod
+    def whole(cls, test: Kept, train: Kept) -> TaskSplitRows:
+        return cls((test, np.arange(len(test))), (train, np.arange(len(train))), 0)
+
+    def parts(self) -> list[tuple[Kept, np.ndarray]]:
+        return [self.test, self.train]
+
+    def counts(self) -> tuple[int, int]:
+        return len(self.test[1]), len(self.train[1])
+
+
+def _split(kept: dict[str, Kept], *, test_share: float, seed: int) -> dict[str, TaskSplitRows]:
+    """Per task, its test and train rows (build.split_kept: train examples sharing a text with the test set
+    of any task are dropped)."""
     splits = split_kept(kept, test_share=test_share, seed=seed)
     return {
-        task: (kept[task].examples(split.test), kept[task].examples(split.train), split.dropped)
+        task: TaskSplitRows((kept[task], split.test), (kept[task], split.train), split.dropped)
         for task, split in splits.items()
     }
 
@@ -172,7 +187,7 @@ def train_warning(train: int, shared_with_test: int, *, task: str) -> str:
     )
 
 
-def _funnel_json(funnel: Funnel, split: tuple[list[Example], list[Example], int]) -> dict[str, Any]:
+def _funnel_json(funnel: Funnel, split: TaskSplitRows) -> dict[str, Any]:
     """Candidates in, removed by each stage in order (a list: jsonb does not keep key order), kept, and
     what the test/train split made of them, with a warning when train kept too little."""
     return {
@@ -182,10 +197,10 @@ def _funnel_json(funnel: Funnel, split: tuple[list[Example], list[Example], int]
             for stage, count in funnel.removed.items()
         ],
         "kept": funnel.kept,
-        "test": len(split[0]),
-        "train": len(split[1]),
-        "shared_with_test": split[2],
-        "warning": train_warning(len(split[1]), split[2], task=funnel.task),
+        "test": split.counts()[0],
+        "train": split.counts()[1],
+        "shared_with_test": split.dropped,
+        "warning": train_warning(split.counts()[1], split.dropped, task=funnel.task),
     }
 
 
@@ -214,39 +229,47 @@ def _artifact_json(report: ArtifactReport | None) -> dict[str, Any]:
 
 def _store(
     task_set: TaskSet,
-    splits: dict[str, tuple[list[Example], list[Example], int]],
+    splits: dict[str, TaskSplitRows],
     *,
     funnel: dict[str, Any],
     artifacts: dict[str, Any],
     settings: dict[str, Any],
 ) -> None:
-    """Replace the set's examples (STORE_BATCH rows at a time: no list of every row) and its figures."""
+    """Replace the set's examples (made and written STORE_BATCH at a time: no list of every example) and its
+    figures."""
     topic_of = dict(procedures_selected(task_set.selection).values_list("pk", "topic_id").iterator(20_000))
-    rows = _example_rows(task_set, splits, topic_of)
     with transaction.atomic():
         TaskExample.objects.filter(task_set=task_set).delete()
-        while batch := list(islice(rows, STORE_BATCH)):
-            TaskExample.objects.bulk_create(batch)
+        for task in TASKS:
+            _store_task(task_set, splits[task], topic_of)
         TaskSet.objects.filter(pk=task_set.pk).update(funnel=funnel, artifacts=artifacts, settings=settings)
 
 
-def _example_rows(
-    task_set: TaskSet, splits: dict[str, tuple[list[Example], list[Example], int]], topic_of: dict[int, int]
-) -> Iterator[TaskExample]:
-    for task in TASKS:
-        test, train, _ = splits[task]
-        labelled = [(TaskSplit.TEST, e) for e in test] + [(TaskSplit.TRAIN, e) for e in train]
-        for position, (split, example) in enumerate(labelled):
-            pk = example.source_pk if isinstance(example.source_pk, int) else None
-            yield TaskExample(
-                task_set=task_set,
-                task=task,
-                split=split,
-                position=position,
-                prompt=example.prompt,
-                candidates=example.candidates,
-                answer=example.answer,
-                procedure_id=pk,
-                topic_id=topic_of.get(pk) if pk is not None else None,
-                meta=example.meta,
+def _store_task(task_set: TaskSet, split_rows: TaskSplitRows, topic_of: dict[int, int]) -> None:
+    """A task's test examples, then its train ones, numbered on (position) through both."""
+    position = 0
+    for split, (kept, positions) in zip((TaskSplit.TEST, TaskSplit.TRAIN), split_rows.parts(), strict=True):
+        for start in range(0, len(positions), STORE_BATCH):
+            examples = kept.examples(positions[start : start + STORE_BATCH])
+            TaskExample.objects.bulk_create(
+                [_example_row(task_set, split, position + i, e, topic_of) for i, e in enumerate(examples)]
             )
+            position += len(examples)
+
+
+def _example_row(
+    task_set: TaskSet, split: str, position: int, example: Example, topic_of: dict[int, int]
+) -> TaskExample:
+    pk = example.source_pk if isinstance(example.source_pk, int) else None
+    return TaskExample(
+        task_set=task_set,
+        task=example.task,
+        split=split,
+        position=position,
+        prompt=example.prompt,
+        candidates=example.candidates,
+        answer=example.answer,
+        procedure_id=pk,
+        topic_id=topic_of.get(pk) if pk is not None else None,
+        meta=example.meta,
+    )

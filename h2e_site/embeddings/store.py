@@ -92,19 +92,21 @@ def vectors_read(model: EmbeddingModel, hashes: Sequence[str]) -> tuple[np.ndarr
     """The stored vectors of `hashes`, in their order (float16 rows; zeros where none is stored), and a mask
     of those found."""
     unique = list(dict.fromkeys(hashes))
-    place = {h: i for i, h in enumerate(unique)}
     out = np.zeros((len(unique), model.dimension), dtype=VECTOR_DTYPE)
     found = np.zeros(len(unique), dtype=bool)
     for start in range(0, len(unique), READ_CHUNK):
-        pairs = _rows_among(model, unique[start : start + READ_CHUNK], with_vector=True)
+        chunk = unique[start : start + READ_CHUNK]
+        pairs = _rows_among(model, chunk, with_vector=True)
         if not pairs:
             continue
+        place = {h: start + i for i, h in enumerate(chunk)}  # a chunk's: no map of every hash at once
         at = np.fromiter((place[h] for h, _ in pairs), dtype=np.int64, count=len(pairs))
         blob = b"".join(bytes(vector) for _, vector in pairs)
         out[at] = np.frombuffer(blob, dtype=VECTOR_DTYPE).reshape(len(pairs), model.dimension)
         found[at] = True
     if len(unique) == len(hashes):
         return out, found
+    place = {h: i for i, h in enumerate(unique)}
     back = np.fromiter((place[h] for h in hashes), dtype=np.int64, count=len(hashes))
     return out[back], found[back]
 

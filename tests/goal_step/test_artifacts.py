@@ -9,10 +9,18 @@ from goal_step.artifacts import (
     ArtifactReport,
     candidates_only_baseline,
     centroid_choices,
+    kept_baseline,
     wilson_interval,
 )
-from goal_step.build import Example
+from goal_step.build import (
+    Example,
+    draft_goal_inference,
+    draft_step_inference,
+    draft_step_ordering,
+    prepare_corpus,
+)
 from judging.stats import wilson_interval as judging_wilson
+from tests.goal_step.synthetic import WordEmbedding, synthetic_procedures
 
 
 def _embed(texts: list[str]) -> np.ndarray:
@@ -46,3 +54,22 @@ def test_it_reports_k_of_n_with_its_interval_per_task() -> None:
     far = ArtifactReport("goal_inference", correct=900, n=1_000, chance=0.25)
     assert not far.at_chance and far.share == 0.9
     assert not ArtifactReport("goal_inference", 0, 0, 0.25).at_chance
+
+
+def test_the_baseline_on_kept_rows_is_the_baseline_on_the_examples_made() -> None:
+    """What a build runs (kept_baseline: the corpus' vectors by item, positions of a Kept) equals
+    candidates_only_baseline on the same examples made (an embedding function by text)."""
+    embed = WordEmbedding()
+    corpus = prepare_corpus(synthetic_procedures(150, seed=2), embed=embed)
+    for draft in (draft_step_inference, draft_goal_inference, draft_step_ordering):
+        kept, _ = (
+            draft(corpus, seed=4, reassign=False)
+            if draft is not draft_step_ordering
+            else draft(corpus, seed=4)
+        )
+        halves = np.array_split(np.arange(len(kept)), 2)
+        report = kept_baseline("t", [(kept, half) for half in halves])
+        made = kept.examples()
+        expected = candidates_only_baseline(made, embed=embed)[made[0].task]
+        assert (report.correct, report.n, report.chance) == (expected.correct, expected.n, expected.chance)
+        assert report.n == len(made) > 100
