@@ -86,6 +86,9 @@ class FailureQuerySerializer(serializers.Serializer):
     study = _name("study slug (human failures only)")
     source = serializers.ChoiceField(choices=["judge", "human"], required=False, help_text="absent: both")
     q = _name("text search (PostgreSQL: full text, websearch syntax; else substring)")
+    pattern = serializers.IntegerField(
+        required=False, min_value=1, max_value=2**63 - 1, help_text="a failure pattern's id: its failures"
+    )
     cursor = serializers.RegexField(
         r"\A\d{1,18}\.[jh]\.\d{1,18}\.\d{1,9}\Z", required=False, help_text="next_cursor of the previous page"
     )

@@ -9,9 +9,11 @@ class AnnotationConfig(AppConfig):
 
     def import_models(self) -> None:
         """The engine's models, then the kind registry: a kind's module may define its own tables (the
-        pairwise kind's pair of generations), which must exist with the app's models."""
+        pairwise kind's pair of generations), which must exist with the app's models; then the failure
+        patterns' tables (annotation/failure_meaning/models.py)."""
         super().import_models()
         import_module(f"{self.name}.kinds")
+        import_module(f"{self.name}.failure_meaning.models")
 
     def ready(self) -> None:
         from goal_step.human_labels import HumanLabels, human_labels_register

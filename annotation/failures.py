@@ -7,9 +7,11 @@ cursor (the last row's sort key), never OFFSET: each source is asked for the fir
 cursor by walking an index, the two lists are merged in Python and cut again. Nothing counts the whole table.
 
 Filters: topic (name), generator (generator_id), judge (judge_id; only judge failures), study (slug; only
-human failures), source ("judge" / "human"; absent = both), q (text). On PostgreSQL q is a full-text query
-(websearch syntax, English stemming) answered by the GIN index on to_tsvector('english', description)
-(judging migration 0003); elsewhere (SQLite) it falls back to a case-insensitive substring match.
+human failures), source ("judge" / "human"; absent = both), q (text), pattern (a FailurePattern's id:
+the failures of one cluster of a topic's failure patterns, annotation/failure_meaning/). On PostgreSQL q is
+a full-text query (websearch syntax, English stemming) answered by the GIN index on
+to_tsvector('english', description) (judging migration 0003); elsewhere (SQLite) it falls back to a
+case-insensitive substring match.
 
 Counts per topic follow the same filters. Without q the judge side sums Judgment.n_failures (one
 index-only scan; n_failures is the number of CriticalFailure rows the judgment has). Attention-check items of
@@ -40,6 +42,7 @@ from django.db.models.expressions import RawSQL
 from judging.models import CriticalFailure, Generation, Generator, Judge, Judgment
 from mining.models import Topic
 
+from .failure_meaning.models import FailurePattern
 from .models import AnnotatedFailure, Study
 
 Source = Literal["judge", "human"]
@@ -63,6 +66,9 @@ class FailureFilters:
     study: int | None = None
     source: Source | None = None
     q: str = ""
+    pattern: int | None = None
+    # the pattern's members: (CriticalFailure ids, AnnotatedFailure ids)
+    pattern_members: tuple[tuple[int, ...], tuple[int, ...]] | None = None
     nothing: bool = False
     # PostgreSQL with q: (id, judgment id) of the judge failures matching q under no other filter, all of
     # them or (a common word) the first SEARCH_COUNT_CAP + 1 the index gave; None otherwise.
@@ -72,6 +78,12 @@ class FailureFilters:
     def search_is_broad(self) -> bool:
         """More judge failures match q than SEARCH_COUNT_CAP: the judge counts are lower bounds."""
         return self.text_hits is not None and len(self.text_hits) > SEARCH_COUNT_CAP
+
+    @property
+    def counts_at_least(self) -> bool:
+        """The judge counts are lower bounds: a broad search not within a pattern's members (those are
+        counted exactly)."""
+        return self.search_is_broad and self.pattern_members is None
 
     @property
     def sources(self) -> tuple[Source, ...]:
@@ -95,6 +107,7 @@ class FailureQuery:
     study: str = ""
     source: str = ""
     q: str = ""
+    pattern: str = ""
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> FailureQuery:
@@ -108,6 +121,7 @@ class FailureQuery:
             study=get("study"),
             source=get("source"),
             q=get("q"),
+            pattern=get("pattern"),
         )
 
     def problems(self, choices: FilterChoices) -> dict[str, str]:
@@ -121,6 +135,7 @@ class FailureQuery:
             ("generator", choices.generators, "generator with this generator_id"),
             ("judge", choices.judges, "judge with this judge_id"),
             ("study", choices.studies, "study with this slug"),
+            ("pattern", choices.patterns, "failure pattern with this id"),
         ):
             value = getattr(self, name)
             if value and value not in table:
@@ -136,6 +151,7 @@ class FailureQuery:
             "study": self.study,
             "source": self.source,
             "q": self.q,
+            "pattern": self.pattern,
         }
         values.update(changes)
         return {k: v for k, v in values.items() if v}
@@ -149,6 +165,15 @@ class FilterChoices:
     generators: dict[str, int] = field(default_factory=dict)
     judges: dict[str, int] = field(default_factory=dict)
     studies: dict[str, int] = field(default_factory=dict)
+    patterns: dict[str, int] = field(default_factory=dict)
+
+
+def pattern_choices(query: FailureQuery) -> dict[str, int]:
+    """{pattern: its id} when the query names a failure pattern that exists, else {} (one small query)."""
+    if not query.pattern.isdigit() or len(query.pattern) > 18:
+        return {}
+    found = FailurePattern.objects.filter(pk=int(query.pattern)).values_list("pk", flat=True).first()
+    return {} if found is None else {query.pattern: found}
 
 
 def filter_choices_for(query: FailureQuery) -> FilterChoices:
@@ -164,6 +189,7 @@ def filter_choices_for(query: FailureQuery) -> FilterChoices:
         if query.judge
         else {},
         studies=dict(Study.objects.filter(slug=query.study).values_list("slug", "pk")) if query.study else {},
+        patterns=pattern_choices(query),
     )
 
 
@@ -176,6 +202,7 @@ def failure_filters_resolve(query: FailureQuery, choices: FilterChoices) -> Fail
         ("generator", choices.generators),
         ("judge", choices.judges),
         ("study", choices.studies),
+        ("pattern", choices.patterns),
     ):
         value = getattr(query, name)
         resolved[name] = table.get(value) if value else None
@@ -188,9 +215,18 @@ def failure_filters_resolve(query: FailureQuery, choices: FilterChoices) -> Fail
         study=resolved["study"],
         source=query.source if query.source in SOURCES else None,  # type: ignore[arg-type]
         q=query.q,
+        pattern=resolved["pattern"],
+        pattern_members=_pattern_members(resolved["pattern"]),
         nothing=nothing,
         text_hits=_text_hits(query.q) if query.q and is_full_text() and not nothing else None,
     )
+
+
+def _pattern_members(pk: int | None) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    if pk is None:
+        return None
+    judge, human = FailurePattern.objects.values_list("judge_members", "human_members").get(pk=pk)
+    return tuple(judge), tuple(human)
 
 
 # --- cursor -----------------------------------------------------------------------------------------------
@@ -313,6 +349,13 @@ def _among(table: str, ids: Iterable[int]) -> RawSQL:
     return RawSQL(f"{table}.id = ANY(%s)", [sorted(set(ids))], output_field=BooleanField())
 
 
+def _pks_among(queryset: QuerySet[Any], table: str, ids: Iterable[int]) -> QuerySet[Any]:
+    """Rows whose id is one of `ids` (a pattern's members: thousands): one array parameter on PostgreSQL."""
+    if is_full_text():
+        return queryset.filter(_among(table, ids))
+    return queryset.filter(pk__in=sorted(set(ids)))
+
+
 def _text_match(queryset: QuerySet[Any], table: str, q: str) -> QuerySet[Any]:
     if not q:
         return queryset
@@ -341,19 +384,23 @@ def _judge_failures(filters: FailureFilters) -> QuerySet[CriticalFailure]:
     if filters.judge is not None:
         qs = qs.filter(judgment__judge_id=filters.judge)
     table = CriticalFailure._meta.db_table
+    if filters.pattern_members is not None:
+        qs = _pks_among(qs, table, filters.pattern_members[0])
     if filters.text_hits is not None and not filters.search_is_broad:
         return qs.filter(_among(table, (pk for pk, _ in filters.text_hits)))
     return _text_match(qs, table, filters.q)
 
 
 def _human_failures(filters: FailureFilters) -> QuerySet[AnnotatedFailure]:
-    qs = AnnotatedFailure.objects.not_attention_checks()
+    qs: QuerySet[AnnotatedFailure] = AnnotatedFailure.objects.not_attention_checks()
     if filters.topic is not None:
         qs = qs.filter(annotation__item__generation__procedure__topic_id=filters.topic)
     if filters.generator is not None:
         qs = qs.filter(annotation__item__generation__generator_id=filters.generator)
     if filters.study is not None:
         qs = qs.filter(annotation__study_id=filters.study)
+    if filters.pattern_members is not None:
+        qs = _pks_among(qs, AnnotatedFailure._meta.db_table, filters.pattern_members[1])
     return _text_match(qs, AnnotatedFailure._meta.db_table, filters.q)
 
 
@@ -551,7 +598,7 @@ def failure_counts_by_topic(*, filters: FailureFilters) -> list[TopicCount]:
         human = {topic: n for topic, n in grouped}
     keys = set(judge) | set(human)
     names = dict(Topic.objects.filter(pk__in=[k for k in keys if k is not None]).values_list("pk", "name"))
-    at_least = filters.search_is_broad and "judge" in sources
+    at_least = filters.counts_at_least and "judge" in sources
     counts = [
         TopicCount(names.get(k, NO_TOPIC) if k else NO_TOPIC, judge.get(k, 0), human.get(k, 0), at_least)
         for k in keys
@@ -569,6 +616,12 @@ def _judge_counts(filters: FailureFilters) -> dict[int | None, int]:
         qs = qs.filter(generator_id=filters.generator)
     if filters.judge is not None:
         qs = qs.filter(judge_id=filters.judge)
+    if filters.pattern_members is not None or (filters.q and filters.text_hits is None):
+        # a pattern's members (text hits among them), or SQLite's substring match: count the failures
+        grouped = (
+            _judge_failures(filters).order_by().values_list("judgment__topic_id").annotate(n=Count("id"))
+        )
+        return {topic: n for topic, n in grouped}
     if filters.text_hits is not None:  # the hits' judgments under the filters, each counted once a hit
         per_judgment = Counter(judgment for _, judgment in filters.text_hits)
         counts: Counter[int | None] = Counter()
@@ -577,11 +630,6 @@ def _judge_counts(filters: FailureFilters) -> dict[int | None, int]:
         ):
             counts[topic] += per_judgment[judgment]
         return dict(counts)
-    if filters.q:  # SQLite: the substring match
-        grouped = (
-            _judge_failures(filters).order_by().values_list("judgment__topic_id").annotate(n=Count("id"))
-        )
-        return {topic: n for topic, n in grouped}
     return {
         topic: int(n or 0) for topic, n in qs.order_by().values_list("topic_id").annotate(n=Sum("n_failures"))
     }
@@ -612,4 +660,5 @@ __all__ = [
     "filter_choices_for",
     "is_full_text",
     "parse_token",
+    "pattern_choices",
 ]

@@ -1,5 +1,6 @@
-"""The annotation app's kind of job as the core (h2e_site.jobs) runs and shows it: classify_steps (a model
-answers the step-type candidates of a study; annotation/step_types/classify.py)."""
+"""The annotation app's kinds of job as the core (h2e_site.jobs) runs and shows them: classify_steps (a model
+answers the step-type candidates of a study; annotation/step_types/classify.py) and failure_patterns (a
+topic's failure descriptions clustered; annotation/failure_meaning/)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ from django.urls import reverse
 from h2e_site.jobs.models import Job
 from h2e_site.jobs.registry import JobDescription, JobLink, JobSubject, JobType, job_type_register
 
-from .job_kinds import CLASSIFY_STEPS
+from .failure_meaning.jobs import failure_patterns_job_create
+from .job_kinds import CLASSIFY_STEPS, FAILURE_PATTERNS
 from .models import StepTypeClassifier, Study
 from .step_types.classify import classify_job_create, classify_job_retry
-from .tasks import run_classify_job
+from .tasks import run_classify_job, run_failure_patterns_job
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -55,6 +57,33 @@ def _api_create(data: dict[str, Any], created_by: User | None) -> Job:
     return classify_job_create(classifier=data["classifier_id"], study=data["study"], created_by=created_by)
 
 
+def describe_pattern_jobs(jobs: Sequence[Job]) -> dict[int, JobDescription]:
+    """The topic, k and seed of each failure_patterns job, and its topic's failure-patterns page."""
+    descriptions = {}
+    for job in jobs:
+        parameters = job.parameters
+        url = reverse("failures:failure_patterns", args=[parameters.get("topic", 0)])
+        if parameters.get("run"):
+            url += f"?run={parameters['run']}"
+        descriptions[job.pk] = JobDescription(
+            subjects=(JobSubject("topic", str(parameters.get("topic_name", "")), url),),
+            links=(JobLink("The topic's failure patterns", url, "Patterns"),),
+            facts=(("clusters (k)", str(parameters.get("k", ""))), ("seed", str(parameters.get("seed", "")))),
+        )
+    return descriptions
+
+
+def _pattern_note(job: Job) -> str:
+    parameters = job.parameters
+    return f"{parameters.get('topic_name', '')}: k={parameters.get('k')}, seed {parameters.get('seed')}"
+
+
+def _api_create_patterns(data: dict[str, Any], created_by: User | None) -> Job:
+    return failure_patterns_job_create(
+        topic=data["topic"], k=data["k"], seed=data["seed"], created_by=created_by
+    )
+
+
 def register_job_types() -> None:
     job_type_register(
         JobType(
@@ -67,5 +96,18 @@ def register_job_types() -> None:
             api_create=_api_create,
             start_hint="Classify step types: a step-types study's “Step-type models” page, POST /api/jobs/, "
             "or manage.py classify_steps.",
+        )
+    )
+    job_type_register(
+        JobType(
+            FAILURE_PATTERNS,
+            run_failure_patterns_job,
+            label="Failure patterns",
+            note=_pattern_note,
+            describe=describe_pattern_jobs,
+            create_serializer="annotation.failure_meaning.serializers.FailurePatternsJobCreateSerializer",
+            api_create=_api_create_patterns,
+            start_hint="Cluster a topic's failure descriptions: the failure browser's “Failure patterns” "
+            "page, POST /api/jobs/, or manage.py failure_patterns --topic NAME.",
         )
     )

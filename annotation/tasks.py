@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from .failure_meaning.jobs import failure_patterns_job_run
 from .step_types.classify import classify_job_run
 
 
@@ -11,3 +12,10 @@ from .step_types.classify import classify_job_run
 def run_classify_job(job_id: int) -> None:
     """Run or resume a classify_steps Job (a redelivered message resumes it; a finished one is left)."""
     classify_job_run(job_id=job_id)
+
+
+@shared_task(name="annotation.run_failure_patterns_job", acks_late=True, reject_on_worker_lost=True)
+def run_failure_patterns_job(job_id: int) -> None:
+    """Run a failure_patterns Job (a redelivered message computes the same clusters again, or finds them
+    stored)."""
+    failure_patterns_job_run(job_id=job_id)

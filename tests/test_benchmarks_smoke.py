@@ -33,6 +33,9 @@ SMOKE: dict[str, list[str]] = {
     ],
     "calibration_sim.py": ["--worlds", "20", "--n", "50", "--N", "500"],
     "embedding_store.py": ["--db", "{db}", "--procedures", "60", "--vectors", "random", "--add", "6"],
+    "failure_meaning.py": [
+        "--db", "{db}", "--failures", "960", "--topics", "2", "--k", "3", "--runs", "3",
+    ],
     "goal_step_build.py": ["--procedures", "80", "--embedding", "words"],
     "import_scale.py": [
         "--out", "{tmp}/tree", "--db", "{db}", "--generators", "2", "--examples", "15", "--judges", "1",
@@ -52,6 +55,7 @@ EXPECTED = {
     "annotator_load.py": '"errors": []',
     "calibration_sim.py": '"two_rounds"',  # the routing comparison, printed last
     "embedding_store.py": '"texts_to_embed"',
+    "failure_meaning.py": '"patterns_page"',
     "goal_step_build.py": "peak RSS:",
     "import_scale.py": '"leaderboards_agree": true',
     "judge_throughput.py": '"rpm_observed"',

@@ -322,8 +322,15 @@ def _action(model: type[models.Model], action: str, form_class: type[forms.BaseF
     )
 
 
+def _patterns_url() -> str:
+    from mining.models import Topic
+
+    return reverse("failures:failure_patterns", args=[Topic.objects.get(name="Home").pk])
+
+
 def _site_forms() -> list[FormTarget]:
     from annotation.calibration_forms import CalibrationRoundForm
+    from annotation.failure_meaning.forms import FailurePatternsForm
     from annotation.models import CalibrationRound
     from annotation.pairwise.forms import PairwiseJudgeForm
     from annotation.views.planner import PlanForm
@@ -391,6 +398,13 @@ def _site_forms() -> list[FormTarget]:
             AnswerTasksForm,
             lambda: Job.objects.count(),
             context_key="answer_form",
+        ),
+        FormTarget(
+            "a topic's failure patterns",
+            lambda c: c.get(_patterns_url()),
+            lambda c, data: c.post(_patterns_url(), data),
+            FailurePatternsForm,
+            lambda: Job.objects.count(),
         ),
     ]
 
@@ -614,5 +628,6 @@ def admin_world() -> dict[str, Any]:
             "answer_tasks": {"model_id": "no-such-model", "task_set": "fuzz-taken"},
             "classify_steps": {"classifier_id": "no-such", "study": "fuzz-taken"},
             "embed": {"sources": ["procedures"]},
+            "failure_patterns": {"topic": "Home"},
         },
     }

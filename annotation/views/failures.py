@@ -5,7 +5,7 @@ failures, each linked to the steps it cites)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.db.models import Prefetch
@@ -22,6 +22,7 @@ from mining.models import Topic
 
 from .. import failures
 from ..models import AnnotatedFailure, Annotation, Study
+from .failure_meaning import pattern_of
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ def failure_list(request: HtmxHttpRequest) -> HttpResponse:
     """Critical failures from judges and humans, filtered, newest generation first, 50 a page (keyset)."""
     query = failures.FailureQuery.from_params(request.GET)
     options = _failure_options()
-    choices = options.choices()
+    choices = replace(options.choices(), patterns=failures.pattern_choices(query))
     filters = failures.failure_filters_resolve(query, choices)
     cursor = _cursor(request.GET.get("cursor"))
     page = failures.failure_page(filters=filters, cursor=cursor)
@@ -86,14 +87,16 @@ def failure_list(request: HtmxHttpRequest) -> HttpResponse:
         "cursor": cursor,
         "counts": counts,
         "total": sum(c.total for c in counts),
-        "counts_at_least": filters.search_is_broad,
+        "counts_at_least": filters.counts_at_least,
         "count_cap": failures.SEARCH_COUNT_CAP,
-        "chart": _topic_chart(chart_items, at_least=filters.search_is_broad) if counts else None,
+        "chart": _topic_chart(chart_items, at_least=filters.counts_at_least) if counts else None,
         "filter_query": query_string(query.params()),
         "next_query": query_string({**query.params(), "cursor": page.next_cursor})
         if page.next_cursor
         else "",
         "full_text": failures.is_full_text(),
+        "pattern": pattern_of(filters.pattern),
+        "without_pattern": query_string(query.params(pattern="")),
     }
     template = (
         "annotation/failures.html#failure-results" if wants_fragment(request) else "annotation/failures.html"
@@ -114,7 +117,7 @@ def failure_list_csv(request: HttpRequest) -> HttpResponse | StreamingHttpRespon
     """Every critical failure the browser's filters select, as CSV (cells a spreadsheet would run as formulas
     neutralised); a filter that names nothing is a 400 naming it, never an empty file."""
     query = failures.FailureQuery.from_params(request.GET)
-    choices = _failure_options().choices()
+    choices = replace(_failure_options().choices(), patterns=failures.pattern_choices(query))
     problems = query.problems(choices)
     if problems:
         return HttpResponseBadRequest("; ".join(f"{k}: {v}" for k, v in problems.items()))

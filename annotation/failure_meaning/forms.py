@@ -1,0 +1,20 @@
+"""The failure-patterns page's form: k and seed, bounded by FailurePatternRun's fields (model_range), as the
+API's serializer and the command are."""
+
+from __future__ import annotations
+
+from django import forms
+
+from h2e_site.bounds import model_range
+
+from .jobs import DEFAULT_K, DEFAULT_SEED
+from .models import FailurePatternRun
+
+
+class FailurePatternsForm(forms.Form):
+    k = model_range(FailurePatternRun, "k").form_field(
+        initial=DEFAULT_K, label="Clusters (k)", help_text="how many patterns faiss k-means looks for"
+    )
+    seed = model_range(FailurePatternRun, "seed").form_field(
+        initial=DEFAULT_SEED, label="Seed", help_text="the same seed gives the same clusters"
+    )

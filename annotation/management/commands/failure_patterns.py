@@ -1,0 +1,56 @@
+"""python manage.py failure_patterns --topic NAME [--k 12] [--seed 0] [--wait | --inline]"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from tqdm import tqdm
+
+from annotation.failure_meaning.jobs import (
+    DEFAULT_K,
+    DEFAULT_SEED,
+    failure_patterns_job_create,
+    failure_patterns_job_run,
+)
+from h2e_site.bounds import OutOfRange
+from h2e_site.jobs.follow import follow_job, show_progress
+from h2e_site.jobs.models import Job
+from mining.models import Topic
+
+
+class Command(BaseCommand):
+    help = (
+        "Cluster a topic's critical-failure descriptions (judges' and annotators', with a stored "
+        "vector) into k failure patterns with faiss k-means, as a job run by a Celery worker. Prints the "
+        "job id; --wait follows it with a progress bar, --inline runs it here (with the bar). The same "
+        "seed gives the same patterns."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--topic", required=True, metavar="NAME", help="the topic's name")
+        parser.add_argument("--k", type=int, default=DEFAULT_K, help=f"clusters (default {DEFAULT_K})")
+        parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="faiss k-means' seed")
+        mode = parser.add_mutually_exclusive_group()
+        mode.add_argument("--wait", action="store_true", help="follow the job until it finishes")
+        mode.add_argument("--inline", action="store_true", help="run the job in this process")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        topic = Topic.objects.filter(name=options["topic"]).first()
+        if topic is None:
+            raise CommandError(f"topic: no topic named {options['topic']!r}")
+        try:
+            job = failure_patterns_job_create(
+                topic=topic, k=options["k"], seed=options["seed"], enqueue=not options["inline"]
+            )
+        except OutOfRange as refused:
+            raise CommandError(str(refused)) from refused
+        self.stdout.write(f"failure_patterns job {job.pk}: topic {topic.name}, k={job.parameters['k']}")
+        disable = options["verbosity"] == 0
+        if options["inline"]:
+            with tqdm(total=0, desc=f"job {job.pk} patterns", file=sys.stderr, disable=disable) as bar:
+                failure_patterns_job_run(job_id=job.pk, on_progress=lambda row: show_progress(bar, row))
+            follow_job(self, Job.objects.get(pk=job.pk), disable=True)
+        elif options["wait"]:
+            follow_job(self, job, disable=disable)

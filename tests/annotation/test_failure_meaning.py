@@ -1,0 +1,480 @@
+"""Failures by meaning (#22 item 4): similar failures (nearest by the stored vectors, distance = 1 - cosine)
+and a topic's failure patterns (faiss k-means with a seed, representatives, shares, the job and its form).
+
+The store is filled here: each failure text gets a vector under the default model's identity, near one of
+three directions (a refusal, missing detail, a skipped waiting period) with a little noise of its own, so the
+clusters are known; every expected figure is computed again by hand with numpy from the stored vectors."""
+
+from __future__ import annotations
+
+import hashlib
+from io import StringIO
+from typing import Any
+
+import numpy as np
+import pytest
+from django.core.management import CommandError, call_command
+from django.test import Client
+from django.urls import reverse
+
+from annotation.failure_meaning.jobs import failure_patterns_job_create, failure_patterns_job_run
+from annotation.failure_meaning.models import FailurePattern, FailurePatternRun
+from annotation.failure_meaning.space import failure_seen, similar_failures
+from annotation.models import AnnotatedFailure
+from h2e_site.bounds import OutOfRange
+from h2e_site.embeddings.search import unit_rows
+from h2e_site.embeddings.specs import minilm_spec
+from h2e_site.embeddings.store import model_row, text_hash, vectors_read, vectors_save
+from h2e_site.jobs.models import Job, JobStatus
+from judging.models import CriticalFailure
+from mining.models import Topic
+from tests.factories import make_generation, make_generator, make_judge, make_judgment, make_procedure
+from tests.judging.test_failures import make_annotation, make_study
+
+pytestmark = pytest.mark.django_db
+
+THEMES = ("refuses to answer", "misses the operational detail", "skips the legal waiting period")
+XSS = "<script>alert('x')</script> skips the legal waiting period"
+
+
+def _direction(name: str, dimension: int = 384) -> np.ndarray:
+    seed = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little")
+    row = np.random.default_rng(seed).standard_normal(dimension)
+    return row / np.linalg.norm(row)
+
+
+def store_vectors(texts: list[str], *, noise: float = 0.35) -> None:
+    """Each text's vector: its theme's direction plus noise of its own (a text without a theme: noise)."""
+    rows = []
+    for text in texts:
+        theme = next((t for t in THEMES if t in text), None)
+        base = _direction(theme) if theme else np.zeros(384)
+        rows.append(base + noise * _direction(text))
+    model = model_row(minilm_spec())
+    vectors = np.array(rows, dtype=np.float32)
+    vectors_save(
+        model, [text_hash(t) for t in texts], vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    )
+
+
+def stored_unit(texts: list[str]) -> np.ndarray:
+    vectors, found = vectors_read(model_row(minilm_spec()), [text_hash(t) for t in texts])
+    assert found.all()
+    return unit_rows(vectors)
+
+
+@pytest.fixture
+def world() -> dict[str, Any]:
+    return failure_world()
+
+
+def failure_world() -> dict[str, Any]:
+    """Topic Health: generators a, b, c x four procedures, judges x and y (y a demo model), each judgment
+    with failures of the three themes; a study whose annotators add theirs; topic Religion: one failure."""
+    procedures = [make_procedure(goal=f"Goal {i}", topic="Health") for i in range(4)]
+    generators = [make_generator(model=f"model-{name}") for name in "abc"]
+    judges = [make_judge(model="judge-x"), make_judge(model="judge-y", is_demo=True)]
+    study = make_study()
+    n = 0
+    for g, generator in enumerate(generators):
+        for p, procedure in enumerate(procedures):
+            generation = make_generation(generator=generator, procedure=procedure)
+            for j, judge in enumerate(judges):
+                themes = [THEMES[(g + p + j) % 3], THEMES[(g * p + j) % 3]][: 1 + (g + p) % 2]
+                failures = []
+                for theme in themes:
+                    n += 1
+                    failures.append((f"{generator.model} {theme} ({n})", [1], [1]))
+                make_judgment(generation=generation, judge=judge, failures=failures)
+            if p == 0:
+                n += 1
+                make_annotation(generation, study=study, failures=[(f"human: {THEMES[g]} ({n})", [2], [2])])
+    religion = make_generation(
+        generator=generators[0], procedure=make_procedure(goal="Pray", topic="Religion")
+    )
+    make_judgment(generation=religion, judge=judges[0], failures=[(f"prayer {THEMES[0]}", [], [])])
+    store_vectors(all_texts())
+    return {"topic": Topic.objects.get(name="Health"), "generators": generators, "judges": judges}
+
+
+def all_texts() -> list[str]:
+    judge = list(CriticalFailure.objects.values_list("description", flat=True))
+    return judge + list(AnnotatedFailure.objects.values_list("description", flat=True))
+
+
+def every_failure() -> list[tuple[str, int, int, str]]:
+    """(source, id, parent, text) of every failure the browser lists, as the space orders them."""
+    judge = [
+        ("judge", pk, parent, text)
+        for pk, parent, text in CriticalFailure.objects.order_by("pk").values_list(
+            "pk", "judgment_id", "description"
+        )
+    ]
+    human = AnnotatedFailure.objects.not_attention_checks().order_by("pk")
+    return judge + [
+        ("human", pk, parent, text)
+        for pk, parent, text in human.values_list("pk", "annotation_id", "description")
+    ]
+
+
+# --- similar failures ------------------------------------------------------------------------------------
+
+
+def test_it_lists_similar_failures_nearest_first_as_numpy_computes_them(world: dict[str, Any]) -> None:
+    rows = every_failure()
+    vectors = stored_unit([text for *_, text in rows])
+    asked = 5
+    source, pk, parent, text = rows[asked]
+    distances = 1.0 - vectors @ vectors[asked]
+    expected = sorted(
+        (float(distances[i]), (0 if s == "judge" else 1), p)
+        for i, (s, p, par, t) in enumerate(rows)
+        if not (s == source and par == parent and (p == pk or t == text))
+    )[:10]
+    failure = failure_seen(source, pk)  # type: ignore[arg-type]
+    assert failure is not None
+    found = similar_failures(failure)
+    assert not found.problem
+    assert [(f.source, f.pk) for f in found.neighbours] == [
+        (("judge", "human")[code], p) for _, code, p in expected
+    ]
+    assert [f.distance for f in found.neighbours] == pytest.approx([d for d, *_ in expected], abs=1e-3)
+    assert [f.distance for f in found.neighbours] == sorted(f.distance for f in found.neighbours)  # type: ignore[type-var]
+
+
+def test_it_leaves_out_itself_and_its_own_text_again_but_not_the_same_text_elsewhere(
+    world: dict[str, Any],
+) -> None:
+    text = f"repeated {THEMES[1]}"
+    twice = make_judgment(judge=world["judges"][0], failures=[(text, [1], []), (text, [2], [])])
+    other = make_judgment(judge=world["judges"][1], failures=[(text, [1], [])])
+    store_vectors([text])
+    first, second = twice.failures.order_by("order")
+    failure = failure_seen("judge", first.pk)
+    assert failure is not None
+    found = [(f.source, f.pk) for f in similar_failures(failure).neighbours]
+    assert ("judge", first.pk) not in found and ("judge", second.pk) not in found
+    nearest = similar_failures(failure).neighbours[0]
+    assert (nearest.pk, nearest.distance) == (other.failures.get().pk, pytest.approx(0, abs=1e-3))
+
+
+def test_it_finds_a_failure_added_after_the_space_was_built(world: dict[str, Any], staff: Client) -> None:
+    pk = CriticalFailure.objects.order_by("pk").first().pk  # type: ignore[union-attr]
+    url = reverse("failures:similar_failures", args=[f"judge-{pk}"])
+    assert staff.get(url).status_code == 200  # the space is built and cached
+    text = CriticalFailure.objects.get(pk=pk).description + " again"
+    added = make_judgment(judge=world["judges"][0], failures=[(text, [], [])]).failures.get()
+    response = staff.get(url)
+    assert f"judge-{added.pk}" not in response.content.decode()  # no vector yet: not in the space
+    store_vectors([text], noise=0.0)
+    assert f"?failure=judge-{added.pk}" in staff.get(url).content.decode()
+
+
+def test_it_leaves_out_a_failure_deleted_after_the_space_was_built(world: dict[str, Any]) -> None:
+    rows = every_failure()
+    failure = failure_seen("judge", rows[0][1])
+    assert failure is not None
+    nearest = next(f for f in similar_failures(failure).neighbours if f.source == "judge")
+    CriticalFailure.objects.filter(pk=nearest.pk).delete()
+    assert (nearest.source, nearest.pk) not in [
+        (f.source, f.pk) for f in similar_failures(failure).neighbours
+    ]
+
+
+def test_it_says_a_failure_without_a_vector_is_not_embedded_yet(world: dict[str, Any], staff: Client) -> None:
+    failure = make_judgment(failures=[("a text nobody embedded", [], [])]).failures.get()
+    response = staff.get(
+        reverse("failures:similar_failures", args=[f"judge-{failure.pk}"]), HTTP_HX_REQUEST="true"
+    )
+    assert response.status_code == 200
+    assert "Not embedded yet" in response.content.decode() and "manage.py embed" in response.content.decode()
+
+
+def test_it_says_so_when_nothing_was_ever_embedded(staff: Client) -> None:
+    failure = make_judgment(failures=[("lonely", [], [])]).failures.get()
+    response = staff.get(reverse("failures:similar_failures", args=[f"judge-{failure.pk}"]))
+    assert response.status_code == 200 and "Not embedded yet" in response.content.decode()
+
+
+def test_the_similar_failures_endpoint_is_staff_only_and_get_only(
+    world: dict[str, Any], staff: Client, user_client: Client, client: Client
+) -> None:
+    pk = CriticalFailure.objects.order_by("pk").first().pk  # type: ignore[union-attr]
+    url = reverse("failures:similar_failures", args=[f"judge-{pk}"])
+    assert user_client.get(url).status_code == 403
+    assert client.get(url).status_code == 302
+    assert staff.post(url).status_code == 405
+    assert staff.get(reverse("failures:similar_failures", args=["judge-999999999"])).status_code == 404
+    assert staff.get(reverse("failures:similar_failures", args=["robot-1"])).status_code == 404
+    page, fragment = staff.get(url), staff.get(url, HTTP_HX_REQUEST="true")
+    assert b"<html" in page.content and b"<html" not in fragment.content
+    assert b"similar-list" in fragment.content
+
+
+def test_an_attention_check_failure_has_no_similar_failures_page(
+    world: dict[str, Any], staff: Client
+) -> None:
+    generation = CriticalFailure.objects.first().judgment.generation  # type: ignore[union-attr]
+    make_annotation(generation, study=make_study("checks"), failures=[("instructed", [], [])], attention=True)
+    pk = AnnotatedFailure.objects.get(description="instructed").pk
+    assert staff.get(reverse("failures:similar_failures", args=[f"human-{pk}"])).status_code == 404
+
+
+def test_the_failure_browser_and_the_generation_page_offer_similar_failures(
+    world: dict[str, Any], staff: Client
+) -> None:
+    failure = CriticalFailure.objects.order_by("pk").first()
+    assert failure is not None
+    similar = reverse("failures:similar_failures", args=[f"judge-{failure.pk}"])
+    browser = staff.get(reverse("failures:failure_list")).content.decode()
+    generation = staff.get(reverse("failures:generation_detail", args=[failure.judgment.generation_id]))
+    for html in (browser, generation.content.decode()):
+        assert f'href="{similar}"' in html and f'hx-get="{similar}"' in html
+
+
+def test_it_escapes_failure_text(world: dict[str, Any], staff: Client) -> None:
+    failure = make_judgment(judge=world["judges"][0], failures=[(XSS, [], [])]).failures.get()
+    store_vectors([XSS])
+    near = CriticalFailure.objects.exclude(pk=failure.pk).filter(description__contains=THEMES[2]).first()
+    for token in (f"judge-{failure.pk}", f"judge-{near.pk}"):  # type: ignore[union-attr]
+        html = staff.get(reverse("failures:similar_failures", args=[token])).content.decode()
+        assert "<script>alert" not in html and "&lt;script&gt;alert" in html
+
+
+# --- failure patterns ------------------------------------------------------------------------------------
+
+
+def run_patterns(topic: Topic, *, k: int = 3, seed: int = 7) -> FailurePatternRun:
+    job = failure_patterns_job_create(topic=topic, k=k, seed=seed, enqueue=False)
+    finished = failure_patterns_job_run(job_id=job.pk)
+    assert finished is not None and finished.status == JobStatus.SUCCEEDED, finished and finished.error
+    return FailurePatternRun.objects.get(job=job)
+
+
+def clusters_of(run: FailurePatternRun) -> list[tuple[int, str, int, list[int], list[int]]]:
+    return [
+        (p.size, p.representative_source, p.representative_pk, p.judge_members, p.human_members)
+        for p in run.patterns.order_by("rank")
+    ]
+
+
+def topic_rows(topic: Topic) -> list[tuple[str, int, str, str, str, str]]:
+    """(source, id, text, generator_id, judge_id, study) of the topic's failures, judges' then humans'."""
+    judge = (
+        CriticalFailure.objects.filter(judgment__topic=topic)
+        .order_by("pk")
+        .values_list("pk", "description", "judgment__generator__generator_id", "judgment__judge__judge_id")
+    )
+    generation = "annotation__item__generation__"
+    human = (
+        AnnotatedFailure.objects.filter(**{f"{generation}procedure__topic": topic})
+        .order_by("pk")
+        .values_list("pk", "description", f"{generation}generator__generator_id", "annotation__study__slug")
+    )
+    return [("judge", pk, text, g, j, "") for pk, text, g, j in judge] + [
+        ("human", pk, text, g, "", s) for pk, text, g, s in human
+    ]
+
+
+def test_the_same_seed_gives_the_same_patterns(world: dict[str, Any]) -> None:
+    first, second = run_patterns(world["topic"], seed=11), run_patterns(world["topic"], seed=11)
+    assert clusters_of(first) == clusters_of(second)
+    assert first.pk != second.pk and first.n_failures == len(topic_rows(world["topic"]))
+
+
+def test_it_finds_the_three_themes(world: dict[str, Any]) -> None:
+    run = run_patterns(world["topic"])
+    rows = {(s, pk): text for s, pk, text, *_ in topic_rows(world["topic"])}
+    for pattern in run.patterns.all():
+        members = [("judge", pk) for pk in pattern.judge_members] + [
+            ("human", pk) for pk in pattern.human_members
+        ]
+        themes = {next(t for t in THEMES if t in rows[m]) for m in members}
+        assert len(themes) == 1, themes  # one theme a cluster: the clustering follows the vectors
+
+
+def test_the_representative_is_the_member_nearest_the_centroid(world: dict[str, Any]) -> None:
+    run = run_patterns(world["topic"], k=4, seed=3)
+    rows = topic_rows(world["topic"])
+    place = {(s, pk): i for i, (s, pk, *_) in enumerate(rows)}
+    vectors = stored_unit([text for _, _, text, *_ in rows])
+    for pattern in run.patterns.all():
+        members = [place["judge", pk] for pk in pattern.judge_members] + [
+            place["human", pk] for pk in pattern.human_members
+        ]
+        centroid = vectors[members].mean(axis=0)
+        centroid /= np.linalg.norm(centroid)
+        nearest = members[int(np.argmin(np.linalg.norm(vectors[members] - centroid, axis=1)))]
+        assert (pattern.representative_source, pattern.representative_pk) == rows[nearest][:2]
+        assert pattern.representative_text == rows[nearest][2]
+    sizes = list(run.patterns.order_by("rank").values_list("size", flat=True))
+    assert sizes == sorted(sizes, reverse=True) and sum(sizes) == len(rows)
+
+
+def test_the_shares_are_the_hand_counts(world: dict[str, Any]) -> None:
+    run = run_patterns(world["topic"])
+    rows = {(s, pk): (g, j, st) for s, pk, _, g, j, st in topic_rows(world["topic"])}
+    by_generator: dict[str, int] = {}
+    for g, _, _ in rows.values():
+        by_generator[g] = by_generator.get(g, 0) + 1
+    assert run.by_generator == by_generator
+    for pattern in run.patterns.all():
+        members = [rows["judge", pk] for pk in pattern.judge_members] + [
+            rows["human", pk] for pk in pattern.human_members
+        ]
+        for generator in world["generators"]:
+            k = sum(1 for g, _, _ in members if g == generator.generator_id)
+            share = next(s for s in pattern.shares(run)["generators"] if s.name == generator.generator_id)
+            assert (share.k, share.n) == (k, by_generator[generator.generator_id])
+        for judge in world["judges"]:
+            k = sum(1 for _, j, _ in members if j == judge.judge_id)
+            n = sum(1 for _, j, _ in rows.values() if j == judge.judge_id)
+            share = next(s for s in pattern.shares(run)["judges"] if s.name == judge.judge_id)
+            assert (share.k, share.n, share.demo) == (k, n, judge.model == "judge-y")
+        assert sum(pattern.by_study.values()) == len(pattern.human_members)
+
+
+def test_the_patterns_page_shows_clusters_largest_first_with_their_shares(
+    world: dict[str, Any], staff: Client, django_assert_max_num_queries: Any
+) -> None:
+    run = run_patterns(world["topic"], k=3)
+    url = reverse("failures:failure_patterns", args=[world["topic"].pk])
+    with django_assert_max_num_queries(12):
+        response = staff.get(url)
+    html = response.content.decode()
+    assert response.status_code == 200
+    positions = [html.index(f'id="pattern-{p.rank}"') for p in run.patterns.order_by("rank")]
+    assert positions == sorted(positions)
+    largest = run.patterns.get(rank=1)
+    share = largest.shares(run)["generators"][0]
+    assert f"({share.k} of {share.n})" in html
+    assert f"?pattern={largest.pk}" in html
+    assert "prove the plumbing" in html and world["judges"][1].judge_id in html  # the demo judge is named
+    fragment = staff.get(url, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="pattern-results")
+    assert b"<html" not in fragment.content and b'id="pattern-results"' in fragment.content
+
+
+def test_a_pattern_opens_the_failure_browser_on_its_failures(world: dict[str, Any], staff: Client) -> None:
+    run = run_patterns(world["topic"])
+    pattern = run.patterns.get(rank=2)
+    response = staff.get(reverse("failures:failure_list"), {"pattern": pattern.pk})
+    html = response.content.decode()
+    listed = response.context["page"].rows
+    assert {(r.source, r.pk) for r in listed} == {("judge", pk) for pk in pattern.judge_members} | {
+        ("human", pk) for pk in pattern.human_members
+    }
+    assert f"Pattern {pattern.rank} of" in html and response.context["total"] == pattern.size
+    unknown = staff.get(reverse("failures:failure_list"), {"pattern": "999999"})
+    assert "Filter pattern: no failure pattern with this id" in unknown.content.decode()
+    assert not unknown.context["page"].rows
+    api = staff.get("/api/failures/", {"pattern": pattern.pk, "counts": "true"})
+    assert api.status_code == 200 and sum(c["total"] for c in api.json()["counts_by_topic"]) == pattern.size
+
+
+def test_the_patterns_page_is_staff_only_and_starting_needs_the_run_permission(
+    world: dict[str, Any], staff: Client, user_client: Client, client: Client
+) -> None:
+    url = reverse("failures:failure_patterns", args=[world["topic"].pk])
+    assert user_client.get(url).status_code == 403 and client.get(url).status_code == 302
+    assert user_client.get(reverse("failures:pattern_topics")).status_code == 403
+    assert staff.post(url, {"k": 3, "seed": 0}).status_code == 403
+    assert staff.put(url).status_code == 405
+    assert staff.get(reverse("failures:failure_patterns", args=[999999])).status_code == 404
+    assert staff.get(url, {"run": "abc"}).status_code == 404
+    assert not Job.objects.exists()
+
+
+def test_the_form_starts_a_job(world: dict[str, Any], runner: Client) -> None:
+    url = reverse("failures:failure_patterns", args=[world["topic"].pk])
+    response = runner.post(url, {"k": 3, "seed": 5})
+    assert response.status_code == 302
+    job = Job.objects.get()
+    assert job.parameters == {"topic": world["topic"].pk, "topic_name": "Health", "k": 3, "seed": 5}
+    assert f"#{job.pk}" in runner.get(url).content.decode()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "label"),
+    [("k", "1", "Clusters (k)"), ("k", "101", "Clusters (k)"), ("k", "many", "Clusters (k)"),
+     ("seed", "-1", "Seed"), ("seed", str(2**31), "Seed")],
+)  # fmt: skip
+def test_the_form_refuses_out_of_bounds_values_naming_the_field(
+    world: dict[str, Any], runner: Client, field: str, value: str, label: str
+) -> None:
+    url = reverse("failures:failure_patterns", args=[world["topic"].pk])
+    response = runner.post(url, {"k": "3", "seed": "0", field: value})
+    assert response.status_code == 400
+    assert field in response.context["form"].errors
+    assert f"{label}:" in response.content.decode()
+    assert not Job.objects.exists()
+
+
+def test_the_service_the_command_and_the_api_refuse_the_same_bounds(
+    world: dict[str, Any], boss: Client
+) -> None:
+    with pytest.raises(OutOfRange, match=r"^k: 101"):
+        failure_patterns_job_create(topic=world["topic"], k=101, seed=0, enqueue=False)
+    with pytest.raises(CommandError, match="k: 1 is not a number from 2 to 100"):
+        call_command("failure_patterns", "--topic", "Health", "--k", "1", stdout=StringIO())
+    with pytest.raises(CommandError, match="topic: no topic named 'Nowhere'"):
+        call_command("failure_patterns", "--topic", "Nowhere", stdout=StringIO())
+    for body, field in (({"k": 0}, "k"), ({"seed": -3}, "seed"), ({"topic": "Nowhere"}, "topic")):
+        response = boss.post(
+            "/api/jobs/",
+            {"kind": "failure_patterns", "topic": "Health", **body},
+            content_type="application/json",
+        )
+        assert response.status_code == 400 and field in response.json(), response.content
+    assert not Job.objects.exists()
+
+
+def test_the_command_runs_the_job_inline_with_a_progress_bar(
+    world: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = StringIO()
+    call_command("failure_patterns", "--topic", "Health", "--k", "3", "--inline", stdout=out)
+    run = FailurePatternRun.objects.get()
+    assert (run.k, run.seed, run.patterns.count()) == (3, 0, 3)
+    assert "succeeded" in out.getvalue() and "patterns: 100%" in capsys.readouterr().err
+    job = Job.objects.get()
+    assert (job.done, job.total, job.parameters["run"]) == (run.n_failures + 2, run.n_failures + 2, run.pk)
+
+
+def test_a_topic_with_fewer_vectors_than_clusters_fails_naming_k(world: dict[str, Any]) -> None:
+    religion = Topic.objects.get(name="Religion")
+    job = failure_patterns_job_create(topic=religion, k=2, seed=0, enqueue=False)
+    finished = failure_patterns_job_run(job_id=job.pk)
+    assert finished is not None and finished.status == JobStatus.FAILED
+    assert (
+        finished.error.startswith("k: 2 clusters need at least 2 failures")
+        and not FailurePattern.objects.exists()
+    )
+
+
+def test_failures_without_a_vector_are_counted_and_left_out(world: dict[str, Any]) -> None:
+    make_judgment(
+        generation=make_generation(procedure=make_procedure(goal="More", topic="Health")),
+        failures=[("not embedded", [], [])],
+    )
+    run = run_patterns(world["topic"])
+    assert run.n_without_vector == 1 and run.n_failures == len(topic_rows(world["topic"])) - 1
+
+
+def test_the_patterns_page_escapes_failure_text(world: dict[str, Any], staff: Client) -> None:
+    make_judgment(
+        generation=make_generation(procedure=make_procedure(goal="Escape", topic="Health")),
+        failures=[(XSS, [], [])],
+    )
+    store_vectors([XSS], noise=0.0)
+    run = run_patterns(world["topic"], k=3)
+    FailurePattern.objects.filter(run=run, rank=1).update(representative_text=XSS)
+    html = staff.get(reverse("failures:failure_patterns", args=[world["topic"].pk])).content.decode()
+    assert "<script>alert" not in html and "&lt;script&gt;alert" in html
+
+
+def test_the_topics_page_lists_topics_with_their_latest_patterns(
+    world: dict[str, Any], staff: Client
+) -> None:
+    run = run_patterns(world["topic"])
+    html = staff.get(reverse("failures:pattern_topics")).content.decode()
+    assert "Health" in html and "Religion" in html and f"?run={run.pk}" in html and "not computed yet" in html
