@@ -200,6 +200,7 @@ def first_time(n: int, db: str, seed: int) -> dict[str, Any]:
         raise SystemExit(f"the embed job did not succeed:\n{run['out']}")
     texts = sorted({t for p in synthetic_procedures(n, seed + 2) for t in (p.goal, *p.steps)})
     tokenizer = Tokenizer.from_file(str(packaged_model_dir() / "tokenizer.json"))
+    tokenizer.no_padding()  # tokenizer.json pads to 128: the tokens the model reads, not the padding
     tokens = sum(len(e.ids) for e in tokenizer.encode_batch(texts))
     config = json.loads((packaged_model_dir() / "config.json").read_text())
     width, inner, layers = config["hidden_size"], config["intermediate_size"], config["num_hidden_layers"]
