@@ -96,7 +96,8 @@ class MiniLMEmbedder:
 
         q, k, v = split("query"), split("key"), split("value")
         # float32 throughout: a float64 scalar here made every layer after the first run in float64
-        scores = q @ k.transpose(0, 1, 3, 2) / np.float32(np.sqrt(size)) + (1.0 - mask)[:, None, None, :] * -1e9
+        scale = np.float32(np.sqrt(size))
+        scores = q @ k.transpose(0, 1, 3, 2) / scale + (1.0 - mask)[:, None, None, :] * -1e9
         scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
         probs = scores / scores.sum(axis=-1, keepdims=True)
         return (probs @ v).transpose(0, 2, 1, 3).reshape(batch, length, width)
