@@ -135,7 +135,9 @@ def test_it_paces_requests_to_the_per_minute_limit(llm_server: LoopbackLLM) -> N
     times = sorted(r.received_at for r in llm_server.requests)
     assert times[-1] - times[0] >= 6 * 0.5 - 0.05  # 120/min = one every 0.5 s
     for earlier, later in itertools.pairwise(times):
-        assert later - earlier >= 0.45
+        # sent 0.5 s apart; arrivals jitter on a loaded machine (one seen 0.36 s after the one before it,
+        # under two test processes), while unpaced requests would arrive within milliseconds of each other
+        assert later - earlier >= 0.25
 
 
 def test_it_paces_tokens_to_the_per_minute_limit(llm_server: LoopbackLLM) -> None:
