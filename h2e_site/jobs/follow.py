@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
@@ -46,4 +47,26 @@ def follow_job(command: BaseCommand, job: Job, *, disable: bool = False) -> Job:
     return job
 
 
-__all__ = ["POLL_SECONDS", "follow_job", "show_progress", "wait_for_job"]
+def run_or_follow(
+    command: BaseCommand,
+    job: Job,
+    run: Callable[..., object],
+    *,
+    inline: bool,
+    wait: bool,
+    disable: bool = False,
+    label: str = "",
+) -> None:
+    """What a job-starting command does after creating its job: with `inline`, `run(job_id=...,
+    on_progress=...)` here with a progress bar, then the summary (follow_job); with `wait`, follow_job;
+    else nothing (the job id was printed)."""
+    if inline:
+        desc = f"job {job.pk} {label or job.kind}"
+        with tqdm(total=0, desc=desc, file=sys.stderr, disable=disable) as bar:
+            run(job_id=job.pk, on_progress=lambda row: show_progress(bar, row))
+        follow_job(command, Job.objects.get(pk=job.pk), disable=True)
+    elif wait:
+        follow_job(command, job, disable=disable)
+
+
+__all__ = ["POLL_SECONDS", "follow_job", "run_or_follow", "show_progress", "wait_for_job"]

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from tqdm import tqdm
 
 from annotation.failure_meaning.jobs import (
     DEFAULT_K,
@@ -15,8 +13,7 @@ from annotation.failure_meaning.jobs import (
     failure_patterns_job_run,
 )
 from h2e_site.bounds import OutOfRange
-from h2e_site.jobs.follow import follow_job, show_progress
-from h2e_site.jobs.models import Job
+from h2e_site.jobs.follow import run_or_follow
 from mining.models import Topic
 
 
@@ -47,10 +44,12 @@ class Command(BaseCommand):
         except OutOfRange as refused:
             raise CommandError(str(refused)) from refused
         self.stdout.write(f"failure_patterns job {job.pk}: topic {topic.name}, k={job.parameters['k']}")
-        disable = options["verbosity"] == 0
-        if options["inline"]:
-            with tqdm(total=0, desc=f"job {job.pk} patterns", file=sys.stderr, disable=disable) as bar:
-                failure_patterns_job_run(job_id=job.pk, on_progress=lambda row: show_progress(bar, row))
-            follow_job(self, Job.objects.get(pk=job.pk), disable=True)
-        elif options["wait"]:
-            follow_job(self, job, disable=disable)
+        run_or_follow(
+            self,
+            job,
+            failure_patterns_job_run,
+            inline=options["inline"],
+            wait=options["wait"],
+            disable=options["verbosity"] == 0,
+            label="patterns",
+        )

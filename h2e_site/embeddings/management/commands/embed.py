@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from tqdm import tqdm
 
 from h2e_site.embeddings.jobs import CPU, DEVICES, embed_job_create, embed_job_run
 from h2e_site.embeddings.sources import text_sources
 from h2e_site.embeddings.specs import DEFAULT_EMBEDDING_MODEL
-from h2e_site.jobs.follow import follow_job, show_progress
-from h2e_site.jobs.models import Job
+from h2e_site.jobs.follow import run_or_follow
 
 
 class Command(BaseCommand):
@@ -44,10 +41,12 @@ class Command(BaseCommand):
         except (LookupError, ValueError) as refused:
             raise CommandError(str(refused)) from refused
         self.stdout.write(f"embed job {job.pk}")
-        disable = options["verbosity"] == 0
-        if options["inline"]:
-            with tqdm(total=0, desc=f"job {job.pk} embed", file=sys.stderr, disable=disable) as bar:
-                embed_job_run(job_id=job.pk, on_progress=lambda row: show_progress(bar, row))
-            follow_job(self, Job.objects.get(pk=job.pk), disable=True)
-        elif options["wait"]:
-            follow_job(self, job, disable=disable)
+        run_or_follow(
+            self,
+            job,
+            embed_job_run,
+            inline=options["inline"],
+            wait=options["wait"],
+            disable=options["verbosity"] == 0,
+            label="embed",
+        )
