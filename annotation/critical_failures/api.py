@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.urls import URLPattern, path, reverse
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
@@ -24,8 +24,11 @@ from h2e_site.api_views import ComputedView
 
 from ..agreement import Agreement
 from ..agreement_data import JudgeFigures, StudyAgreement, studies_agreement, study_agreement
+from ..beyond_majority import beyond_majority_json, question_estimates
+from ..dawid_skene_api import DawidSkeneSerializer
 from ..models import Study
 from ..study_types import KINDS_INDEX, KindEntry
+from .questions import has_failure_question
 
 
 class AnnotatorAgreementSerializer(serializers.Serializer):
@@ -85,6 +88,13 @@ class AgreementSerializer(serializers.Serializer):
     loo_agreement_pooled = serializers.SerializerMethodField()
     loo_agreement = AnnotatorAgreementSerializer(many=True, source="annotators")
     judges = JudgeAgreementSerializer(many=True)
+    dawid_skene = serializers.SerializerMethodField(
+        help_text="Dawid-Skene beside the majority on has_failure (one study only; pooled: empty)"
+    )
+
+    @extend_schema_field(DawidSkeneSerializer(many=True))
+    def get_dawid_skene(self, result: StudyAgreement) -> list[dict[str, Any]]:
+        return list(self.context.get("dawid_skene", []))
 
     def get_loo_agreement_pooled(self, result: StudyAgreement) -> float | None:
         pooled: Agreement = result.loo_pooled
@@ -112,11 +122,13 @@ class AgreementView(ComputedView):
             raise ValidationError({"study": [_other_kind(study) for study in other_kind]})
         if missing:
             raise NotFound(f"no study {', '.join(missing)}")
-        if len(studies) == 1:
-            result = study_agreement(study=studies[0])
-        else:
-            result = studies_agreement(studies=studies)
-        return Response(self.get_serializer(result).data)
+        if len(studies) != 1:
+            return Response(self.get_serializer(studies_agreement(studies=studies)).data)
+        estimates = beyond_majority_json(question_estimates([has_failure_question(studies[0])]))
+        serializer = self.get_serializer(
+            study_agreement(study=studies[0]), context={"dawid_skene": estimates}
+        )
+        return Response(serializer.data)
 
 
 AGREEMENT_API = "agreement-api"  # this view's URL name: the kinds whose agreement_api it is are covered

@@ -20,6 +20,7 @@ from ..models import StudyItem
 from ..study_types import subject_key
 
 if TYPE_CHECKING:
+    from ..beyond_majority import CategoricalQuestion
     from ..models import Annotation, Assignment, Participant, Study
     from ..study_types import Selection
 
@@ -244,6 +245,11 @@ class StudyKindSpec(ABC):
         """The kind's part of the agreement overview, rendered; "" when it has nothing to show (a kind
         `on_overview` overrides this)."""
         return ""
+
+    def categorical_questions(self, study: Study) -> list[CategoricalQuestion]:
+        """The study's categorical labels (regular items only), one question each, that Dawid-Skene is
+        fitted on beside the majority (annotation/beyond_majority.py); the default: none."""
+        return []
 
     def judge_disagreements_page(self, request: HttpRequest, study: Study, judge_id: str) -> HttpResponse:
         """The items where a judge and the study's humans disagree, /agreement/<slug>/judges/<judge_id>/

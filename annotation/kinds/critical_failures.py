@@ -18,10 +18,12 @@ from judging.models import Generation, Generator, Judge, Judgment
 from judging.steps import steps_out_of_range
 
 from .. import calibration_sample, codebook
+from ..beyond_majority import CategoricalQuestion
 from ..calibration import not_calibration_reason
 from ..calibration_forms import CalibrationRoundForm
 from ..critical_failures import api, exports, posted
 from ..critical_failures.posted import Submission
+from ..critical_failures.questions import has_failure_question
 from ..models import (
     AnnotatedFailure,
     Annotation,
@@ -246,6 +248,9 @@ class CriticalFailures(StudyKindSpec):
 
     def agreement_overview(self, request: HttpRequest) -> str:
         return agreement_views.overview_section(request)
+
+    def categorical_questions(self, study: Study) -> list[CategoricalQuestion]:
+        return [has_failure_question(study)]
 
     def judge_disagreements_page(self, request: HttpRequest, study: Study, judge_id: str) -> HttpResponse:
         return agreement_views.judge_disagreements_page(request, study, judge_id)

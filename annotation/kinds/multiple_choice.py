@@ -22,7 +22,9 @@ from goal_step.models import GoalStepTask, TaskExample, TaskSet, TaskSplit
 from goal_step.options import MAX_CANDIDATES, option_letter
 from h2e_site.inputs import BadInput, ascii_int, clean_text
 
+from ..beyond_majority import CategoricalQuestion
 from ..goal_step import guidelines
+from ..goal_step.questions import choice_questions
 from ..models import Annotation, Assignment, Study, StudyItem
 from ..posted import posted_active_seconds
 from ..study_types import Refused, Selection
@@ -232,6 +234,9 @@ class MultipleChoice(StudyKindSpec):
     def agreement_page(self, request: HttpRequest, study: Study) -> HttpResponse:
         """The validation page: which examples every worker answered correctly, and the models on them."""
         return agreement_views.study_validation_page(request, study)
+
+    def categorical_questions(self, study: Study) -> list[CategoricalQuestion]:
+        return choice_questions(study)
 
     def export_rows(self, study: Study) -> Iterator[dict[str, Any]]:
         annotations = (

@@ -28,10 +28,12 @@ from h2e_site.inputs import BadInput, ascii_ints, clean_text
 from judging.models import Generation, Generator
 
 from .. import codebook
+from ..beyond_majority import CategoricalQuestion
 from ..models import Annotation, Assignment, Study, StudyItem
 from ..pairwise import api, data, guidelines
 from ..pairwise.guidelines import VERDICTS
 from ..pairwise.models import PairwiseItem, pair_of
+from ..pairwise.questions import outcome_question
 from ..posted import posted_active_seconds
 from ..study_types import Refused, Selection
 from ..views import pairwise as pages
@@ -261,6 +263,9 @@ class Pairwise(StudyKindSpec):
 
     def agreement_page(self, request: HttpRequest, study: Study) -> HttpResponse:
         return pages.agreement_page(request, study)
+
+    def categorical_questions(self, study: Study) -> list[CategoricalQuestion]:
+        return [outcome_question(study)]
 
     def study_page_context(
         self, request: HttpRequest, study: Study, refused: forms.Form | None

@@ -22,12 +22,14 @@ from django.urls import URLPattern, path, reverse
 from h2e_site.inputs import BadInput, clean_text
 from mining.models import Procedure, Split
 
+from ..beyond_majority import CategoricalQuestion
 from ..models import Annotation, Assignment, StepCandidate, StepTypeLabel, Study, StudyItem
 from ..posted import posted_active_seconds
 from ..step_types import guidelines
 from ..step_types.agreement_api import StepTypesAgreementView
 from ..step_types.candidates import Candidate, StepType, candidates
 from ..step_types.exports import LABEL_FIELDS, study_label_rows
+from ..step_types.questions import step_type_questions
 from ..study_types import Refused, Selection
 from ..views import step_types as agreement_views
 from .base import (
@@ -328,6 +330,9 @@ class StepTypes(StudyKindSpec):
 
     def agreement_overview(self, request: HttpRequest) -> str:
         return agreement_views.overview_section(request)
+
+    def categorical_questions(self, study: Study) -> list[CategoricalQuestion]:
+        return step_type_questions(study)
 
     def export_rows(self, study: Study) -> Iterator[dict[str, Any]]:
         return study_label_rows(study)

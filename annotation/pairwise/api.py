@@ -16,8 +16,11 @@ from rest_framework.response import Response
 
 from h2e_site.api_views import ComputedView
 
+from ..beyond_majority import beyond_majority_json, question_estimates
+from ..dawid_skene_api import DawidSkeneSerializer
 from ..models import Study
 from .figures import figures_json, study_figures
+from .questions import outcome_question
 
 KIND = "pairwise"
 
@@ -112,6 +115,7 @@ class PairwiseFiguresSerializer(serializers.Serializer):
     humans = PairwiseHumansSerializer()
     judges = PairwiseJudgeSerializer(many=True, help_text="the study's LLM twin: pairwise judges")
     pointwise = PairwisePointwiseSerializer(many=True)
+    dawid_skene = DawidSkeneSerializer(many=True, help_text="Dawid-Skene beside the majority on the outcomes")
 
 
 class PairwiseFiguresView(ComputedView):
@@ -127,7 +131,8 @@ class PairwiseFiguresView(ComputedView):
         study = Study.objects.filter(slug=slug, kind=KIND).first()
         if study is None:
             raise NotFound(f"no pairwise study {slug!r}")
-        return Response(figures_json(study_figures(study)))
+        estimates = beyond_majority_json(question_estimates([outcome_question(study)]))
+        return Response({**figures_json(study_figures(study)), "dawid_skene": estimates})
 
 
 def api_urls() -> list[URLPattern]:

@@ -17,9 +17,12 @@ from rest_framework.response import Response
 from h2e_site.api import query_params
 from h2e_site.api_views import ComputedView
 
+from ..beyond_majority import beyond_majority_json, question_estimates
+from ..dawid_skene_api import DawidSkeneSerializer
 from ..models import StepTypeLabelSet, Study, StudyKind
 from .agreement import label_set_agreement, study_step_types_agreement
 from .classify_serializers import ShareSerializer
+from .questions import step_type_questions
 
 
 class StepTypesAgreementQuerySerializer(serializers.Serializer):
@@ -97,6 +100,7 @@ class StepTypesAgreementSerializer(serializers.Serializer):
     contradiction = StepTypesContradictionSerializer()
     attention = AttentionSerializer(many=True)
     majorities = MajoritySerializer(many=True)
+    dawid_skene = DawidSkeneSerializer(many=True, help_text="Dawid-Skene beside the majority (studies only)")
 
 
 class StepTypesAgreementView(ComputedView):
@@ -128,9 +132,17 @@ class StepTypesAgreementView(ComputedView):
             if study is None:
                 raise NotFound(f"no step-types study {slug!r}")
             result = study_step_types_agreement(study=study)
+            estimates = beyond_majority_json(question_estimates(step_type_questions(study)))
         else:
             label_set = StepTypeLabelSet.objects.filter(name=name).first()
             if label_set is None:
                 raise NotFound(f"no label set {name!r}")
             result = label_set_agreement(label_set=label_set)
-        return Response({"study": slug or None, "label_set": name or None, **result.as_json()})
+            estimates = []
+        body = {
+            "study": slug or None,
+            "label_set": name or None,
+            **result.as_json(),
+            "dawid_skene": estimates,
+        }
+        return Response(body)

@@ -22,8 +22,10 @@ from judging.stats import wilson_interval
 from .. import calibration_sample
 from ..agreement import majority
 from ..agreement_data import StudyAgreement, studies_agreement, study_agreement
+from ..beyond_majority import question_estimates
 from ..calibration_forms import CalibrationRoundForm
 from ..charts import Bar, BarChart, bar_chart
+from ..critical_failures.questions import has_failure_question
 from ..kinds.base import refusal_on_form
 from ..models import AnnotatedFailure, Annotation, Study, StudyKind
 from ..selectors import study_unlabelled_reason
@@ -70,6 +72,7 @@ def study_agreement_page(request: HttpRequest, study: Study) -> HttpResponse:
         "judge_chart": _judge_chart(result),
         "unlabelled_reason": "" if result.n_labels else study_unlabelled_reason(study=study),
         "no_judge_reason": "" if result.judges or not result.n_labels else _no_judge_reason(study, result),
+        "beyond_majority": question_estimates([has_failure_question(study)]),
     }
     return render(request, "annotation/study_agreement.html", context)
 

@@ -14,6 +14,8 @@ from goal_step.answer_views import task_models_context
 from goal_step.models import TaskExample, TaskSet
 from h2e_site.web import staff_required
 
+from ..beyond_majority import question_estimates
+from ..goal_step.questions import choice_questions
 from ..goal_step.validation import kept_example_ids, study_answers, validate
 from ..models import Study, StudyKind
 from ..selectors import study_unlabelled_reason
@@ -36,6 +38,7 @@ def study_validation_page(request: HttpRequest, study: Study) -> HttpResponse:
         "n_kept": len(kept),
         "unlabelled_reason": "" if answers else study_unlabelled_reason(study=study),
         "task_set": task_set,
+        "beyond_majority": question_estimates(choice_questions(study)),
         "paper_yield": {"step_inference": 0.543, "goal_inference": 0.408, "step_ordering": 0.356},
         "paper_accuracy": {"step_inference": 0.965, "goal_inference": 0.980, "step_ordering": 0.975},
     }

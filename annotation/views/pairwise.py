@@ -23,10 +23,12 @@ from h2e_site.llm.config import ConfigError
 from h2e_site.web import can_run_jobs, request_user, staff_required
 from judging.job_kinds import PAIRWISE_JUDGE
 
+from ..beyond_majority import question_estimates
 from ..models import Study
 from ..pairwise.data import twin_job_create
 from ..pairwise.figures import study_figures
 from ..pairwise.forms import PairwiseJudgeForm
+from ..pairwise.questions import outcome_question
 from ..selectors import study_unlabelled_reason
 
 KIND = "pairwise"
@@ -44,6 +46,7 @@ def agreement_page(
         "figures": figures,
         "twin_form": form or PairwiseJudgeForm(),
         "twin_jobs": _twin_jobs(study),
+        "beyond_majority": question_estimates([outcome_question(study)]),
         "unlabelled_reason": "" if figures.humans.n_answers else study_unlabelled_reason(study=study),
     }
     return render(request, "annotation/pairwise_agreement.html", context, status=status)

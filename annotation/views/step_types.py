@@ -16,10 +16,12 @@ from django.views.decorators.http import require_GET
 
 from h2e_site.web import query_string, staff_required
 
+from ..beyond_majority import question_estimates
 from ..models import StepTypeClassifier, StepTypeLabelSet, Study, StudyKind
 from ..selectors import study_unlabelled_reason
 from ..step_types import exports
 from ..step_types.agreement import label_set_agreement, study_step_types_agreement
+from ..step_types.questions import step_type_questions
 
 TEMPLATE = "annotation/step_types_agreement.html"
 MAX_STUDIES_ON_OVERVIEW = 50
@@ -48,6 +50,7 @@ def study_agreement_page(request: HttpRequest, study: Study) -> HttpResponse:
         "result": result,
         "api_url": _api_url(study=study.slug),
         "unlabelled_reason": "" if result.n_labels else study_unlabelled_reason(study=study),
+        "beyond_majority": question_estimates(step_type_questions(study)),
     }
     return render(request, TEMPLATE, context)
 
