@@ -608,3 +608,36 @@ class StepTypePrediction(models.Model):
     @property
     def parse_failed(self) -> bool:
         return self.holds is None
+
+
+class ProlificEvent(models.Model):
+    """A webhook event Prolific delivered, stored once: its X-Event-ID is unique, so a redelivery (Prolific
+    delivers at least once) changes nothing."""
+
+    event_id = models.CharField(max_length=128, unique=True)
+    event_type = models.CharField(max_length=64)
+    resource_id = models.CharField(max_length=64, blank=True, default="")
+    status = models.CharField(max_length=32, blank=True, default="")
+    payload = models.JSONField(default=dict)
+    received_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["received_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.event_type} {self.resource_id} {self.status}".strip()
+
+
+class ParticipantStatus(models.Model):
+    """A Prolific submission status a participant reached (RETURNED, TIMED-OUT, APPROVED, ...), in order."""
+
+    participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="prolific_statuses")
+    status = models.CharField(max_length=32)
+    at = models.DateTimeField(auto_now_add=True)
+    event = models.ForeignKey(ProlificEvent, null=True, blank=True, on_delete=models.SET_NULL)
+
+    class Meta:
+        ordering = ["participant_id", "at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.participant_id}: {self.status}"

@@ -200,16 +200,35 @@ def leases_reclaim(*, study: Study, now: datetime | None = None) -> int:
             .filter(study=study, status=AssignmentStatus.ACTIVE, lease_expires_at__lt=now)
             .values_list("pk", "item_id", "participant__is_preview")
         )
-        if not expired:
-            return 0
-        Assignment.objects.filter(pk__in=[pk for pk, _, _ in expired]).update(status=AssignmentStatus.EXPIRED)
-        for _, item_id, preview in expired:
-            if preview:
-                continue  # a preview took no slot
-            StudyItem.objects.filter(pk=item_id, assigned_count__gt=0).update(
-                assigned_count=F("assigned_count") - 1
-            )
+        _expire(expired)
     return len(expired)
+
+
+def participant_release(*, participant: Participant) -> int:
+    """Expire the participant's active assignment at once (they returned the study on Prolific, or it
+    timed out there) and give its slot back: the item goes back to the pool without waiting for its lease.
+    How many were released (0 or 1)."""
+    with transaction.atomic():
+        active = list(
+            Assignment.objects.select_for_update(of=("self",))
+            .filter(participant=participant, status=AssignmentStatus.ACTIVE)
+            .values_list("pk", "item_id", "participant__is_preview")
+        )
+        _expire(active)
+    return len(active)
+
+
+def _expire(rows: list[tuple[int, int, bool]]) -> None:
+    """(assignment, item, preview) rows: the assignments expired, each real one's slot given back."""
+    if not rows:
+        return
+    Assignment.objects.filter(pk__in=[pk for pk, _, _ in rows]).update(status=AssignmentStatus.EXPIRED)
+    for _, item_id, preview in rows:
+        if preview:
+            continue  # a preview took no slot
+        StudyItem.objects.filter(pk=item_id, assigned_count__gt=0).update(
+            assigned_count=F("assigned_count") - 1
+        )
 
 
 # What the item page reads of every kind's item: the assignment and the item's shared columns; the study's

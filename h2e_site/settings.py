@@ -231,3 +231,6 @@ LOGGING = {
 # the database, a log or a page.
 PROLIFIC_API_URL = env_str("PROLIFIC_API_URL", "https://api.prolific.com/api/v1")
 PROLIFIC_API_TOKEN = env_str("PROLIFIC_API_TOKEN", "")
+# The workspace's webhook secret (POST /api/v1/hooks/secrets/): signs the events Prolific posts to
+# /prolific/hooks/ (annotation/prolific_hooks.py); without it every event is refused.
+PROLIFIC_WEBHOOK_SECRET = env_str("PROLIFIC_WEBHOOK_SECRET", "")

@@ -56,6 +56,7 @@ urlpatterns = [
     # Any other /api/.../ path: a JSON 404 (a path without its final slash still gets APPEND_SLASH)
     re_path(r"^api/[\s\S]*/$", api_not_found),
     path("a/", include("annotation.urls.annotator")),
+    path("prolific/", include("annotation.urls.prolific")),
     path("studies/", include("annotation.urls.studies")),
     path("agreement/", include("annotation.urls.agreement")),
     path("calibration/plan/", include("annotation.urls.planner")),

@@ -19,6 +19,9 @@ CSV of participant,amount in the major unit; 400 naming an id outside the study)
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import itertools
 import json
 import re
@@ -267,3 +270,20 @@ def _handler(fake: FakeProlific) -> type[BaseHTTPRequestHandler]:
         do_GET = do_POST = _serve
 
     return Handler
+
+
+def signed_event(
+    payload: dict[str, Any], *, secret: str, event_id: str, timestamp: int | None = None
+) -> tuple[bytes, dict[str, str]]:
+    """A webhook delivery as Prolific makes it (docs/prolific-api.md §7): the body and its headers, the
+    signature base64(HMAC-SHA256(secret, timestamp + body))."""
+    body = json.dumps(payload).encode()
+    stamp = str(int(time.time()) if timestamp is None else timestamp)
+    digest = hmac.new(secret.encode(), stamp.encode() + body, hashlib.sha256).digest()
+    headers = {
+        "X-Prolific-Request-Signature": base64.b64encode(digest).decode(),
+        "X-Prolific-Request-Timestamp": stamp,
+        "X-Event-ID": event_id,
+        "X-Timestamp": stamp,
+    }
+    return body, headers
