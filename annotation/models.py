@@ -641,3 +641,36 @@ class ParticipantStatus(models.Model):
 
     def __str__(self) -> str:
         return f"{self.participant_id}: {self.status}"
+
+
+class BonusState(models.TextChoices):
+    NEW = "new", "To pay"
+    CLAIMED = "claimed", "Being set up on Prolific"
+    PAY_SENT = "pay_sent", "Pay sent to Prolific"
+    PAID = "paid", "Paid"
+    UNKNOWN = "unknown", "Unknown: the pay call did not answer (check on Prolific; never sent again)"
+
+
+class ProlificBonus(models.Model):
+    """A bonus for a participant, at most one per (participant, reason): the row that makes paying twice
+    impossible from the studio's side (annotation/prolific_bonuses.py says how)."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="prolific_bonuses")
+    participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="prolific_bonuses")
+    reason = models.CharField(max_length=80)
+    amount = models.DecimalField(max_digits=8, decimal_places=2, help_text="in the study's currency")
+    state = models.CharField(max_length=16, choices=BonusState.choices, default=BonusState.NEW)
+    batch_id = models.CharField(max_length=64, blank=True, default="")
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    paid_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["study_id", "created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["participant", "reason"], name="bonus_once_per_reason"),
+            models.CheckConstraint(condition=Q(amount__gt=0), name="bonus_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"bonus {self.amount} to {self.participant_id} ({self.reason}, {self.state})"

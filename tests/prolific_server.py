@@ -56,12 +56,13 @@ REQUIRED_STUDY_FIELDS = (
 
 @dataclass(frozen=True)
 class Trouble:
-    """What the next call gets instead of its answer: a status (429, 500, ...) or, with `hang`, no answer
-    for that many seconds (the client's timeout)."""
+    """What the next call (to `path`, when given) gets instead of its answer: a status (429, 500, ...) or,
+    with `hang`, no answer for that many seconds (the client's timeout)."""
 
     status: int = 500
     retry_after: str | None = None
     hang: float = 0.0
+    path: str = ""  # only for a call whose path ends so ("/pay/"); "" for the next call, whatever it is
 
 
 @dataclass
@@ -246,7 +247,9 @@ def _handler(fake: FakeProlific) -> type[BaseHTTPRequestHandler]:
                 Received(self.command, path, parse_qs(url.query), body, authorization, time.monotonic())
             )
             with fake._lock:
-                trouble = fake._trouble.popleft() if fake._trouble else None
+                trouble = next((t for t in fake._trouble if path.endswith(t.path)), None)
+                if trouble is not None:
+                    fake._trouble.remove(trouble)
             if trouble is not None:
                 if trouble.hang:
                     time.sleep(trouble.hang)

@@ -331,9 +331,10 @@ def _patterns_url() -> str:
 def _site_forms() -> list[FormTarget]:
     from annotation.calibration_forms import CalibrationRoundForm
     from annotation.failure_meaning.forms import FailurePatternsForm
-    from annotation.models import CalibrationRound
+    from annotation.models import CalibrationRound, ProlificBonus
     from annotation.pairwise.forms import PairwiseJudgeForm
     from annotation.views.planner import PlanForm
+    from annotation.views.studies import BonusForm
     from goal_step.admin import RebuildForm
     from goal_step.answer_forms import AnswerTasksForm
     from goal_step.forms import TaskSetBuildForm
@@ -398,6 +399,16 @@ def _site_forms() -> list[FormTarget]:
             AnswerTasksForm,
             lambda: Job.objects.count(),
             context_key="answer_form",
+        ),
+        FormTarget(
+            "bonuses through Prolific",
+            lambda c: c.get(reverse("annotation:study_detail", args=["fuzz-calibration"])),
+            lambda c, data: c.post(
+                reverse("annotation:study_prolific_bonuses", args=["fuzz-calibration"]), data
+            ),
+            BonusForm,
+            lambda: ProlificBonus.objects.count(),
+            context_key="bonus_form",
         ),
         FormTarget(
             "a topic's failure patterns",

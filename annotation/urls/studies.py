@@ -10,6 +10,7 @@ urlpatterns = [
     path("new/", views.study_create, name="study_create"),
     path("<slug:slug>/", views.study_detail, name="study_detail"),
     path("<slug:slug>/open/", views.study_toggle_open, name="study_toggle_open"),
+    path("<slug:slug>/prolific/bonuses/", views.study_prolific_bonuses, name="study_prolific_bonuses"),
     # The form in the kind's part of the page (critical failures: the calibration sample's next round).
     path("<slug:slug>/calibration-rounds/", views.study_page_post, name="study_calibration_round"),
     path("<slug:slug>/annotations.jsonl", views.study_export_jsonl, name="study_export_jsonl"),
