@@ -334,6 +334,7 @@ def _site_forms() -> list[FormTarget]:
     from annotation.models import CalibrationRound, ProlificBonus
     from annotation.pairwise.forms import PairwiseJudgeForm
     from annotation.views.planner import PlanForm
+    from annotation.views.prolific import DraftForm
     from annotation.views.studies import BonusForm
     from goal_step.admin import RebuildForm
     from goal_step.answer_forms import AnswerTasksForm
@@ -399,6 +400,13 @@ def _site_forms() -> list[FormTarget]:
             AnswerTasksForm,
             lambda: Job.objects.count(),
             context_key="answer_form",
+        ),
+        FormTarget(
+            "a study's Prolific draft",
+            lambda c: c.get(reverse("annotation:prolific_draft", args=["fuzz-calibration"])),
+            lambda c, data: c.post(reverse("annotation:prolific_draft", args=["fuzz-calibration"]), data),
+            DraftForm,
+            lambda: list(Study.objects.values_list("prolific_study_id", flat=True)),
         ),
         FormTarget(
             "bonuses through Prolific",

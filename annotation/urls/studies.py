@@ -1,7 +1,7 @@
 from django.urls import path
 
 from ..kinds import KINDS
-from ..views import step_type_models
+from ..views import prolific, step_type_models
 from ..views import studies as views
 
 app_name = "annotation"
@@ -11,6 +11,9 @@ urlpatterns = [
     path("<slug:slug>/", views.study_detail, name="study_detail"),
     path("<slug:slug>/open/", views.study_toggle_open, name="study_toggle_open"),
     path("<slug:slug>/prolific/bonuses/", views.study_prolific_bonuses, name="study_prolific_bonuses"),
+    path("<slug:slug>/prolific/draft/", prolific.prolific_draft, name="prolific_draft"),
+    path("<slug:slug>/prolific/sync/", prolific.prolific_sync, name="prolific_sync"),
+    path("<slug:slug>/prolific/<str:action>/", prolific.prolific_transition, name="prolific_transition"),
     # The form in the kind's part of the page (critical failures: the calibration sample's next round).
     path("<slug:slug>/calibration-rounds/", views.study_page_post, name="study_calibration_round"),
     path("<slug:slug>/annotations.jsonl", views.study_export_jsonl, name="study_export_jsonl"),

@@ -1,0 +1,118 @@
+"""A studio study on Prolific: its draft (what Prolific is told), its transitions, and syncing its
+submissions back onto the participants (docs/prolific-api.md §2-4).
+
+The draft, from the study itself:
+- the external URL: the study's entry page with PROLIFIC_PID, STUDY_ID and SESSION_ID as Prolific's
+  {{%...%}} placeholders (prolific_id_option url_parameters);
+- completion codes: the study's completion code (COMPLETED, reviewed by hand before approval) and its
+  screen-out code (SCREENED_OUT, participants who failed the comprehension check on every attempt; Prolific
+  does not allow rejecting them, so Prolific is asked to request a return);
+- places: ceil(regular items x annotators per item / items per participant) (items per participant 0: one
+  participant takes every item, so annotators-per-item places);
+- estimated minutes: ceil(items a participant takes x the study's minutes per item, attention checks
+  included, + SETUP_MINUTES for consent, training and the check);
+- reward (minor units: pence/cents), name and description from the form.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from django.db import transaction
+
+from . import services
+from .models import Participant, ParticipantStatus, Study
+from .prolific_api import ProlificClient
+from .prolific_hooks import RELEASING, normalised_status
+
+SETUP_MINUTES = 5
+
+
+def participant_items(study: Study) -> int:
+    """Regular items one participant takes."""
+    regular = study.items.not_attention_checks().count()
+    return min(study.items_per_participant, regular) if study.items_per_participant else regular
+
+
+def places(study: Study) -> int:
+    regular = study.items.not_attention_checks().count()
+    if not study.items_per_participant:
+        return study.annotators_per_item
+    return max(1, math.ceil(regular * study.annotators_per_item / study.items_per_participant))
+
+
+def estimated_minutes(study: Study) -> int:
+    items = participant_items(study)
+    checks = items // study.attention_check_every if study.attention_check_every else 0
+    return math.ceil((items + checks) * study.estimated_item_minutes) + SETUP_MINUTES
+
+
+def study_draft(study: Study, *, entry_url: str, name: str, description: str, reward: int) -> dict[str, Any]:
+    """What Prolific is sent to create the study as a draft (the module's docstring says each field)."""
+    placeholders = "&".join(f"{key}={{{{%{key}%}}}}" for key in ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID"))
+    url = f"{entry_url}?{placeholders}"
+    return {
+        "name": name,
+        "internal_name": f"studio:{study.slug}",
+        "description": description,
+        "external_study_url": url,
+        "prolific_id_option": "url_parameters",
+        "completion_codes": [
+            {
+                "code": study.completion_code,
+                "code_type": "COMPLETED",
+                "actor": "participant",
+                "actions": [{"action": "MANUALLY_REVIEW"}],
+            },
+            {
+                "code": study.screenout_code,
+                "code_type": "SCREENED_OUT",
+                "actor": "participant",
+                "actions": [
+                    {"action": "REQUEST_RETURN", "return_reason": "Did not pass the comprehension check"}
+                ],
+            },
+        ],
+        "total_available_places": places(study),
+        "estimated_completion_time": estimated_minutes(study),
+        "maximum_allowed_time": study.lease_minutes * max(1, participant_items(study)),
+        "reward": reward,
+        "device_compatibility": ["desktop"],
+        "metadata": study.slug,
+    }
+
+
+def study_publish_draft(study: Study, client: ProlificClient, **draft: Any) -> str:
+    """Create the draft on Prolific and keep its id on the study (STUDY_ID must then match it)."""
+    created = client.study_create(study_draft(study, **draft))
+    Study.objects.filter(pk=study.pk).update(prolific_study_id=created["id"])
+    study.prolific_study_id = created["id"]
+    return str(created["id"])
+
+
+def submissions_sync(study: Study, client: ProlificClient) -> dict[str, int]:
+    """Each submission's status onto its participant (a ParticipantStatus when it changed); a RETURNED or
+    TIMED-OUT one frees the participant's item. Counts: submissions read, statuses recorded, released."""
+    counts = {"submissions": 0, "recorded": 0, "released": 0}
+    for submission in client.submissions(study.prolific_study_id):
+        counts["submissions"] += 1
+        status = normalised_status(str(submission.get("status", "")))
+        participant = (
+            Participant.objects.counted()
+            .filter(study=study, prolific_pid=str(submission.get("participant_id", "")).lower())
+            .first()
+        )
+        if participant is None:
+            continue
+        with transaction.atomic():
+            last = (
+                participant.prolific_statuses.order_by("-at", "-id").values_list("status", flat=True).first()
+            )
+            if last == status:
+                continue
+            ParticipantStatus.objects.create(participant=participant, status=status)
+            counts["recorded"] += 1
+            if status in RELEASING:
+                counts["released"] += services.participant_release(participant=participant)
+    return counts
