@@ -62,6 +62,16 @@ class Retry:
     waited: float
 
 
+def retries_note(retries: list[Retry]) -> str:
+    """What a page says of the calls Prolific made us retry: "" when none."""
+    if not retries:
+        return ""
+    waits = "; ".join(
+        f"{r.method} {r.path}: {r.status or 'no answer'}, retried after {r.waited:g} s" for r in retries
+    )
+    return f"Prolific asked us to retry {len(retries)} time(s) ({waits})."
+
+
 @dataclass
 class ProlificClient:
     base_url: str = ""

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from h2e_site.web import staff_required
 
 from ..models import Study
-from ..prolific_api import STUDY_ACTIONS, ProlificClient, ProlificError
+from ..prolific_api import STUDY_ACTIONS, ProlificClient, ProlificError, retries_note
 from ..prolific_studies import estimated_minutes, places, study_publish_draft, submissions_sync
 
 WHAT_HAPPENS = {
@@ -59,7 +59,10 @@ def prolific_draft(request: HttpRequest, slug: str) -> HttpResponse:
         except ProlificError as refused:
             messages.error(request, str(refused))
         else:
-            messages.success(request, f"Draft study {study_id} created on Prolific (not published).")
+            note = retries_note(client.retries)
+            messages.success(
+                request, f"Draft study {study_id} created on Prolific (not published). {note}".strip()
+            )
             return redirect("annotation:study_detail", slug=study.slug)
     context = {"study": study, "form": form, "places": places(study), "minutes": estimated_minutes(study)}
     return render(request, "annotation/prolific_draft.html", context, status=400 if form.errors else 200)
@@ -75,9 +78,11 @@ def prolific_transition(request: HttpRequest, slug: str, action: str) -> HttpRes
         try:
             status = client.study_transition(study.prolific_study_id, action)["status"]
         except ProlificError as refused:
-            messages.error(request, str(refused))
+            messages.error(request, f"{refused} {retries_note(client.retries)}".strip())
         else:
-            messages.success(request, f"Prolific: the study is now {status}.")
+            messages.success(
+                request, f"Prolific: the study is now {status}. {retries_note(client.retries)}".strip()
+            )
         return redirect("annotation:study_detail", slug=study.slug)
     context: dict[str, Any] = {"study": study, "action": action, "what": WHAT_HAPPENS[action]}
     return render(request, "annotation/prolific_confirm.html", context)
@@ -93,10 +98,9 @@ def prolific_sync(request: HttpRequest, slug: str) -> HttpResponse:
         except ProlificError as refused:
             messages.error(request, str(refused))
         else:
-            retried = f" ({len(client.retries)} retried calls)" if client.retries else ""
             messages.success(
                 request,
                 f"Synced {counts['submissions']} submissions: {counts['recorded']} statuses recorded, "
-                f"{counts['released']} items freed{retried}.",
+                f"{counts['released']} items freed. {retries_note(client.retries)}".strip(),
             )
     return redirect("annotation:study_detail", slug=study.slug)

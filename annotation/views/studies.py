@@ -23,7 +23,7 @@ from ..forms import StudyForm
 from ..kinds import KINDS, kind_for
 from ..kinds.base import refusal_on_form
 from ..models import Study
-from ..prolific_api import ProlificClient
+from ..prolific_api import ProlificClient, retries_note
 from ..prolific_bonuses import bonuses_for_finished
 from ..study_types import kind_choices
 
@@ -209,5 +209,6 @@ def study_prolific_bonuses(request: HttpRequest, slug: str) -> HttpResponse:
         study=study, amount=form.cleaned_data["amount"], reason=form.cleaned_data["reason"], client=client
     )
     report = f"Bonuses: {run.paid} paid, {run.unknown} unknown (check on Prolific), {run.refused} refused."
-    (messages.warning if run.error else messages.success)(request, f"{report} {run.error}".strip())
+    note = f"{report} {run.error} {retries_note(client.retries)}".strip()
+    (messages.warning if run.error else messages.success)(request, note)
     return redirect("annotation:study_detail", slug=study.slug)

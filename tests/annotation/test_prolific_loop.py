@@ -21,7 +21,7 @@ from annotation.prolific_api import ProlificClient
 from annotation.prolific_studies import estimated_minutes, places
 from tests.annotation.conftest import annotate_all, make_study, no_failure, qualified
 from tests.factories import logged_in, make_user
-from tests.prolific_server import FakeProlific, signed_event
+from tests.prolific_server import FakeProlific, Trouble, signed_event
 
 TOKEN, SECRET = "loop-token", "loop-secret"
 
@@ -57,7 +57,14 @@ def test_the_whole_loop(prolific: FakeProlific) -> None:
     assert [c["code"] for c in draft["completion_codes"]] == [study.completion_code, study.screenout_code]
     confirm = staff.get(f"{page}prolific/PUBLISH/")
     assert b"locks the study" in confirm.content and draft["status"] == "UNPUBLISHED"  # a GET changes nothing
-    assert staff.post(f"{page}prolific/PUBLISH/").status_code == 302 and draft["status"] == "ACTIVE"
+    prolific.script(Trouble(429, retry_after="0"), Trouble(500))  # Prolific busy: retried, then shown
+    published = staff.post(f"{page}prolific/PUBLISH/", follow=True)
+    assert draft["status"] == "ACTIVE"
+    assert "the study is now ACTIVE" in published.content.decode()
+    assert (
+        "retry 2 time(s)" in published.content.decode()
+        and ": 429, retried after 0 s" in published.content.decode()
+    )
 
     finishers = [qualified(study, i) for i in range(2)]
     for participant in finishers:
