@@ -116,3 +116,70 @@ def submissions_sync(study: Study, client: ProlificClient) -> dict[str, int]:
             if status in RELEASING:
                 counts["released"] += services.participant_release(participant=participant)
     return counts
+
+
+REJECTION_CATEGORIES = (
+    "TOO_QUICKLY", "TOO_SLOWLY", "FAILED_INSTRUCTIONS", "INCOMP_LONGITUDINAL", "FAILED_CHECK", "LOW_EFFORT",
+    "MALINGERING", "NO_CODE", "BAD_CODE", "NO_DATA", "UNSUPP_DEVICE", "OTHER",
+)  # fmt: skip
+
+
+def review_refusal(action: str, participant: Participant | None, status: str) -> str:
+    """Why the studio will not send `action` for this submission ("" when it will): only submissions awaiting
+    review are reviewed, and a participant the comprehension check screened out is never rejected (Prolific
+    does not allow it: they are asked to return). The engagement gates (dwell, reading, goal) are never a
+    ground either: a participant who finished passed them, since the server refuses an answer that did not."""
+    if status != "AWAITING REVIEW":
+        return f"the submission is {status}, not awaiting review"
+    if action == "REJECT" and participant is not None and participant.stage == "screened_out":
+        return (
+            "screened out by the comprehension check: not a rejection ground on Prolific (ask for a return)"
+        )
+    return ""
+
+
+def review_rows(study: Study, client: ProlificClient) -> list[dict[str, Any]]:
+    """The study's submissions on Prolific, each beside the studio's participant (None when unknown here)."""
+    participants = {p.prolific_pid: p for p in Participant.objects.counted().filter(study=study)}
+    rows = []
+    for submission in client.submissions(study.prolific_study_id):
+        participant = participants.get(str(submission.get("participant_id", "")).lower())
+        rows.append(
+            {
+                "id": str(submission["id"]),
+                "participant_id": str(submission.get("participant_id", "")),
+                "status": normalised_status(str(submission.get("status", ""))),
+                "participant": participant,
+            }
+        )
+    return rows
+
+
+def review_plan(rows: list[dict[str, Any]], data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The chosen submissions, each with what the studio refuses to send for it ("" for nothing)."""
+    chosen = set(data.get("submissions", []))
+    return [
+        {**row, "refusal": review_refusal(data["action"], row["participant"], row["status"])}
+        for row in rows
+        if row["id"] in chosen
+    ]
+
+
+def review_send(client: ProlificClient, plan: list[dict[str, Any]], data: dict[str, Any]) -> int:
+    """Send the planned transitions the studio does not refuse; each recorded on its participant."""
+    sent = 0
+    for row in plan:
+        if row["refusal"]:
+            continue
+        answer = client.submission_transition(
+            row["id"],
+            data["action"],
+            message=data.get("message", ""),
+            rejection_category=data.get("rejection_category", ""),
+        )
+        if row["participant"] is not None:
+            ParticipantStatus.objects.create(
+                participant=row["participant"], status=normalised_status(answer["status"])
+            )
+        sent += 1
+    return sent

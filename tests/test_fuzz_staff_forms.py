@@ -428,9 +428,11 @@ def _site_forms() -> list[FormTarget]:
     ]
 
 
-# Forms reached another way: the admin's ModelForms (walked above) and the file upload of the h2e import
-# page, whose files are the importers' to check (tests/judging).
-ELSEWHERE = {"MiningRunForm", "ImportForm"}
+# Forms reached another way: the admin's ModelForms (walked above), the file upload of the h2e import
+# page, whose files are the importers' to check (tests/judging), and the Prolific review form, whose page
+# reads the study's submissions from Prolific first (tests/annotation/test_prolific_review.py sends it bad
+# input against the fake Prolific).
+ELSEWHERE = {"MiningRunForm", "ImportForm", "ReviewForm"}
 
 
 def test_it_knows_every_form_of_the_site() -> None:

@@ -13,6 +13,7 @@ urlpatterns = [
     path("<slug:slug>/prolific/bonuses/", views.study_prolific_bonuses, name="study_prolific_bonuses"),
     path("<slug:slug>/prolific/draft/", prolific.prolific_draft, name="prolific_draft"),
     path("<slug:slug>/prolific/sync/", prolific.prolific_sync, name="prolific_sync"),
+    path("<slug:slug>/prolific/review/", prolific.prolific_review, name="prolific_review"),
     path("<slug:slug>/prolific/<str:action>/", prolific.prolific_transition, name="prolific_transition"),
     # The form in the kind's part of the page (critical failures: the calibration sample's next round).
     path("<slug:slug>/calibration-rounds/", views.study_page_post, name="study_calibration_round"),

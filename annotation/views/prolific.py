@@ -3,7 +3,7 @@ resume and stop it (each behind a page saying what will happen on Prolific), and
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.contrib import messages
@@ -17,7 +17,16 @@ from h2e_site.web import staff_required
 
 from ..models import Study
 from ..prolific_api import STUDY_ACTIONS, ProlificClient, ProlificError, retries_note
-from ..prolific_studies import estimated_minutes, places, study_publish_draft, submissions_sync
+from ..prolific_studies import (
+    REJECTION_CATEGORIES,
+    estimated_minutes,
+    places,
+    review_plan,
+    review_rows,
+    review_send,
+    study_publish_draft,
+    submissions_sync,
+)
 
 WHAT_HAPPENS = {
     "PUBLISH": "Prolific locks the study's cost (reward x places + fees) from the workspace's wallet and "
@@ -104,3 +113,52 @@ def prolific_sync(request: HttpRequest, slug: str) -> HttpResponse:
                 f"{counts['released']} items freed. {retries_note(client.retries)}".strip(),
             )
     return redirect("annotation:study_detail", slug=study.slug)
+
+
+class ReviewForm(forms.Form):
+    action = forms.ChoiceField(choices=[("APPROVE", "Approve"), ("REJECT", "Reject")])
+    submissions = forms.MultipleChoiceField(choices=[])
+    rejection_category = forms.ChoiceField(
+        choices=[("", "—"), *((c, c) for c in REJECTION_CATEGORIES)], required=False
+    )
+    message = forms.CharField(max_length=2_000, required=False, widget=forms.Textarea(attrs={"rows": 3}))
+
+    def __init__(self, *args: Any, submission_ids: list[str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        cast(forms.MultipleChoiceField, self.fields["submissions"]).choices = [(s, s) for s in submission_ids]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("action") == "REJECT":
+            if not data.get("rejection_category"):
+                self.add_error("rejection_category", "Prolific needs a category to reject")
+            if len(data.get("message", "")) < 100:
+                self.add_error("message", "Prolific needs a message of at least 100 characters to reject")
+        return data
+
+
+@staff_required
+@require_http_methods(["GET", "POST"])
+def prolific_review(request: HttpRequest, slug: str) -> HttpResponse:
+    """Submissions awaiting review, with the studio's record of each participant; approve or reject the chosen
+    ones after a preview saying what will be sent and what is refused (prolific_studies.review_refusal)."""
+    study = get_object_or_404(Study, slug=slug, prolific_study_id__gt="")
+    client = _client(request)
+    if client is None:
+        return redirect("annotation:study_detail", slug=study.slug)
+    try:
+        rows = review_rows(study, client)
+    except ProlificError as refused:
+        messages.error(request, str(refused))
+        return redirect("annotation:study_detail", slug=study.slug)
+    form = ReviewForm(request.POST or None, submission_ids=[r["id"] for r in rows])
+    plan = review_plan(rows, form.cleaned_data) if request.method == "POST" and form.is_valid() else []
+    if plan and request.POST.get("confirmed") == "1":
+        sent = review_send(client, plan, form.cleaned_data)
+        messages.success(
+            request, f"{sent} submissions reviewed on Prolific. {retries_note(client.retries)}".strip()
+        )
+        return redirect("annotation:prolific_review", slug=study.slug)
+    chosen = set(request.POST.getlist("submissions"))
+    context = {"study": study, "rows": rows, "form": form, "plan": plan, "chosen": chosen}
+    return render(request, "annotation/prolific_review.html", context, status=400 if form.errors else 200)

@@ -41,3 +41,7 @@ def test_the_prolific_pages(staff_page: Any, live_server: Any, settings: Any) ->
         _both_widths(page, "confirm-publish")
         page.click("button[type=submit].btn-primary")
         page.get_by_text("the study is now ACTIVE").wait_for()
+        prolific.submit(next(iter(prolific.state.studies)), participant_id="a" * 24)
+        page.get_by_role("link", name="Review submissions").click()
+        page.get_by_text("Review submissions on Prolific").wait_for()
+        _both_widths(page, "review")
