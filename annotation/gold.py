@@ -55,8 +55,6 @@ def gold_decide(
         )
 
 
-def gold_revert(
-    *, event: GoldEvent, reason: str, user: User | AnonymousUser | None = None
-) -> GoldEvent:
+def gold_revert(*, event: GoldEvent, reason: str, user: User | AnonymousUser | None = None) -> GoldEvent:
     """Undo a decision: the gold it replaced, set again by a new event."""
     return gold_decide(item=event.item, verdict=event.before, reason=reason, user=user)

@@ -1,4 +1,5 @@
-"""What a Prolific entry link holds: the PROLIFIC_PID's form, and a link with a fresh random PID.
+"""What a Prolific entry link holds: the PROLIFIC_PID's form, and a link with a fresh random PID; how
+Prolific spells a submission's status.
 
 No Django import here: demo/run.py prints the demo's annotator links with `entry_link`, without setting up
 Django.
@@ -12,6 +13,12 @@ from urllib.parse import urlencode
 
 PID_PATTERN = re.compile(r"[0-9a-fA-F]{24}", re.ASCII)  # Prolific IDs: 24 hex characters, stored lowercase
 PROLIFIC_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}", re.ASCII)  # STUDY_ID and SESSION_ID
+RELEASING = frozenset({"RETURNED", "TIMED-OUT"})  # submission statuses that give the participant's item back
+
+
+def normalised_status(status: str) -> str:
+    """Prolific spells statuses with spaces in objects, underscores in filters: TIMED-OUT, AWAITING REVIEW."""
+    return status.strip().upper().replace("_", " ").replace("TIMED OUT", "TIMED-OUT")
 
 
 def random_pid() -> str:

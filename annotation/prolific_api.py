@@ -32,13 +32,8 @@ TIMEOUT_SECONDS = 20.0
 PAGE_SIZE = 100
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
 
-# Study transitions (docs/prolific-api.md §3): the action and the statuses it may start from.
-STUDY_ACTIONS: dict[str, frozenset[str]] = {
-    "PUBLISH": frozenset({"UNPUBLISHED"}),
-    "PAUSE": frozenset({"ACTIVE"}),
-    "START": frozenset({"PAUSED"}),
-    "STOP": frozenset({"ACTIVE", "PAUSED"}),
-}
+# Study transitions (docs/prolific-api.md §3): which may start from which status is Prolific's to check.
+STUDY_ACTIONS = ("PUBLISH", "PAUSE", "START", "STOP")
 
 
 class ProlificError(Exception):

@@ -27,21 +27,16 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from . import services
-from .models import Participant, ParticipantStatus, ProlificEvent
+from .models import Participant, ProlificEvent
+from .prolific import normalised_status
 
 MAX_AGE_SECONDS = 600
-RELEASING = frozenset({"RETURNED", "TIMED-OUT"})
 
 
 def signature(secret: str, timestamp: str, body: bytes) -> str:
     """What Prolific sends in X-Prolific-Request-Signature for this timestamp and body."""
     digest = hmac.new(secret.encode(), timestamp.encode() + body, hashlib.sha256).digest()
     return base64.b64encode(digest).decode()
-
-
-def normalised_status(status: str) -> str:
-    """Prolific spells statuses with spaces in objects, underscores in filters: TIMED-OUT, AWAITING REVIEW."""
-    return status.strip().upper().replace("_", " ").replace("TIMED OUT", "TIMED-OUT")
 
 
 def _refusal(request: HttpRequest) -> JsonResponse | None:
@@ -99,9 +94,7 @@ def _event_apply(event: ProlificEvent) -> int:
     pid = str(event.payload.get("participant_id", "")).lower()
     if not participants and pid:
         participants = list(Participant.objects.filter(prolific_pid=pid, is_preview=False))
-    released = 0
-    for participant in participants:
-        ParticipantStatus.objects.create(participant=participant, status=event.status, event=event)
-        if event.status in RELEASING:
-            released += services.participant_release(participant=participant)
-    return released
+    return sum(
+        services.participant_status_record(participant=p, status=event.status, event=event)
+        for p in participants
+    )

@@ -22,9 +22,9 @@ from typing import Any
 from django.db import transaction
 
 from . import services
-from .models import Participant, ParticipantStatus, Study
+from .models import Participant, Study
+from .prolific import normalised_status
 from .prolific_api import ProlificClient
-from .prolific_hooks import RELEASING, normalised_status
 
 SETUP_MINUTES = 5
 
@@ -111,10 +111,8 @@ def submissions_sync(study: Study, client: ProlificClient) -> dict[str, int]:
             )
             if last == status:
                 continue
-            ParticipantStatus.objects.create(participant=participant, status=status)
+            counts["released"] += services.participant_status_record(participant=participant, status=status)
             counts["recorded"] += 1
-            if status in RELEASING:
-                counts["released"] += services.participant_release(participant=participant)
     return counts
 
 
@@ -178,8 +176,7 @@ def review_send(client: ProlificClient, plan: list[dict[str, Any]], data: dict[s
             rejection_category=data.get("rejection_category", ""),
         )
         if row["participant"] is not None:
-            ParticipantStatus.objects.create(
-                participant=row["participant"], status=normalised_status(answer["status"])
-            )
+            status = normalised_status(answer["status"])
+            services.participant_status_record(participant=row["participant"], status=status)
         sent += 1
     return sent

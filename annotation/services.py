@@ -30,10 +30,13 @@ from .models import (
     Assignment,
     AssignmentStatus,
     Participant,
+    ParticipantStatus,
+    ProlificEvent,
     Stage,
     Study,
     StudyItem,
 )
+from .prolific import RELEASING
 from .study_types import ATTENTION_CHECKS, Refused, Selection
 
 # The shared types are defined in study_types.py (below the kinds); callers and tests also reach them here.
@@ -216,6 +219,15 @@ def participant_release(*, participant: Participant) -> int:
         )
         _expire(active)
     return len(active)
+
+
+def participant_status_record(
+    *, participant: Participant, status: str, event: ProlificEvent | None = None
+) -> int:
+    """A Prolific submission status the participant reached, recorded; RETURNED or TIMED-OUT (RELEASING)
+    frees their item at once (participant_release). How many items were freed."""
+    ParticipantStatus.objects.create(participant=participant, status=status, event=event)
+    return participant_release(participant=participant) if status in RELEASING else 0
 
 
 def _expire(rows: list[tuple[int, int, bool]]) -> None:
