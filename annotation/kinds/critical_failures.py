@@ -12,16 +12,16 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.db.models import Count, F, Q, QuerySet
 from django.http import HttpRequest, HttpResponse, QueryDict
-from django.urls import URLPattern
+from django.urls import URLPattern, reverse
 
 from judging.models import Generation, Generator, Judge, Judgment
-from judging.steps import steps_out_of_range
 
 from .. import calibration_sample, codebook
 from ..beyond_majority import CategoricalQuestion
 from ..calibration import not_calibration_reason
 from ..calibration_forms import CalibrationRoundForm
 from ..critical_failures import api, exports, posted
+from ..critical_failures.answer import check_answer
 from ..critical_failures.posted import Submission
 from ..critical_failures.questions import has_failure_question
 from ..models import (
@@ -33,7 +33,8 @@ from ..models import (
     Study,
     StudyItem,
 )
-from ..study_types import Refused, Selection
+from ..study_types import Selection
+from ..views import adjudication
 from ..views import critical_failures as agreement_views
 from .base import (
     AnnotationFields,
@@ -44,10 +45,6 @@ from .base import (
     failure_entry_field,
     refused_entry_field,
 )
-
-MAX_DESCRIPTION_CHARS = 4000
-MAX_COMMENTS_CHARS = 10000
-MAX_FAILURES = 50
 
 
 class CriticalFailures(StudyKindSpec):
@@ -240,6 +237,12 @@ class CriticalFailures(StudyKindSpec):
             for i, f in enumerate(failures)
         )
 
+    def study_links(self, study: Study) -> list[tuple[str, str]]:
+        return [("Adjudicate", reverse("annotation:adjudication_queue", args=[study.slug]))]
+
+    def page_urls(self) -> list[URLPattern]:
+        return adjudication.page_urls()
+
     def api_urls(self) -> list[URLPattern]:
         return api.agreement_urls()
 
@@ -295,45 +298,6 @@ def _judge_disagreements(judge_ids: list[int]) -> QuerySet[Judgment, Any]:
         .exclude(n_fail=F("n_judges"))
         .values("generation_id")
     )
-
-
-def check_answer(submission: Submission, *, n_l1: int, n_l2: int) -> None:
-    if submission.has_failure is None:
-        raise Refused(
-            "Choose “No critical failures identified” or “Critical failures identified”.", field="has_failure"
-        )
-    if len(submission.comments) > MAX_COMMENTS_CHARS:
-        raise Refused(
-            f"The comments are too long (at most {MAX_COMMENTS_CHARS} characters).", field="comments"
-        )
-    if not submission.has_failure:
-        return
-    if not submission.failures:
-        raise Refused(
-            "Describe at least one critical failure, or choose “No critical failures identified”.",
-            field="has_failure",
-        )
-    if len(submission.failures) > MAX_FAILURES:
-        raise Refused(f"Too many critical failures in one submission (at most {MAX_FAILURES}).")
-    for n, failure in enumerate(submission.failures, 1):
-        _check_failure(n, failure, n_l1=n_l1, n_l2=n_l2)
-
-
-def _check_failure(n: int, failure: Any, *, n_l1: int, n_l2: int) -> None:
-    """A failure is described and linked to the L1 and/or L2 steps it concerns (paper C.1, figure 10)."""
-    field = f"failure:{n}"
-    if not failure.description.strip():
-        raise Refused(f"Critical failure {n} needs a description.", field=field)
-    if len(failure.description) > MAX_DESCRIPTION_CHARS:
-        raise Refused(
-            f"The description of critical failure {n} is too long "
-            f"(at most {MAX_DESCRIPTION_CHARS} characters).",
-            field=field,
-        )
-    if not failure.l1_steps and not failure.l2_steps:
-        raise Refused(f"Critical failure {n}: select the L1 and/or L2 step(s) it concerns.", field=field)
-    if steps_out_of_range(failure.l1_steps, failure.l2_steps, n_l1=n_l1, n_l2=n_l2):
-        raise Refused(f"Critical failure {n} links to a step that does not exist.", field=field)
 
 
 __all__ = ["CriticalFailures", "check_answer", "generations_selected"]

@@ -21,6 +21,7 @@ from judging.steps import step_in_range
 from mining.models import Topic
 
 from .. import failures
+from ..critical_failures.gold import GoldFailure
 from ..models import AnnotatedFailure, Annotation, Study
 from .failure_meaning import pattern_of
 
@@ -166,15 +167,16 @@ class StepLink:
 
 @dataclass(frozen=True)
 class FailureView:
-    failure: CriticalFailure | AnnotatedFailure  # a judge's or a human annotator's
+    failure: CriticalFailure | AnnotatedFailure | GoldFailure  # a judge's, a human annotator's or the gold
     l1: list[StepLink]
     l2: list[StepLink]
     source: str = "judge"
 
     @property
     def token(self) -> str:
-        """`judge-<id>` / `human-<id>`: the ?failure= value and the element id suffix."""
-        return f"{self.source}-{self.failure.pk}"
+        """`judge-<id>` / `human-<id>`: the ?failure= value and the element id suffix (a gold failure has no
+        id of its own)."""
+        return f"{self.source}-{getattr(self.failure, 'pk', '')}"
 
     @property
     def l1_attr(self) -> str:
@@ -266,4 +268,6 @@ def _selected_failure(
     if parsed is None:
         return None
     groups = judged if parsed[0] == "judge" else annotated
-    return next((v for _, views in groups for v in views if v.failure.pk == parsed[1]), None)
+    return next(
+        (v for _, views in groups for v in views if getattr(v.failure, "pk", None) == parsed[1]), None
+    )

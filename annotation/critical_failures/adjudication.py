@@ -1,0 +1,145 @@
+"""The adjudication queue of a critical-failures study (issue #23): the regular items a reviewer settles.
+
+An item is in the queue when
+- its annotators disagree: at least two annotations, not all with the same verdict (a tie is a
+  disagreement too); or
+- a judge disagrees with the human majority: some judge's usable verdict (parse failures are no verdict)
+  differs from the majority of the item's annotations (an item whose humans tie is already in the queue).
+
+Open items (no gold yet) come first, the hardest first: humans tied, then the most judges against the
+majority, then the widest split; then the study's order. Items with gold stay in the queue, shown as decided,
+so a decision can be reviewed and undone.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from judging.models import Judgment
+
+from ..agreement import majority
+from ..models import Annotation, Study, StudyItem
+from .gold import CriticalGold, gold_items
+
+OPEN, DECIDED, ALL = "open", "decided", "all"
+SHOWN = (OPEN, DECIDED, ALL)
+
+
+@dataclass(frozen=True)
+class JudgeVerdict:
+    judge_id: str
+    model: str
+    has_failure: bool
+
+
+@dataclass
+class QueueEntry:
+    item: StudyItem
+    labels: list[bool]  # the annotators' verdicts (True: a critical failure), in submission order
+    judges: list[JudgeVerdict] = field(default_factory=list)
+    gold: CriticalGold | None = None
+
+    @property
+    def majority(self) -> bool | None:
+        return majority(self.labels)
+
+    @property
+    def n_say_failure(self) -> int:
+        return sum(self.labels)
+
+    @property
+    def annotators_disagree(self) -> bool:
+        return len(set(self.labels)) > 1
+
+    @property
+    def judges_against(self) -> list[JudgeVerdict]:
+        """The judges whose verdict differs from the human majority (none when the humans tie)."""
+        reference = self.majority
+        return [] if reference is None else [j for j in self.judges if j.has_failure != reference]
+
+    @property
+    def in_queue(self) -> bool:
+        return self.annotators_disagree or bool(self.judges_against)
+
+    def sort_key(self) -> tuple[bool, bool, int, float, int]:
+        split = abs(self.n_say_failure / len(self.labels) - 0.5) if self.labels else 0.5
+        return (
+            self.gold is not None,
+            self.majority is not None,
+            -len(self.judges_against),
+            split,
+            self.item.position,
+        )
+
+
+@dataclass(frozen=True)
+class Queue:
+    entries: list[QueueEntry]  # those shown (by `shown`), in the queue's order
+    n_open: int
+    n_decided: int
+    n_gold_outside: int  # items with gold that no longer meet the queue's rule (e.g. a later annotation)
+
+
+def review_queue(study: Study, shown: str = OPEN) -> Queue:
+    """The study's queue (module docstring); `shown`: open, decided or all of it."""
+    entries = _entries(study)
+    queued = sorted((e for e in entries.values() if e.in_queue), key=QueueEntry.sort_key)
+    n_decided = sum(e.gold is not None for e in queued)
+    gold_outside = sum(e.gold is not None and not e.in_queue for e in entries.values())
+    keep = {OPEN: lambda e: e.gold is None, DECIDED: lambda e: e.gold is not None}.get(shown, lambda e: True)
+    return Queue([e for e in queued if keep(e)], len(queued) - n_decided, n_decided, gold_outside)
+
+
+def queue_entry(item: StudyItem) -> QueueEntry:
+    """One item's labels, judges' verdicts and gold (whether or not it is in the queue)."""
+    entries = _entries(item.study, item_ids=[item.pk])
+    return entries.get(item.pk) or QueueEntry(item, [], gold=gold_items(item.study).get(item.pk))
+
+
+def next_open(study: Study, after: StudyItem) -> StudyItem | None:
+    """The first open item of the queue other than `after` (where a reviewer goes after deciding)."""
+    return next((e.item for e in review_queue(study, OPEN).entries if e.item.pk != after.pk), None)
+
+
+def _entries(study: Study, item_ids: list[int] | None = None) -> dict[int, QueueEntry]:
+    items = StudyItem.objects.filter(study=study).not_attention_checks()
+    if item_ids is not None:
+        items = items.filter(pk__in=item_ids)
+    annotations = Annotation.objects.filter(item__in=items, has_failure__isnull=False)
+    labels: dict[int, list[bool]] = defaultdict(list)
+    for item_id, has_failure in annotations.order_by("submitted_at", "pk").values_list(
+        "item_id", "has_failure"
+    ):
+        labels[item_id].append(bool(has_failure))
+    golds = gold_items(study)
+    loaded = items.filter(pk__in=set(labels) | set(golds)).select_related(
+        "generation__procedure", "generation__generator"
+    )
+    entries = {item.pk: QueueEntry(item, labels.get(item.pk, []), gold=golds.get(item.pk)) for item in loaded}
+    _add_judges(entries)
+    return entries
+
+
+def _add_judges(entries: dict[int, QueueEntry]) -> None:
+    by_generation = {e.item.generation_id: e for e in entries.values() if e.item.generation_id is not None}
+    verdicts = (
+        Judgment.objects.filter(generation_id__in=list(by_generation), parse_failed=False)
+        .order_by("judge__model", "judge__judge_id")
+        .values_list("generation_id", "judge__judge_id", "judge__model", "has_failure")
+    )
+    for generation_id, judge_id, model, has_failure in verdicts:
+        by_generation[generation_id].judges.append(JudgeVerdict(judge_id, model, has_failure))
+
+
+__all__ = [
+    "ALL",
+    "DECIDED",
+    "OPEN",
+    "SHOWN",
+    "JudgeVerdict",
+    "Queue",
+    "QueueEntry",
+    "next_open",
+    "review_queue",
+]

@@ -1,0 +1,69 @@
+"""The adjudication queue and an item's page in Chromium at 1440 and 390 px: labels side by side under the
+L1/L2 with a failure's linked steps highlighted, the gold form (a failure added and removed), the decision
+and its undo."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from annotation.critical_failures.gold import gold_items
+from annotation.models import GoldEvent
+from tests.annotation.test_adjudication import labelled
+from tests.browser.conftest import DESKTOP, PAGE_OVERFLOW, PHONE, screenshot
+from tests.factories import make_judge, make_judgment
+
+pytestmark = pytest.mark.browser
+
+
+def _both_widths(page: Any, name: str) -> None:
+    for size, label in ((DESKTOP, "desktop"), (PHONE, "phone")):
+        page.set_viewport_size(size)
+        screenshot(page, f"adjudication/{name}-{label}")
+        assert page.evaluate(PAGE_OVERFLOW) <= 0, f"{name} scrolls sideways at {size['width']} px"
+    page.set_viewport_size(DESKTOP)
+
+
+def test_the_review_queue_and_a_decision(staff_page: Any, live_server: Any) -> None:
+    study, items = labelled({0: [True, False, False], 1: [True, True, False], 2: [False, False, False]})
+    judge = make_judge(model="judge-a")
+    make_judgment(generation=items[0].generation, judge=judge, failures=[("Adds a rinse.", [3], [4])])
+    make_judgment(generation=items[2].generation, judge=judge)
+    page = staff_page
+    page.goto(f"{live_server.url}/studies/{study.slug}/adjudication/")
+    page.get_by_role("heading", name="Adjudication queue").wait_for()
+    assert page.locator(".queue-table tbody tr").count() == 2
+    _both_widths(page, "queue")
+
+    page.get_by_role("link", name="Decide", exact=True).first.click()
+    page.get_by_role("heading", name="Set the gold").wait_for()
+    judge_failure = page.locator('section[aria-label="The judges\' verdicts"] .failure').first
+    judge_failure.hover()
+    assert "is-linked" in (page.locator(f"#g{items[0].generation_id}-l2-step-4").get_attribute("class") or "")
+    _both_widths(page, "item")
+
+    page.select_option("#has-failure", "yes")
+    page.fill("#failure-0-description", "Step 4 adds a rinse that L1 does not ask for.")
+    page.locator("input[name='failure-0-l2'][value='4']").check(force=True)
+    page.click("#add-failure")
+    assert page.locator("#failure-entries > li").count() == 3
+    page.locator("#failure-entries > li").last.get_by_role(
+        "button", name="Remove this critical failure"
+    ).click()
+    assert page.locator("#failure-entries > li").count() == 2
+    page.fill("#reason", "The judge is right: the rinse is an extra action.")
+    page.get_by_role("button", name="Set gold and go to the next open item").click()
+    page.get_by_text("gold set to a critical failure").wait_for()
+    assert gold_items(study)[items[0].pk].failures[0].l2_steps == [4]
+
+    page.goto(f"{live_server.url}/studies/{study.slug}/adjudication/?show=decided")
+    page.get_by_role("link", name="Review", exact=True).first.click()
+    page.get_by_role("heading", name="Change the gold").wait_for()
+    _both_widths(page, "decided-item")
+    page.get_by_text("Undo this decision").click()
+    page.locator(".undo-form input[name=reason]").fill("Decided too fast.")
+    page.locator(".undo-form button").click()
+    page.get_by_text("Undone: the item has no gold again.").wait_for()
+    assert items[0].pk not in gold_items(study)
+    assert GoldEvent.objects.count() == 2
