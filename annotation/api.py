@@ -200,7 +200,24 @@ class BaselineSerializer(serializers.Serializer):
     note = serializers.CharField(allow_blank=True)
 
 
-class StudyCardSerializer(serializers.Serializer):
+class GoldComparisonSerializer(serializers.Serializer):
+    """A study's agreement with its adjudicated gold (report_card.GoldComparison), on the items with gold and
+    a verdict of the judge; the shares are 0 of 0, with the reason in gold_undefined, when there is none."""
+
+    gold_n_items = serializers.IntegerField(help_text="items with gold (as of now) and a judge verdict")
+    gold_agreement = ShareSerializer(help_text="the judge's has_failure equals the gold's")
+    gold_majority_agreement = ShareSerializer(
+        help_text="the judge with the human majority on the same items (ties and unlabelled left out)"
+    )
+    crowd_gold_agreement = ShareSerializer(
+        help_text="the human majority with gold on the same items (ties and unlabelled left out)"
+    )
+    gold_n_human_ties = serializers.IntegerField(help_text="gold items the humans tie on: left out")
+    gold_n_unlabelled = serializers.IntegerField(help_text="gold items without a human label yet: left out")
+    gold_undefined = serializers.CharField(allow_blank=True, help_text="why there is no gold figure")
+
+
+class StudyCardSerializer(GoldComparisonSerializer):
     study = serializers.CharField()
     title = serializers.CharField(allow_blank=True)
     n_items = serializers.IntegerField()
@@ -284,6 +301,14 @@ class CalibrationBiasSerializer(serializers.Serializer):
     n_no_verdict = serializers.IntegerField(help_text="labelled items without the judge's verdict: left out")
 
 
+class SkippedStudySerializer(GoldComparisonSerializer):
+    """A study the judge judged without majority figures yet, with why (its gold figures may still show)."""
+
+    study = serializers.CharField()
+    title = serializers.CharField(allow_blank=True)
+    reason = serializers.CharField()
+
+
 class ReportCardSerializer(serializers.Serializer):
     """Shape of report_card.ReportCard.as_json() (the README defines every figure)."""
 
@@ -292,6 +317,8 @@ class ReportCardSerializer(serializers.Serializer):
     is_demo_model = serializers.BooleanField()
     instrument = InstrumentSerializer()
     studies = StudyCardSerializer(many=True)
+    studies_without_figures = SkippedStudySerializer(many=True)
+    no_study_reason = serializers.CharField(allow_blank=True)
     length_bias = LengthBiasSerializer()
     other_judges = OtherJudgeSerializer(many=True)
     cost = CostSerializer()
@@ -303,8 +330,9 @@ class ReportCardSerializer(serializers.Serializer):
 class JudgeReportCardView(ComputedView):
     """A judge's report card: instrument failures, agreement with the human majority per study (with its
     Wilson intervals, Cohen's kappa, Gwet's AC1, the human leave-one-out band and trivial baselines on the
-    same items), length bias (§D.5 regression), agreement with the other judges, cost, latency and flips,
-    and its bias against people on the calibration samples. The README defines every figure."""
+    same items) and with the adjudicated gold (beside the majority's own agreement with it), length bias (§D.5
+    regression), agreement with the other judges, cost, latency and flips, and its bias against people on the
+    calibration samples. The README defines every figure."""
 
     serializer_class = ReportCardSerializer
 
@@ -380,6 +408,9 @@ class CalibratedLineSerializer(serializers.Serializer):
     n_pending = serializers.IntegerField(help_text="drawn items still collecting annotations")
     n_ties = serializers.IntegerField(help_text="items whose human majority ties (counted as 0.5)")
     n_imputed = serializers.IntegerField(help_text="examples without a judge verdict (imputed)")
+    n_gold = serializers.IntegerField(
+        help_text="labelled items whose human label is their adjudicated gold, not the majority"
+    )
     reason = serializers.CharField(allow_blank=True, help_text="why the line has no calibrated score")
 
 

@@ -14,6 +14,11 @@ Rules (the README repeats them):
 - **An item counts** once all k of its annotations are in (attention checks never count). Its human label Y
   is the majority: 1 = no critical failure, 0 = a critical failure, 0.5 for a tie (an even split counts half:
   dropping ties would bias the sample towards clear-cut items). Items still collecting are "pending".
+- **Gold replaces the majority.** Where a counted item has adjudicated gold as of now (annotation/gold.py,
+  critical_failures/gold.py), Y is the gold (0 = a critical failure, 1 = none), also where the majority ties;
+  these are counted as `n_gold`. An item still collecting stays pending even with gold: which items count
+  must not depend on their outcome (a reviewer adjudicates the doubtful ones first), or the design-based
+  sample would no longer be one.
 - **The judge's label** f is 1 (no critical failure) or 0; where the judge has no verdict (a parse failure, or
   no judgment) f is the judge's own score on the generator's parsed examples in the frame, which carries no
   information (PPI stays unbiased for any prediction); these are counted as `n_imputed`. The same value is
@@ -48,6 +53,7 @@ from judging.sampling import inclusion_after_rounds
 from judging.selectors import How2Score, how2score_leaderboard
 
 from .agreement import majority
+from .critical_failures.gold import gold_by_generation
 from .models import Annotation, CalibrationDraw, Study, StudyItem, StudyKind
 
 MIN_TOPIC_LABELS = 10
@@ -74,6 +80,7 @@ class Example:
     judge: float | None = None  # the judge's label (imputed where it has no verdict); None before the join
     human: float | None = None  # None: not drawn, or pending
     imputed: bool = False  # the judge has no verdict here (a parse failure or no judgment)
+    gold: bool = False  # the human label is the item's adjudicated gold, not the majority
 
 
 @dataclass(frozen=True)
@@ -105,6 +112,7 @@ class CalibratedLine:
     n_pending: int = 0
     n_ties: int = 0
     n_imputed: int = 0
+    n_gold: int = 0
     reason: str = ""
     study_title: str = ""
     examples: list[Example] = field(default_factory=list, repr=False, compare=False)
@@ -137,6 +145,7 @@ class CalibratedLine:
             "n_pending": self.n_pending,
             "n_ties": self.n_ties,
             "n_imputed": self.n_imputed,
+            "n_gold": self.n_gold,
             "reason": self.reason,
         }
 
@@ -291,7 +300,7 @@ def _study_samples(study: Study) -> dict[int, Sample]:
     frame = Generation.objects.filter(pk__in=list(probabilities)).values_list(
         "pk", "generator_id", "procedure__topic__name"
     )
-    humans, pending = _human_majorities(study)
+    humans, pending, gold = _human_majorities(study)
     by_generator: dict[int, list[Example]] = defaultdict(list)
     pending_by_generator: dict[int, int] = defaultdict(int)
     for generation_id, generator_pk, topic in frame.order_by("pk"):
@@ -301,15 +310,17 @@ def _study_samples(study: Study) -> dict[int, Sample]:
                 topic or NO_TOPIC,
                 inclusion_after_rounds(probabilities[generation_id]),
                 human=humans.get(generation_id),
+                gold=generation_id in gold,
             )
         )
         pending_by_generator[generator_pk] += generation_id in pending
     return {g: Sample(study, examples, pending_by_generator[g]) for g, examples in by_generator.items()}
 
 
-def _human_majorities(study: Study) -> tuple[dict[int, float], set[int]]:
-    """The human label per generation of the study's complete items (module docstring), and the generations
-    whose items are still collecting."""
+def _human_majorities(study: Study) -> tuple[dict[int, float], set[int], set[int]]:
+    """The human label per generation of the study's complete items (module docstring: the majority, or the
+    gold where there is one), the generations whose items are still collecting, and those whose label is the
+    gold."""
     items = StudyItem.objects.filter(study=study).not_attention_checks()
     complete = items.filter(completed_count__gte=F("target_annotations"))
     pending = set(items.exclude(pk__in=complete.values("pk")).values_list("generation_id", flat=True))
@@ -323,7 +334,17 @@ def _human_majorities(study: Study) -> tuple[dict[int, float], set[int]]:
     for generation_id, values in verdicts.items():
         verdict = majority(values)
         labels[generation_id] = 0.5 if verdict is None else (0.0 if verdict else 1.0)
-    return labels, pending
+    gold = _gold_labels(study, set(complete.values_list("generation_id", flat=True)))
+    return {**labels, **gold}, pending, set(gold)
+
+
+def _gold_labels(study: Study, complete: set[int]) -> dict[int, float]:
+    """The gold label (0 = a critical failure, 1 = none) of the complete items that have gold."""
+    return {
+        generation_id: 0.0 if has_failure else 1.0
+        for generation_id, has_failure in gold_by_generation(study).items()
+        if generation_id in complete
+    }
 
 
 def _judge_labels(judge: Judge, generation_ids: list[int]) -> dict[int, float]:
@@ -359,6 +380,7 @@ def _line(judge: Judge, generator: Generator, score: How2Score, sample: Sample |
         "n_pending": sample.n_pending,
         "n_ties": sum(e.human == 0.5 for e in examples),
         "n_imputed": sum(e.imputed for e in examples),
+        "n_gold": sum(e.gold for e in examples),
         "examples": examples,
     }
     if not any(e.judge is not None for e in examples):
@@ -387,6 +409,7 @@ def with_judge_labels(judge: Judge, examples: list[Example]) -> list[Example]:
             labels.get(e.generation_id, fill),
             e.human,
             imputed=e.generation_id not in labels,
+            gold=e.gold,
         )
         for e in examples
     ]

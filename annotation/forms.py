@@ -85,6 +85,14 @@ class StudyForm(forms.Form):
     )
     completion_code = forms.CharField(max_length=64, required=False, help_text="empty: generated")
     screenout_code = forms.CharField(max_length=64, required=False, help_text="empty: generated")
+    attention_failed_code = forms.CharField(
+        max_length=64, required=False, help_text="empty: generated", label="Failed-attention-check code"
+    )
+    attention_fail_limit = model_range(Study, "attention_fail_limit").form_field(
+        required=False,
+        initial=2,
+        help_text="failed attention checks that earn that code (empty: 2; Prolific: more than one at 5+ min)",
+    )
 
     def __init__(self, *args: Any, kind: str, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

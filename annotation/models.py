@@ -116,6 +116,15 @@ class Study(models.Model):
     )
     completion_code = models.CharField(max_length=64)
     screenout_code = models.CharField(max_length=64)
+    attention_failed_code = models.CharField(
+        max_length=64, help_text="the code of a participant who failed attention_fail_limit attention checks"
+    )
+    attention_fail_limit = models.PositiveSmallIntegerField(
+        default=2,
+        validators=Range(1, 1000).validators(),
+        help_text="failed attention checks that earn the failed-attention-check code (Prolific: one can be a "
+        "ground to reject in a study under 5 minutes, more than one at 5 minutes or more)",
+    )
     is_open = models.BooleanField(default=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"

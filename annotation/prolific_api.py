@@ -121,6 +121,12 @@ class ProlificClient:
             body |= {"message": message, "rejection_category": rejection_category}
         return self._call("POST", f"/submissions/{submission_id}/transition/", json=body)
 
+    def request_return(self, submission_id: str, reason: str) -> dict[str, Any]:
+        """Ask the participant to return the submission (how Prolific screens out a participant who failed a
+        comprehension check: never a rejection); the submission's status does not change until they do."""
+        body = {"request_return_reasons": [reason]}
+        return self._call("POST", f"/submissions/{submission_id}/request-return/", json=body)
+
     # --- bonuses ------------------------------------------------------------------------------------
 
     def bonus_setup(self, study_id: str, bonuses: dict[str, str]) -> dict[str, Any]:

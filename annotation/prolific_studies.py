@@ -6,7 +6,9 @@ The draft, from the study itself:
   {{%...%}} placeholders (prolific_id_option url_parameters);
 - completion codes: the study's completion code (COMPLETED, reviewed by hand before approval) and its
   screen-out code (SCREENED_OUT, participants who failed the comprehension check on every attempt; Prolific
-  does not allow rejecting them, so Prolific is asked to request a return);
+  does not allow rejecting them, so Prolific is asked to request a return) and its failed-attention-check
+  code (FAILED_ATTENTION_CHECK, reviewed by hand: a participant who failed at least the study's
+  attention_fail_limit attention checks);
 - places: ceil(regular items x annotators per item / items per participant) (items per participant 0: one
   participant takes every item, so annotators-per-item places);
 - estimated minutes: ceil(items a participant takes x the study's minutes per item, attention checks
@@ -20,9 +22,10 @@ import math
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Count
 
 from . import services
-from .models import Participant, Study
+from .models import Annotation, Participant, Study
 from .prolific import normalised_status
 from .prolific_api import ProlificClient
 
@@ -73,6 +76,12 @@ def study_draft(study: Study, *, entry_url: str, name: str, description: str, re
                     {"action": "REQUEST_RETURN", "return_reason": "Did not pass the comprehension check"}
                 ],
             },
+            {
+                "code": study.attention_failed_code,
+                "code_type": "FAILED_ATTENTION_CHECK",
+                "actor": "participant",
+                "actions": [{"action": "MANUALLY_REVIEW"}],
+            },
         ],
         "total_available_places": places(study),
         "estimated_completion_time": estimated_minutes(study),
@@ -122,23 +131,43 @@ REJECTION_CATEGORIES = (
 )  # fmt: skip
 
 
-def review_refusal(action: str, participant: Participant | None, status: str) -> str:
+REVIEW_ACTIONS = (
+    ("APPROVE", "Approve"),
+    ("REJECT", "Reject"),
+    ("REQUEST_RETURN", "Screen out (ask to return)"),
+)
+RETURN_REASON = "Did not pass the comprehension check"
+
+
+def review_refusal(action: str, row: dict[str, Any], category: str = "") -> str:
     """Why the studio will not send `action` for this submission ("" when it will): only submissions awaiting
-    review are reviewed, and a participant the comprehension check screened out is never rejected (Prolific
-    does not allow it: they are asked to return). The engagement gates (dwell, reading, goal) are never a
-    ground either: a participant who finished passed them, since the server refuses an answer that did not."""
+    review are reviewed; a participant the comprehension check screened out is never rejected (Prolific does
+    not allow it) but asked to return, and only they are; a rejection for failed attention checks
+    (FAILED_CHECK) needs at least the study's `attention_fail_limit` failed checks recorded by the studio. The
+    engagement gates (dwell, reading, goal) are never a ground: whoever finished passed them, since the server
+    refuses an answer that did not."""
+    participant, status = row["participant"], row["status"]
     if status != "AWAITING REVIEW":
         return f"the submission is {status}, not awaiting review"
-    if action == "REJECT" and participant is not None and participant.stage == "screened_out":
-        return (
-            "screened out by the comprehension check: not a rejection ground on Prolific (ask for a return)"
-        )
+    screened = participant is not None and participant.stage == "screened_out"
+    if action == "REJECT" and screened:
+        return "screened out by the comprehension check: not a rejection ground on Prolific (screen them out)"
+    if action == "REQUEST_RETURN" and not screened:
+        return "not screened out by the comprehension check: approve it, or reject it on a Prolific ground"
+    if action == "REJECT" and category == "FAILED_CHECK":
+        limit = participant.study.attention_fail_limit if participant is not None else 1
+        if row["failed_checks"] < limit:
+            return (
+                f"{row['failed_checks']} failed attention check(s) recorded, fewer than the study's "
+                f"{limit}: not a ground for FAILED_CHECK"
+            )
     return ""
 
 
 def review_rows(study: Study, client: ProlificClient) -> list[dict[str, Any]]:
     """The study's submissions on Prolific, each beside the studio's participant (None when unknown here)."""
     participants = {p.prolific_pid: p for p in Participant.objects.counted().filter(study=study)}
+    failed = _failed_checks(study)
     rows = []
     for submission in client.submissions(study.prolific_study_id):
         participant = participants.get(str(submission.get("participant_id", "")).lower())
@@ -148,16 +177,23 @@ def review_rows(study: Study, client: ProlificClient) -> list[dict[str, Any]]:
                 "participant_id": str(submission.get("participant_id", "")),
                 "status": normalised_status(str(submission.get("status", ""))),
                 "participant": participant,
+                "failed_checks": failed.get(participant.pk, 0) if participant is not None else 0,
             }
         )
     return rows
+
+
+def _failed_checks(study: Study) -> dict[int, int]:
+    """Participant pk -> the attention checks they failed."""
+    failed = Annotation.objects.filter(study=study, attention_passed=False).attention_checks()
+    return dict(failed.values("participant_id").annotate(n=Count("pk")).values_list("participant_id", "n"))
 
 
 def review_plan(rows: list[dict[str, Any]], data: dict[str, Any]) -> list[dict[str, Any]]:
     """The chosen submissions, each with what the studio refuses to send for it ("" for nothing)."""
     chosen = set(data.get("submissions", []))
     return [
-        {**row, "refusal": review_refusal(data["action"], row["participant"], row["status"])}
+        {**row, "refusal": review_refusal(data["action"], row, data.get("rejection_category", ""))}
         for row in rows
         if row["id"] in chosen
     ]
@@ -168,6 +204,10 @@ def review_send(client: ProlificClient, plan: list[dict[str, Any]], data: dict[s
     sent = 0
     for row in plan:
         if row["refusal"]:
+            continue
+        if data["action"] == "REQUEST_RETURN":
+            client.request_return(row["id"], RETURN_REASON)  # the status changes when they return
+            sent += 1
             continue
         answer = client.submission_transition(
             row["id"],

@@ -18,6 +18,17 @@ Per study, on the items with a human majority (ties left out, as on the agreemen
   on these very items to agree best with the majority (so an optimistic baseline; items without token
   counts are left out of it).
 
+**Agreement with adjudicated gold (#23)**, per study, on the items with gold as of now (annotation/gold.py;
+regular items, a cleared gold being none) and a judge verdict (parse failures left out), each k of n with its
+95 % Wilson interval:
+- agreement with gold: the items where the judge's has_failure equals the gold's;
+- agreement with the human majority on the same items, those the humans tie on or have not labelled yet left
+  out (and counted);
+- the human majority's agreement with gold on those same items (ties and unlabelled left out, counted).
+The human majority is the one above (every annotation of the item). A study with no gold item, or none with
+a verdict of the judge, says so instead; a study without human labels (or none the judge judged) still shows
+its gold agreement beside the reason it has no majority figures.
+
 **Bias against people (#20)**, on the calibration samples (annotation/calibration.py: per generator the sample
 the calibrated leaderboard uses) of every generator the judge judged: the labelled items (complete, human
 majority Y with 0.5 for a tie) on which the judge has a verdict f (parse failures and unjudged items left
@@ -29,7 +40,7 @@ least MIN_TOPIC_LABELS such items, else the rule's reason.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +65,7 @@ from .calibration import (
     topic_reason,
     with_judge_labels,
 )
+from .critical_failures.gold import gold_by_generation
 from .models import Study, StudyKind
 from .selectors import study_unlabelled_reason
 
@@ -68,6 +80,32 @@ class Baseline:
         return {"name": self.name, "agreement": self.agreement.as_json(), "note": self.note}
 
 
+NO_ITEM = Share(0, 0)  # a share over no item: rate and interval None
+
+
+@dataclass(frozen=True)
+class GoldComparison:
+    """The judge, and the human majority, against one study's adjudicated gold (module docstring)."""
+
+    agreement: Share = NO_ITEM  # judge x gold, on the gold items with a judge verdict
+    majority_agreement: Share = NO_ITEM  # judge x human majority, on those with a majority
+    crowd_agreement: Share = NO_ITEM  # human majority x gold, on the same items
+    n_ties: int = 0  # gold items with a judge verdict on which the humans tie: left out of the last two
+    n_unlabelled: int = 0  # ... that no annotator has labelled yet: left out of the last two
+    undefined: str = ""  # why there is no gold figure ("" when there is)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "gold_n_items": self.agreement.n,
+            "gold_agreement": self.agreement.as_json(),
+            "gold_majority_agreement": self.majority_agreement.as_json(),
+            "crowd_gold_agreement": self.crowd_agreement.as_json(),
+            "gold_n_human_ties": self.n_ties,
+            "gold_n_unlabelled": self.n_unlabelled,
+            "gold_undefined": self.undefined,
+        }
+
+
 @dataclass(frozen=True)
 class StudyCard:
     study: Study
@@ -75,6 +113,7 @@ class StudyCard:
     loo_band: tuple[float, float] | None
     loo_pooled: Share
     baselines: list[Baseline]
+    gold: GoldComparison
 
     @property
     def overall(self) -> Share:
@@ -106,6 +145,7 @@ class StudyCard:
             "human_loo_high": high,
             "human_loo_pooled": self.loo_pooled.as_json(),
             "baselines": [b.as_json() for b in self.baselines],
+            **self.gold.as_json(),
         }
 
 
@@ -115,9 +155,15 @@ class SkippedStudy:
 
     study: Study
     reason: str
+    gold: GoldComparison
 
     def as_json(self) -> dict[str, Any]:
-        return {"study": self.study.slug, "title": self.study.title, "reason": self.reason}
+        return {
+            "study": self.study.slug,
+            "title": self.study.title,
+            "reason": self.reason,
+            **self.gold.as_json(),
+        }
 
 
 @dataclass
@@ -350,16 +396,13 @@ def study_card(judge: Judge, study: Study) -> StudyCard | SkippedStudy:
     """The judge against the humans of one study, on the items both labelled, or why there is no such item.
     The human ceiling is computed on the items the judge's agreement counts: those with a human majority."""
     labels = study_labels(study)
+    gold = gold_comparison(judge, study, labels)
     if not labels:
-        return SkippedStudy(study, study_unlabelled_reason(study=study))
-    verdicts: dict[Hashable, bool] = dict(
-        Judgment.objects.filter(
-            judge=judge, parse_failed=False, generation_id__in={label.unit for label in labels}
-        ).values_list("generation_id", "has_failure")
-    )
+        return SkippedStudy(study, study_unlabelled_reason(study=study), gold)
+    verdicts = _verdicts(judge, {label.unit for label in labels})
     shared = [label for label in labels if label.unit in verdicts]
     if not shared:
-        return SkippedStudy(study, _no_overlap_reason(judge, study, labels))
+        return SkippedStudy(study, _no_overlap_reason(judge, study, labels), gold)
     loo = human_ceiling(shared)
     rates = [a.rate for a in loo.values() if a.rate is not None]
     loo_all = pooled(loo.values())
@@ -369,7 +412,44 @@ def study_card(judge: Judge, study: Study) -> StudyCard | SkippedStudy:
         loo_band=(min(rates), max(rates)) if rates else None,
         loo_pooled=Share(loo_all.agreed, loo_all.n),
         baselines=baselines(shared),
+        gold=gold,
     )
+
+
+def _verdicts(judge: Judge, generation_ids: Iterable[Hashable]) -> dict[Hashable, bool]:
+    """Generation id -> the judge's has_failure, parse failures left out."""
+    rows = Judgment.objects.filter(judge=judge, parse_failed=False, generation_id__in=list(generation_ids))
+    return dict(rows.values_list("generation_id", "has_failure"))
+
+
+def gold_comparison(judge: Judge, study: Study, labels: list[Label]) -> GoldComparison:
+    """The judge and the human majority (of `labels`, the study's) against the study's gold as of now, on
+    the gold items with a judge verdict, or why there is no such item."""
+    gold = gold_by_generation(study)
+    if not gold:
+        return GoldComparison(undefined="no item of this study has adjudicated gold yet")
+    verdicts = _verdicts(judge, gold)
+    items = [unit for unit in gold if unit in verdicts]
+    if not items:
+        items_word = "item" if len(gold) == 1 else "items"
+        why = f"none of the {len(gold)} gold {items_word} has a verdict of this judge"
+        return GoldComparison(undefined=f"{why} (parse failures are no verdict)")
+    majorities = {
+        unit: majority(label.has_failure for label in group) for unit, group in by_unit(labels).items()
+    }
+    decided = [unit for unit in items if majorities.get(unit) is not None]
+    return GoldComparison(
+        agreement=_agreed(items, verdicts, gold),
+        majority_agreement=_agreed(decided, verdicts, majorities),
+        crowd_agreement=_agreed(decided, majorities, gold),
+        n_ties=sum(unit in majorities and majorities[unit] is None for unit in items),
+        n_unlabelled=sum(unit not in majorities for unit in items),
+    )
+
+
+def _agreed(units: Sequence[Hashable], a: Mapping[Any, bool | None], b: Mapping[Any, bool | None]) -> Share:
+    """On these units, k = where a and b say the same, of n = all of them."""
+    return Share(sum(a[unit] == b[unit] for unit in units), len(units))
 
 
 def _no_overlap_reason(judge: Judge, study: Study, labels: list[Label]) -> str:
@@ -438,12 +518,14 @@ def fit_length_threshold(items: list[tuple[float, bool]]) -> tuple[float, int]:
 __all__ = [
     "Baseline",
     "CalibrationBias",
+    "GoldComparison",
     "ReportCard",
     "SkippedStudy",
     "StudyCard",
     "baselines",
     "calibration_bias",
     "fit_length_threshold",
+    "gold_comparison",
     "no_study_reason",
     "report_card",
     "study_card",

@@ -77,6 +77,7 @@ def study_create(
     settings = {**spec.study_defaults(), **settings}
     settings.setdefault("completion_code", _code())
     settings.setdefault("screenout_code", _code())
+    settings.setdefault("attention_failed_code", _code())
     user = created_by if isinstance(created_by, AbstractBaseUser) else None
     try:
         selection.check()
@@ -189,6 +190,27 @@ def comprehension_grade(*, participant: Participant, answers: dict[int, int]) ->
 
 def participant_finish(*, participant: Participant) -> Participant:
     return _advance(participant, expected=Stage.ITEMS, to=Stage.DONE, stamp="finished_at")
+
+
+def attention_checks_failed(participant: Participant) -> int:
+    """How many attention checks the participant answered against the item's instruction."""
+    answers = Annotation.objects.filter(participant=participant).attention_checks()
+    return answers.filter(attention_passed=False).count()
+
+
+COMPLETED, SCREENED_OUT, ATTENTION_FAILED = "completed", "screened_out", "attention_failed"
+
+
+def participant_code(participant: Participant) -> tuple[str, str]:
+    """(what it means, the code) a finished participant takes back to Prolific: the screen-out code after
+    failing the comprehension check, the failed-attention-check code after failing at least the study's
+    `attention_fail_limit` attention checks, else the completion code."""
+    study = participant.study
+    if participant.stage == Stage.SCREENED_OUT:
+        return SCREENED_OUT, study.screenout_code
+    if attention_checks_failed(participant) >= study.attention_fail_limit:
+        return ATTENTION_FAILED, study.attention_failed_code
+    return COMPLETED, study.completion_code
 
 
 # --- Assignments ---

@@ -140,6 +140,7 @@ class FakeProlific:
             ("GET", r"/submissions/", self._submissions),
             ("POST", r"/submissions/bonus-payments/", self._bonus_setup),
             ("POST", r"/submissions/(?P<submission>[^/]+)/transition/", self._submission_transition),
+            ("POST", r"/submissions/(?P<submission>[^/]+)/request-return/", self._request_return),
             ("POST", r"/bulk-bonus-payments/(?P<batch>[^/]+)/pay/", self._bonus_pay),
         ]
         for verb, pattern, route in routes:
@@ -199,6 +200,24 @@ class FakeProlific:
             return _error(400, "Bad Request", f"the submission is {row['status']}")
         row["status"] = status
         return 200, row
+
+    def _request_return(self, *, submission: str, body: Any, query: Any) -> tuple[int, Any]:
+        """docs/prolific-api.md §5.1: `request_return_reasons` (a list of text); the status stays."""
+        row = self.state.submissions.get(submission)
+        if row is None:
+            return _error(404, "Not Found", f"no submission {submission}")
+        reasons = (body or {}).get("request_return_reasons")
+        if not isinstance(reasons, list) or not reasons or not all(isinstance(r, str) and r for r in reasons):
+            return _error(400, "Bad Request", {"request_return_reasons": ["A non-empty list of reasons."]})
+        if row["status"] not in {"ACTIVE", "AWAITING REVIEW"}:
+            return _error(400, "Bad Request", f"the submission is {row['status']}")
+        row["return_requested"] = reasons
+        fields = ("id", "status", "participant_id")
+        return 200, {
+            **{k: row[k] for k in fields},
+            "participant": row["participant_id"],
+            "return_requested": True,
+        }
 
     def _bonus_setup(self, *, body: Any, query: Any) -> tuple[int, Any]:
         study = (body or {}).get("study_id", "")

@@ -20,7 +20,7 @@ from .. import calibration_sample, codebook
 from ..beyond_majority import CategoricalQuestion
 from ..calibration import not_calibration_reason
 from ..calibration_forms import CalibrationRoundForm
-from ..critical_failures import api, exports, posted
+from ..critical_failures import api, exports, gold_api, posted
 from ..critical_failures.answer import check_answer
 from ..critical_failures.posted import Submission
 from ..critical_failures.questions import has_failure_question
@@ -244,7 +244,7 @@ class CriticalFailures(StudyKindSpec):
         return adjudication.page_urls()
 
     def api_urls(self) -> list[URLPattern]:
-        return api.agreement_urls()
+        return api.agreement_urls() + gold_api.gold_urls()
 
     def agreement_page(self, request: HttpRequest, study: Study) -> HttpResponse:
         return agreement_views.study_agreement_page(request, study)

@@ -293,11 +293,11 @@ def done(request: HttpRequest, slug: str) -> HttpResponse:
     if participant.stage not in {Stage.DONE, Stage.SCREENED_OUT}:
         return _resume(participant)
     study = participant.study
-    screened = participant.stage == Stage.SCREENED_OUT
-    code = study.screenout_code if screened else study.completion_code
+    meaning, code = services.participant_code(participant)
     context = {
         "study": study,
-        "screened_out": screened,
+        "screened_out": meaning == services.SCREENED_OUT,
+        "attention_failed": meaning == services.ATTENTION_FAILED,
         "code": code,
         "prolific_url": codebook.PROLIFIC_COMPLETE_URL.format(code=code),
         "preview": participant.is_preview,
@@ -427,7 +427,7 @@ def _finish(request: HttpRequest, participant: Participant) -> HttpResponse:
     services.participant_finish(participant=participant)
     if participant.is_preview:  # the preview's end: the completion page, not Prolific
         return redirect("annotator:done", slug=participant.study.slug)
-    code = participant.study.completion_code
+    _, code = services.participant_code(participant)
     return redirect(codebook.PROLIFIC_COMPLETE_URL.format(code=code))
 
 

@@ -19,6 +19,7 @@ from ..models import Study
 from ..prolific_api import STUDY_ACTIONS, ProlificClient, ProlificError, retries_note
 from ..prolific_studies import (
     REJECTION_CATEGORIES,
+    REVIEW_ACTIONS,
     estimated_minutes,
     places,
     review_plan,
@@ -116,7 +117,7 @@ def prolific_sync(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 class ReviewForm(forms.Form):
-    action = forms.ChoiceField(choices=[("APPROVE", "Approve"), ("REJECT", "Reject")])
+    action = forms.ChoiceField(choices=REVIEW_ACTIONS)
     submissions = forms.MultipleChoiceField(choices=[])
     rejection_category = forms.ChoiceField(
         choices=[("", "—"), *((c, c) for c in REJECTION_CATEGORIES)], required=False

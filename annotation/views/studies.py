@@ -71,7 +71,10 @@ def study_create(request: HttpRequest) -> HttpResponse:
         settings["lease_minutes"] = data["lease_minutes"] or codebook.prolific_max_minutes(
             data["estimated_item_minutes"]
         )
-        settings.update({k: data[k] for k in ("completion_code", "screenout_code") if data[k]})
+        if data["attention_fail_limit"] is not None:
+            settings["attention_fail_limit"] = data["attention_fail_limit"]
+        codes = ("completion_code", "screenout_code", "attention_failed_code")
+        settings.update({k: data[k] for k in codes if data[k]})
         try:
             study = services.study_create(
                 title=data["title"],

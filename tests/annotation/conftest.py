@@ -53,6 +53,7 @@ def make_study(
         min_dwell_seconds=dwell,
         completion_code="C0MPLETE",
         screenout_code="SCREEN0UT",
+        attention_failed_code="ATTENT10N",
         **settings,
     )
 

@@ -245,3 +245,35 @@ def test_a_tie_comes_first_and_a_decided_item_last() -> None:
     queue = review_queue(study, "all")
     assert [e.item.pk for e in queue.entries] == [items[2].pk, items[0].pk, items[1].pk]
     assert (queue.n_open, queue.n_decided) == (2, 1)
+
+
+def test_the_queue_pages_keep_what_is_shown(world: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("annotation.views.adjudication.PER_PAGE", 2)
+    url = reverse("annotation:adjudication_queue", args=[world["study"].slug])
+    first = world["client"].get(url, {"show": "all"}).content.decode()
+    assert 'href="?show=all&amp;page=2"' in first and "Page 1 of 2" in first
+    second = world["client"].get(url, {"show": "all", "page": "2"}).content.decode()
+    assert second.count('class="btn btn-small"') == 1
+
+
+def test_the_gold_api_now_as_of_a_time_and_its_events(world: dict[str, Any]) -> None:
+    study, items, staff = world["study"], world["items"], world["staff"]
+    verdict = {"has_failure": True, "failures": [{"description": "d", "l1_steps": [1], "l2_steps": [2]}]}
+    gold_decide(item=items[2], verdict=verdict, reason="seen by all three", user=staff)
+    time.sleep(0.01)
+    between = timezone.now()
+    time.sleep(0.01)
+    gold_decide(item=items[2], verdict=None, reason="cleared", user=staff)
+    client, url = world["client"], f"/api/studies/{study.slug}/gold/"
+    assert client.get(url).json()["gold"] == []
+    (row,) = client.get(url, {"at": between.isoformat()}).json()["gold"]
+    assert (row["item_id"], row["failures"], row["decided_by"]) == (
+        items[2].pk,
+        verdict["failures"],
+        staff.username,
+    )
+    events = client.get(f"{url}events/").json()["events"]
+    assert [(e["verdict"], e["before"]) for e in events] == [(verdict, None), (None, verdict)]
+    bad = client.get(url, {"at": "soon"})
+    assert bad.status_code == 400 and "at" in bad.json()
+    assert logged_in(make_user()).get(url).status_code == 403

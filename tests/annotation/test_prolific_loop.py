@@ -54,7 +54,11 @@ def test_the_whole_loop(prolific: FakeProlific) -> None:
     assert draft["total_available_places"] == places(study) == 4  # 4 items x 2 / 2 per participant
     assert draft["estimated_completion_time"] == estimated_minutes(study)
     assert "PROLIFIC_PID={{%PROLIFIC_PID%}}" in draft["external_study_url"]
-    assert [c["code"] for c in draft["completion_codes"]] == [study.completion_code, study.screenout_code]
+    assert [(c["code"], c["code_type"]) for c in draft["completion_codes"]] == [
+        (study.completion_code, "COMPLETED"),
+        (study.screenout_code, "SCREENED_OUT"),
+        (study.attention_failed_code, "FAILED_ATTENTION_CHECK"),
+    ]
     confirm = staff.get(f"{page}prolific/PUBLISH/")
     assert b"locks the study" in confirm.content and draft["status"] == "UNPUBLISHED"  # a GET changes nothing
     prolific.script(Trouble(429, retry_after="0"), Trouble(500))  # Prolific busy: retried, then shown

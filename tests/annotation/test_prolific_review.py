@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from annotation import services
-from annotation.models import ParticipantStatus, Stage
+from annotation.critical_failures.posted import FailureInput, Submission
+from annotation.models import Participant, ParticipantStatus, Stage, Study
 from annotation.prolific_api import ProlificClient
 from tests.annotation.conftest import annotate_all, make_study, no_failure, qualified
 from tests.factories import logged_in, make_user
@@ -27,22 +28,33 @@ def prolific(settings: Any) -> Iterator[FakeProlific]:
         yield server
 
 
-@pytest.mark.django_db
-def test_a_preview_then_the_transitions_and_the_refusals(prolific: FakeProlific) -> None:
-    study = make_study(n_items=2, k=2)
+def _on_prolific(study: Study) -> None:
+    """The study with a draft on the fake Prolific."""
     study.prolific_study_id = ProlificClient().study_create(
         {"name": "n", "description": "d", "external_study_url": "https://x/", "completion_codes": [],
          "total_available_places": 3, "estimated_completion_time": 5, "reward": 100}
     )["id"]  # fmt: skip
     study.save(update_fields=["prolific_study_id"])
-    done = qualified(study, 1)
-    annotate_all(done, lambda assignment: no_failure())
-    services.participant_finish(participant=done)
+
+
+def _screened_out(study: Study) -> Participant:
+    """A participant as two failed comprehension attempts leave them."""
     screened = services.participant_enter(
         study=study, prolific_pid=f"{2:024x}", prolific_study_id="S", prolific_session_id="Y", user_agent="t"
     )
-    screened.stage = Stage.SCREENED_OUT  # what two failed comprehension attempts leave
+    screened.stage = Stage.SCREENED_OUT
     screened.save(update_fields=["stage"])
+    return screened
+
+
+@pytest.mark.django_db
+def test_a_preview_then_the_transitions_and_the_refusals(prolific: FakeProlific) -> None:
+    study = make_study(n_items=2, k=2)
+    _on_prolific(study)
+    done = qualified(study, 1)
+    annotate_all(done, lambda assignment: no_failure())
+    services.participant_finish(participant=done)
+    screened = _screened_out(study)
     ok = prolific.submit(study.prolific_study_id, participant_id=done.prolific_pid)
     out = prolific.submit(study.prolific_study_id, participant_id=screened.prolific_pid)
     staff = logged_in(make_user(is_staff=True))
@@ -74,3 +86,71 @@ def test_a_preview_then_the_transitions_and_the_refusals(prolific: FakeProlific)
     assert prolific.state.submissions[out]["status"] == "APPROVED"
     sent = [r for r in prolific.requests if r.path == f"/submissions/{out}/transition/"]
     assert len(sent) == 1
+
+
+def _against_checks(assignment: Any) -> Any:
+    """Every regular item "no failure"; every attention check answered against its instruction."""
+    item = assignment.item
+    if item.is_attention_check and not item.attention_expects_failure:
+        return Submission(
+            has_failure=True, failures=[FailureInput("x", [1], [1])], comments="", user_agent="t"
+        )
+    return no_failure()
+
+
+@pytest.mark.django_db
+def test_failed_attention_checks_earn_their_code_and_are_the_only_failed_check_ground(
+    prolific: FakeProlific,
+) -> None:
+    study = make_study(n_items=4, k=2, attention_checks=2, attention_check_every=1, attention_fail_limit=2)
+    _on_prolific(study)
+    careless, careful = qualified(study, 1), qualified(study, 2)
+    annotate_all(careless, _against_checks)
+    annotate_all(careful, lambda a: _against_checks(a) if not a.item.is_attention_check else _obeying(a))
+    for participant in (careless, careful):
+        services.participant_finish(participant=participant)
+        participant.refresh_from_db()
+    assert services.attention_checks_failed(careless) == 2 and services.attention_checks_failed(careful) == 0
+    assert services.participant_code(careless) == ("attention_failed", study.attention_failed_code)
+    assert services.participant_code(careful) == ("completed", study.completion_code)
+    assert len({study.completion_code, study.screenout_code, study.attention_failed_code}) == 3
+
+    bad = prolific.submit(study.prolific_study_id, participant_id=careless.prolific_pid)
+    good = prolific.submit(study.prolific_study_id, participant_id=careful.prolific_pid)
+    staff = logged_in(make_user(is_staff=True))
+    url = f"/studies/{study.slug}/prolific/review/"
+    data = {"action": "REJECT", "submissions": [bad, good], "rejection_category": "FAILED_CHECK",
+            "message": REASON, "confirmed": "1"}  # fmt: skip
+    staff.post(url, data)
+    assert prolific.state.submissions[bad]["status"] == "REJECTED"
+    assert prolific.state.submissions[good]["status"] == "AWAITING REVIEW"
+    preview = staff.post(url, {**data, "submissions": [good], "confirmed": ""})
+    assert b"0 failed attention check(s) recorded, fewer than the study&#x27;s 2" in preview.content
+
+
+def _obeying(assignment: Any) -> Any:
+    item = assignment.item
+    if item.attention_expects_failure:
+        return Submission(
+            has_failure=True, failures=[FailureInput("x", [1], [1])], comments="", user_agent="t"
+        )
+    return no_failure()
+
+
+@pytest.mark.django_db
+def test_screening_out_asks_only_the_screened_out_to_return(prolific: FakeProlific) -> None:
+    study = make_study(n_items=2, k=2)
+    _on_prolific(study)
+    done = qualified(study, 1)
+    annotate_all(done, lambda assignment: no_failure())
+    services.participant_finish(participant=done)
+    screened = _screened_out(study)
+    ok = prolific.submit(study.prolific_study_id, participant_id=done.prolific_pid)
+    out = prolific.submit(study.prolific_study_id, participant_id=screened.prolific_pid)
+    staff = logged_in(make_user(is_staff=True))
+    url = f"/studies/{study.slug}/prolific/review/"
+    preview = staff.post(url, {"action": "REQUEST_RETURN", "submissions": [ok, out]})
+    assert b"not screened out by the comprehension check" in preview.content
+    staff.post(url, {"action": "REQUEST_RETURN", "submissions": [ok, out], "confirmed": "1"})
+    assert prolific.state.submissions[out]["return_requested"] == ["Did not pass the comprehension check"]
+    assert prolific.state.submissions[ok]["return_requested"] is None

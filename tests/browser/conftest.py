@@ -42,3 +42,14 @@ def screenshot(page: Any, name: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+def both_widths(page: Any, name: str) -> None:
+    """Screenshots of the page at 1440 and 390 px (`name`-desktop, `name`-phone); it must not scroll sideways
+    at either. The window is left at 1440 px."""
+    for size, label in ((DESKTOP, "desktop"), (PHONE, "phone")):
+        page.set_viewport_size(size)
+        screenshot(page, f"{name}-{label}")
+        overflow = page.evaluate(PAGE_OVERFLOW)
+        assert overflow <= 0, f"{name}: the page scrolls sideways by {overflow} px at {size['width']} px"
+    page.set_viewport_size(DESKTOP)

@@ -11,18 +11,10 @@ import pytest
 from annotation.critical_failures.gold import gold_items
 from annotation.models import GoldEvent
 from tests.annotation.test_adjudication import labelled
-from tests.browser.conftest import DESKTOP, PAGE_OVERFLOW, PHONE, screenshot
+from tests.browser.conftest import both_widths
 from tests.factories import make_judge, make_judgment
 
 pytestmark = pytest.mark.browser
-
-
-def _both_widths(page: Any, name: str) -> None:
-    for size, label in ((DESKTOP, "desktop"), (PHONE, "phone")):
-        page.set_viewport_size(size)
-        screenshot(page, f"adjudication/{name}-{label}")
-        assert page.evaluate(PAGE_OVERFLOW) <= 0, f"{name} scrolls sideways at {size['width']} px"
-    page.set_viewport_size(DESKTOP)
 
 
 def test_the_review_queue_and_a_decision(staff_page: Any, live_server: Any) -> None:
@@ -34,14 +26,14 @@ def test_the_review_queue_and_a_decision(staff_page: Any, live_server: Any) -> N
     page.goto(f"{live_server.url}/studies/{study.slug}/adjudication/")
     page.get_by_role("heading", name="Adjudication queue").wait_for()
     assert page.locator(".queue-table tbody tr").count() == 2
-    _both_widths(page, "queue")
+    both_widths(page, "adjudication/queue")
 
     page.get_by_role("link", name="Decide", exact=True).first.click()
     page.get_by_role("heading", name="Set the gold").wait_for()
     judge_failure = page.locator('section[aria-label="The judges\' verdicts"] .failure').first
     judge_failure.hover()
     assert "is-linked" in (page.locator(f"#g{items[0].generation_id}-l2-step-4").get_attribute("class") or "")
-    _both_widths(page, "item")
+    both_widths(page, "adjudication/item")
 
     page.select_option("#has-failure", "yes")
     page.fill("#failure-0-description", "Step 4 adds a rinse that L1 does not ask for.")
@@ -57,10 +49,17 @@ def test_the_review_queue_and_a_decision(staff_page: Any, live_server: Any) -> N
     page.get_by_text("gold set to a critical failure").wait_for()
     assert gold_items(study)[items[0].pk].failures[0].l2_steps == [4]
 
+    page.goto(f"{live_server.url}/judges/{judge.judge_id}/")
+    gold_table = page.locator(".report-gold").first
+    gold_table.wait_for()
+    assert "This judge, with gold" in gold_table.inner_text()
+    gold_table.scroll_into_view_if_needed()
+    both_widths(page, "adjudication/report-card")
+
     page.goto(f"{live_server.url}/studies/{study.slug}/adjudication/?show=decided")
     page.get_by_role("link", name="Review", exact=True).first.click()
     page.get_by_role("heading", name="Change the gold").wait_for()
-    _both_widths(page, "decided-item")
+    both_widths(page, "adjudication/decided-item")
     page.get_by_text("Undo this decision").click()
     page.locator(".undo-form input[name=reason]").fill("Decided too fast.")
     page.locator(".undo-form button").click()

@@ -15,20 +15,10 @@ from annotation.kinds.multiple_choice import MultipleChoiceSubmission
 from annotation.models import StudyKind
 from goal_step.models import TaskAnswer, TaskModel
 from tests.annotation.conftest import annotate_all, qualified
-from tests.browser.conftest import DESKTOP, PAGE_OVERFLOW, PHONE, screenshot
+from tests.browser.conftest import both_widths
 from tests.goal_step.task_sets import build, make_procedures
 
 pytestmark = pytest.mark.browser
-
-
-def _both_widths(page: Any, name: str) -> None:
-    page.set_viewport_size(DESKTOP)
-    screenshot(page, f"goal-step-{name}-desktop")
-    page.set_viewport_size(PHONE)
-    overflow = page.evaluate(PAGE_OVERFLOW)
-    screenshot(page, f"goal-step-{name}-phone")
-    assert overflow <= 0, f"{name}: the page scrolls sideways by {overflow} px at 390 px"
-    page.set_viewport_size(DESKTOP)
 
 
 def test_the_goal_step_pages(staff_page: Any, live_server: Any) -> None:
@@ -62,5 +52,5 @@ def test_the_goal_step_pages(staff_page: Any, live_server: Any) -> None:
     ]:
         staff_page.goto(f"{live_server.url}{path}")
         staff_page.get_by_text(text).first.wait_for()
-        _both_widths(staff_page, name)
+        both_widths(staff_page, f"goal-step-{name}")
     assert not errors, errors

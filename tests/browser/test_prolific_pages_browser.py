@@ -8,18 +8,10 @@ from typing import Any
 import pytest
 
 from tests.annotation.conftest import make_study
-from tests.browser.conftest import DESKTOP, PAGE_OVERFLOW, PHONE, screenshot
+from tests.browser.conftest import both_widths
 from tests.prolific_server import FakeProlific
 
 pytestmark = pytest.mark.browser
-
-
-def _both_widths(page: Any, name: str) -> None:
-    for size, label in ((DESKTOP, "desktop"), (PHONE, "phone")):
-        page.set_viewport_size(size)
-        screenshot(page, f"prolific/{name}-{label}")
-        assert page.evaluate(PAGE_OVERFLOW) <= 0, f"{name} scrolls sideways at {size['width']} px"
-    page.set_viewport_size(DESKTOP)
 
 
 def test_the_prolific_pages(staff_page: Any, live_server: Any, settings: Any) -> None:
@@ -29,19 +21,19 @@ def test_the_prolific_pages(staff_page: Any, live_server: Any, settings: Any) ->
         page = staff_page
         page.goto(f"{live_server.url}/studies/{study.slug}/prolific/draft/")
         page.get_by_text("Create the study on Prolific").first.wait_for()
-        _both_widths(page, "draft")
+        both_widths(page, "prolific/draft")
         page.fill("#id_description", "Read a goal and a procedure; list its critical failures.")
         page.fill("#id_reward", "250")
         page.click("button[type=submit].btn-primary")
         page.get_by_text("Draft study").first.wait_for()
         assert len(prolific.state.studies) == 1
-        _both_widths(page, "study-section")
+        both_widths(page, "prolific/study-section")
         page.get_by_role("link", name="Publish", exact=True).click()
         page.get_by_text("What will happen on Prolific").wait_for()
-        _both_widths(page, "confirm-publish")
+        both_widths(page, "prolific/confirm-publish")
         page.click("button[type=submit].btn-primary")
         page.get_by_text("the study is now ACTIVE").wait_for()
         prolific.submit(next(iter(prolific.state.studies)), participant_id="a" * 24)
         page.get_by_role("link", name="Review submissions").click()
         page.get_by_text("Review submissions on Prolific").wait_for()
-        _both_widths(page, "review")
+        both_widths(page, "prolific/review")
