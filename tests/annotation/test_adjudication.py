@@ -14,6 +14,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
+from hypothesis import given
+from hypothesis import strategies as st
 
 from annotation.critical_failures.adjudication import review_queue
 from annotation.critical_failures.gold import gold_items
@@ -22,6 +24,7 @@ from annotation.gold import gold_decide
 from annotation.models import Annotation, GoldEvent, Study, StudyItem
 from tests.annotation.conftest import annotate_all, make_study, no_failure, qualified
 from tests.factories import logged_in, make_judge, make_judgment, make_user
+from tests.fuzzing import fuzz_settings
 
 
 def failure(text: str = "Step 1 uses a tablespoon, not a spoonful.") -> Submission:
@@ -277,3 +280,29 @@ def test_the_gold_api_now_as_of_a_time_and_its_events(world: dict[str, Any]) -> 
     bad = client.get(url, {"at": "soon"})
     assert bad.status_code == 400 and "at" in bad.json()
     assert logged_in(make_user()).get(url).status_code == 403
+
+
+FIELD_VALUE = st.one_of(
+    st.text(st.characters(exclude_categories=("Cs",)), max_size=40),
+    st.integers(min_value=-(10**20), max_value=10**20).map(str),
+    st.sampled_from(["", "yes", "no", "clear", "1", "4", "99", "٣", "\x00", "1e400"]),
+)
+GOLD_FIELDS = st.sampled_from(
+    ["has_failure", "reason", "action", "failure-0-description", "failure-0-l1", "failure-0-l2",
+     "failure-7-l2", "failure-999-description", "failure-x-l1"]
+)  # fmt: skip
+
+
+@given(posted=st.dictionaries(GOLD_FIELDS, st.lists(FIELD_VALUE, max_size=3), max_size=6))
+@fuzz_settings(60)
+def test_the_gold_form_never_fails_and_a_refusal_stores_nothing(
+    world: dict[str, Any], posted: dict[str, list[str]]
+) -> None:
+    study, item = world["study"], world["items"][1]
+    before = list(GoldEvent.objects.values_list("pk", flat=True))
+    response = _post(world["client"], study, item, posted)
+    assert response.status_code in {302, 400}, response.content[:300]
+    if response.status_code == 400:
+        assert list(GoldEvent.objects.values_list("pk", flat=True)) == before
+    else:
+        assert GoldEvent.objects.count() == len(before) + 1
