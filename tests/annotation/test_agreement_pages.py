@@ -12,7 +12,7 @@ from django.urls import reverse
 from annotation.agreement import Label, alpha_binary
 from annotation.agreement_data import study_agreement
 from annotation.critical_failures.posted import FailureInput, Submission
-from annotation.models import Study
+from annotation.models import Study, StudyItem
 from judging.models import Generation
 from tests.annotation.conftest import annotate_all, make_study, qualified
 from tests.factories import make_judge, make_judgment, make_user
@@ -189,6 +189,8 @@ def test_the_disagreements_page_shows_both_sides_escaped(admin_client: Client, s
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert(1)" not in html
     assert f'data-step-prefix="g{items[2].pk}-"' in html
     assert "Skips a step" in html  # the humans' failures beside the judge's
+    item = StudyItem.objects.get(study__slug="agree", generation=items[2])
+    assert reverse("annotation:adjudicate", args=["agree", item.pk]) in html  # settle it from here
 
 
 def test_the_overview_lists_studies_with_annotations(admin_client: Client, study: Study) -> None:
