@@ -456,12 +456,12 @@ def procedures_split(
 
 def split_train_test(examples: Sequence[Example], *, test_size: int, seed: int) -> TrainTestSplit:
     """§3.4: `test_size` examples drawn at random are the test set; the training set is the rest, minus any
-    example whose prompt or a candidate (normalised) is the prompt or a candidate of a test example."""
+    example whose prompt or a candidate (normalised) is the prompt or a candidate of a test example. The rule
+    as a list of examples: a build runs split_kept, its form on arrays across tasks, which the tests check
+    against this one."""
     if not 0 <= test_size <= len(examples):
         raise ValueError(f"test_size must be between 0 and {len(examples)}, got {test_size}")
-    chosen = np.random.default_rng(seed).choice(len(examples), size=test_size, replace=False)
-    in_test = np.zeros(len(examples), dtype=bool)
-    in_test[chosen] = True
+    in_test = _test_mask(len(examples), test_size, seed)
     test = [e for e, t in zip(examples, in_test, strict=True) if t]
     test_texts = {normalise(text) for e in test for text in (e.prompt, *e.candidates)}
     train: list[Example] = []
@@ -476,18 +476,22 @@ def split_train_test(examples: Sequence[Example], *, test_size: int, seed: int) 
     return TrainTestSplit(train=train, test=test, dropped=dropped)
 
 
+def _test_mask(n: int, size: int, seed: int) -> np.ndarray:
+    """Which of n examples are test: `size` of them drawn without replacement with the seed."""
+    mask = np.zeros(n, dtype=bool)
+    mask[np.random.default_rng(seed).choice(n, size=size, replace=False)] = True
+    return mask
+
+
 def split_kept(kept: dict[str, Kept], *, test_share: float, seed: int) -> dict[str, KeptSplit]:
     """split_train_test on every task at once, as arrays: per task round(test_share x n) examples drawn with
     the seed are test; train is the rest minus any example sharing a normalised text (prompt or candidate)
     with a test example of any task."""
     ids = {task: examples.text_ids() for task, examples in kept.items()}
-    in_test: dict[str, np.ndarray] = {}
-    for task, examples in kept.items():
-        chosen = np.random.default_rng(seed).choice(
-            len(examples), size=round(test_share * len(examples)), replace=False
-        )
-        in_test[task] = np.zeros(len(examples), dtype=bool)
-        in_test[task][chosen] = True
+    in_test = {
+        task: _test_mask(len(examples), round(test_share * len(examples)), seed)
+        for task, examples in kept.items()
+    }
     test_ids = np.unique(np.concatenate([ids[task][in_test[task]].ravel() for task in kept] or [[]]))
     splits = {}
     for task in kept:
