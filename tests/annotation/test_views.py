@@ -130,6 +130,32 @@ def test_it_walks_from_the_prolific_url_to_the_completion_redirect(client: Clien
     assert Annotation.objects.filter(study=study).count() == 2
 
 
+def test_failing_the_attention_checks_ends_with_their_code(client: Client) -> None:
+    study = make_study(
+        n_items=2,
+        items_per_participant=2,
+        attention_checks=2,
+        attention_check_every=1,
+        attention_fail_limit=1,
+    )
+    qualify(client, study)
+    while (assignment := current(client, study)) is not None:
+        read_all(client, study, assignment)
+        item = assignment.item
+        against = "no" if item.is_attention_check and item.attention_expects_failure else "yes"
+        answer = {"has_failure": against if item.is_attention_check else "no", "active_seconds": "3.5"}
+        if answer["has_failure"] == "yes":
+            answer |= {"failure-0-description": "x", "failure-0-l1": "1"}
+        response = client.post(url("submit", study, assignment), answer)
+        assert response.status_code == 302
+        response = client.get(response.url)
+        if response.status_code == 302 and response.url.startswith("https://"):
+            break
+    assert response.url == "https://app.prolific.com/submissions/complete?cc=ATTENT10N"
+    page = client.get(reverse("annotator:done", args=[study.slug]))
+    assert b"ATTENT10N" in page.content and b"will be reviewed" in page.content
+
+
 def test_it_screens_out_with_the_screenout_code_after_two_failed_checks(client: Client) -> None:
     study = make_study(n_items=1)
     client.get(entry_url(study))
