@@ -6,6 +6,10 @@ An item is in the queue when
 - a judge disagrees with the human majority: some judge's usable verdict (parse failures are no verdict)
   differs from the majority of the item's annotations (an item whose humans tie is already in the queue).
 
+Each entry carries the item's Dawid-Skene estimate (annotation/dawid_skene.py, fitted on the study's
+"does L2 have a critical failure?" labels): its label and posterior, for the reviewer to see beside the
+majority.
+
 Open items (no gold yet) come first, the hardest first: humans tied, then the most judges against the
 majority, then the widest split; then the study's order. Items with gold stay in the queue, shown as decided,
 so a decision can be reviewed and undone.
@@ -19,8 +23,10 @@ from dataclasses import dataclass, field
 from judging.models import Judgment
 
 from ..agreement import majority
+from ..dawid_skene import UnitEstimate, dawid_skene
 from ..models import Annotation, Study, StudyItem
 from .gold import CriticalGold, gold_items
+from .questions import FAILURE, has_failure_question
 
 OPEN, DECIDED, ALL = "open", "decided", "all"
 SHOWN = (OPEN, DECIDED, ALL)
@@ -39,6 +45,11 @@ class QueueEntry:
     labels: list[bool]  # the annotators' verdicts (True: a critical failure), in submission order
     judges: list[JudgeVerdict] = field(default_factory=list)
     gold: CriticalGold | None = None
+    dawid_skene: UnitEstimate | None = None
+
+    @property
+    def dawid_skene_says_failure(self) -> bool | None:
+        return None if self.dawid_skene is None else self.dawid_skene.label == FAILURE
 
     @property
     def majority(self) -> bool | None:
@@ -118,7 +129,18 @@ def _entries(study: Study, item_ids: list[int] | None = None) -> dict[int, Queue
     )
     entries = {item.pk: QueueEntry(item, labels.get(item.pk, []), gold=golds.get(item.pk)) for item in loaded}
     _add_judges(entries)
+    _add_dawid_skene(study, entries)
     return entries
+
+
+def _add_dawid_skene(study: Study, entries: dict[int, QueueEntry]) -> None:
+    """Each entry's Dawid-Skene estimate, the model fitted on the whole study's labels."""
+    labels = has_failure_question(study).labels
+    if not labels:
+        return
+    estimates = {estimate.unit: estimate for estimate in dawid_skene(labels).units}
+    for entry in entries.values():
+        entry.dawid_skene = estimates.get(entry.item.generation_id)
 
 
 def _add_judges(entries: dict[int, QueueEntry]) -> None:

@@ -78,9 +78,13 @@ def test_the_queue_holds_disagreements_hardest_first(world: dict[str, Any]) -> N
     assert [e.item.pk for e in queue.entries] == [items[4].pk, items[2].pk, items[1].pk]
     assert (queue.n_open, queue.n_decided) == (3, 0)
     assert [j.model for j in queue.entries[1].judges_against] == ["judge-a"]
+    estimate = queue.entries[0].dawid_skene  # 1 of 3 say failure: Dawid-Skene's own estimate is shown
+    assert estimate is not None and estimate.votes == (("no failure", 2), ("failure", 1))
+    assert estimate.label in {"failure", "no failure"} and 0.5 <= estimate.posterior <= 1
     page = world["client"].get(reverse("annotation:adjudication_queue", args=[world["study"].slug]))
     assert page.status_code == 200
     assert page.content.decode().count('class="btn btn-small"') == 3
+    assert f"Dawid\u2013Skene: {estimate.label} ({estimate.posterior:.2f})" in page.content.decode()
 
 
 def _post(client: Client, study: Study, item: StudyItem, data: dict[str, Any]) -> Any:
