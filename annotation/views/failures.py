@@ -89,7 +89,7 @@ def failure_list(request: HtmxHttpRequest) -> HttpResponse:
         "counts": counts,
         "total": sum(c.total for c in counts),
         "counts_at_least": filters.counts_at_least,
-        "count_cap": failures.SEARCH_COUNT_CAP,
+        "count_cap": failures.search.SEARCH_COUNT_CAP,
         "chart": _topic_chart(chart_items, at_least=filters.counts_at_least) if counts else None,
         "filter_query": query_string(query.params()),
         "next_query": query_string({**query.params(), "cursor": page.next_cursor})
@@ -106,7 +106,7 @@ def failure_list(request: HtmxHttpRequest) -> HttpResponse:
 
 
 def _topic_chart(items: list[tuple[str, int, str]], *, at_least: bool) -> charts.BarChartSvg:
-    if at_least:  # a broad text search: lower bounds (annotation/failures.py SEARCH_COUNT_CAP)
+    if at_least:  # a broad text search: lower bounds (annotation/failures/search.py SEARCH_COUNT_CAP)
         title = "Critical failures per topic, at least"
         return charts.bar_chart_svg(items, title=title, unit="failures or more")
     return charts.bar_chart_svg(items, title="Critical failures per topic", unit="failures")

@@ -51,7 +51,7 @@ def test_it_reads_a_rare_word_among_its_matches_without_walking_the_index(world:
 def test_it_flags_the_counts_of_a_search_broader_than_the_cap(
     world: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(failures, "SEARCH_COUNT_CAP", 2)
+    monkeypatch.setattr(failures.search, "SEARCH_COUNT_CAP", 2)
     filters = _filters(q="second")
     assert filters.text_hits is not None and len(filters.text_hits) == 3 and filters.search_is_broad
     counts = failures.failure_counts_by_topic(filters=filters)
@@ -64,7 +64,7 @@ def test_it_flags_the_counts_of_a_search_broader_than_the_cap(
 def test_it_labels_capped_counts_on_the_page(
     admin_client: Client, world: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(failures, "SEARCH_COUNT_CAP", 2)
+    monkeypatch.setattr(failures.search, "SEARCH_COUNT_CAP", 2)
     html = admin_client.get(reverse("failures:failure_list"), {"q": "second"}).content.decode()
     assert "3+ failures match the filters" in html and "More than 2 judge failures match" in html
     assert "Critical failures per topic, at least" in html
