@@ -15,7 +15,8 @@ Targets: leaderboard page (with its intervals and the paired tests of 20 generat
 judge's report card <= 500 ms (both with the figures cached for the judgments' version, as a researcher
 browsing sees them; the same pages computed afresh are timed too, "cache cleared"); the failure browser's
 filtered first page <= 200 ms; the agreement page of the 200-item, 3-annotator study judged by 10 judges (8
-more judges judge just its generations) <= 300 ms.
+more judges judge just its generations) <= 300 ms; the same study's adjudication queue (every item shown, with
+Dawid-Skene fitted on the study) <= 300 ms, as the agreement page.
 Each page is one function taking the Client (see PAGES); add a function there to time another page.
 """
 
@@ -450,6 +451,29 @@ def report_card_pages(client: Any) -> list[Timing]:
     ]
 
 
+ADJUDICATION_QUEUE = "adjudication queue (200 items x 3 annotators, 2 judges, Dawid-Skene)"
+
+
+def adjudication_pages(client: Any) -> list[Timing]:
+    """The bench study's adjudication queue (every item: annotators' and judges' verdicts, gold, Dawid-Skene
+    fitted on the study) and the page of the first item in it."""
+    from django.urls import reverse
+
+    from annotation.critical_failures.adjudication import review_queue
+    from annotation.models import Study
+
+    study = Study.objects.get(slug="bench-study")
+    queue = review_queue(study, "all")
+    shape = f"{len(queue.entries)} items in the queue"
+    timings = [timed(client, ADJUDICATION_QUEUE, reverse("annotation:adjudication_queue", args=[study.slug]),
+                     {"show": "all"})]  # fmt: skip
+    if queue.entries:
+        item = queue.entries[0].item
+        url = reverse("annotation:adjudicate", args=[study.slug, item.pk])
+        timings.append(timed(client, "adjudication: an item's page", url))
+    return [Timing(t.name, t.url, t.times, t.bytes, note=shape) for t in timings]
+
+
 PAGES: list[Callable[[Any], list[Timing]]] = [
     leaderboard_page,
     failure_browser_page,
@@ -458,6 +482,7 @@ PAGES: list[Callable[[Any], list[Timing]]] = [
     paired_pages,
     report_card_pages,
     agreement_page,
+    adjudication_pages,
 ]
 TARGETS_MS = {
     SEARCH_COMMON: 300.0,
@@ -466,6 +491,7 @@ TARGETS_MS = {
     REPORT_CARD: 500.0,
     "failure browser: filtered first page (topic + judge)": 200.0,
     "agreement page (200 items x 3 annotators, 10 judges)": 300.0,
+    ADJUDICATION_QUEUE: 300.0,
 }
 
 
