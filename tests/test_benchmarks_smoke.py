@@ -90,7 +90,10 @@ def _smoke_name(suffix: str) -> str:
     url = os.environ.get("DATABASE_URL", "")
     if urlparse(url).scheme not in {"postgres", "postgresql"}:
         pytest.skip("the benchmarks run on PostgreSQL (DATABASE_URL)")
-    return f"{urlparse(url).path.lstrip('/')}_smoke_{suffix}"[:63]
+    # Each pytest-xdist worker has its own names: two workers running smoke tests would otherwise create and
+    # drop one template database under each other.
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    return f"{urlparse(url).path.lstrip('/')}_smoke_{worker}{'_' if worker else ''}{suffix}"[:63]
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,7 @@ from judging.models import Judgment
 
 from ..critical_failures.adjudication import OPEN, SHOWN, QueueEntry, next_open, queue_entry, review_queue
 from ..critical_failures.answer import check_answer
-from ..critical_failures.gold import CriticalGold, gold_from_json, gold_from_submission
+from ..critical_failures.gold import CriticalGold, gold_from_json, gold_from_submission, gold_items
 from ..critical_failures.gold_export import events_jsonl_lines, gold_csv_lines, gold_jsonl_lines
 from ..critical_failures.posted import FailureEntry, posted_item, submission
 from ..gold import MAX_REASON, gold_decide, gold_revert
@@ -141,7 +141,10 @@ def _decide(request: HttpRequest, study: Study, item: StudyItem) -> HttpResponse
     n_l1, n_l2 = _n_steps(item)
     reason = clean_text(request.POST.get("reason", ""))
     if request.POST.get("action") == "clear":
-        return _record(request, study, item, None, reason, GoldForm("", _with_blanks([]), reason))
+        form = GoldForm("", _with_blanks([]), reason)
+        if item.pk not in gold_items(study):
+            return _refused(request, item, form, "action: the item has no gold to clear", "action")
+        return _record(request, study, item, None, reason, form)
     posted = posted_item(request.POST, n_l1=n_l1, n_l2=n_l2)
     posted.failures = [f for f in posted.failures if f.description or f.l1 or f.l2]  # unused blank entries
     form = GoldForm(posted.choice, posted.failures, reason)

@@ -151,6 +151,9 @@ def test_undo_restores_the_gold_it_replaced_with_a_reason(world: dict[str, Any])
     )
     _post(client, study, item, {"has_failure": "no", "action": "clear", "reason": "Not decidable."})
     assert item.pk not in gold_items(study)
+    again = _post(client, study, item, {"action": "clear", "reason": "twice"})
+    assert again.status_code == 400 and "the item has no gold to clear" in again.content.decode()
+    assert GoldEvent.objects.count() == 2
     cleared = GoldEvent.objects.order_by("-id").first()
     assert cleared is not None
     url = reverse("annotation:gold_undo", args=[study.slug, item.pk, cleared.pk])
