@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import csv
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import wraps
 from typing import Any
 
@@ -133,6 +133,21 @@ class SafeDictWriter(csv.DictWriter):
     def writerows(self, rowdicts: Iterable[Mapping[str, Any]]) -> None:
         for rowdict in rowdicts:
             self.writerow(rowdict)
+
+
+class _Echo:
+    """A file-like object whose write returns what it is given (the csv writer then returns each line)."""
+
+    def write(self, value: str) -> str:
+        return value
+
+
+def csv_lines(rows: Iterable[Mapping[str, Any]], fields: list[str]) -> Iterator[str]:
+    """The header, then one CSV line per row (its `fields`, each cell through csv_value), for streaming."""
+    writer = SafeDictWriter(_Echo(), fieldnames=fields)
+    yield writer.writeheader()
+    for row in rows:
+        yield writer.writerow(row)
 
 
 # --- admin --------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-from h2e_site.web import SafeDictWriter
+from h2e_site.web import csv_lines
 
 from ..models import GoldEvent, Study
 from .gold import gold_from_json
@@ -107,16 +107,11 @@ def events_jsonl_lines(study: Study, at: datetime | None = None) -> Iterator[str
     return _jsonl(event_rows(study, at))
 
 
-class _Echo:
-    def write(self, value: str) -> str:
-        return value
-
-
 def gold_csv_lines(study: Study, at: datetime | None = None) -> Iterator[str]:
-    writer = SafeDictWriter(_Echo(), fieldnames=GOLD_FIELDS)
-    yield writer.writeheader()
-    for row in gold_rows(study, at):
-        yield writer.writerow({**row, "failures": json.dumps(row["failures"], ensure_ascii=False)})
+    rows = (
+        {**row, "failures": json.dumps(row["failures"], ensure_ascii=False)} for row in gold_rows(study, at)
+    )
+    return csv_lines(rows, GOLD_FIELDS)
 
 
 __all__ = [

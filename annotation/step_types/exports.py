@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from h2e_site.web import SafeDictWriter
+from h2e_site import web
 
 from ..models import StepTypeClassifier, StepTypeLabel, StepTypePrediction, Study, StudyItem
 
@@ -150,13 +150,6 @@ def jsonl_lines(rows: Iterable[Mapping[str, Any]]) -> Iterator[bytes]:
         yield orjson.dumps(row) + b"\n"
 
 
-class _Echo:
-    """A file-like object whose write returns what it is given (csv.writer then yields each line)."""
-
-    def write(self, value: str) -> str:
-        return value
-
-
 def _csv_cell(value: Any) -> Any:
     if value is None:
         return ""
@@ -166,8 +159,5 @@ def _csv_cell(value: Any) -> Any:
 
 
 def csv_lines(rows: Iterable[Mapping[str, Any]], fields: list[str]) -> Iterator[str]:
-    """The header, then one line per row; formulas neutralised by SafeDictWriter."""
-    writer = SafeDictWriter(_Echo(), fieldnames=fields)
-    yield writer.writeheader()
-    for row in rows:
-        yield writer.writerow({name: _csv_cell(row.get(name)) for name in fields})
+    """The header, then one line per row; formulas neutralised by SafeDictWriter (web.csv_lines)."""
+    return web.csv_lines(({name: _csv_cell(row.get(name)) for name in fields} for row in rows), fields)

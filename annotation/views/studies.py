@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from h2e_site.inputs import BadInput
-from h2e_site.web import SafeDictWriter, staff_required
+from h2e_site.web import csv_lines, staff_required
 
 from .. import codebook, selectors, services
 from ..forms import StudyForm
@@ -163,17 +163,10 @@ def study_export_jsonl(request: HttpRequest, slug: str) -> HttpResponse:
     return response
 
 
-class _Echo:
-    def write(self, value: str) -> str:
-        return value
-
-
 def _csv(study: Study) -> Iterator[str]:
     spec = kind_for(study)
-    writer = SafeDictWriter(_Echo(), fieldnames=spec.export_fields())
-    yield writer.writeheader()
-    for row in spec.export_rows(study):
-        yield writer.writerow({k: selectors.csv_cell(v) for k, v in row.items()})
+    rows = ({k: selectors.csv_cell(v) for k, v in row.items()} for row in spec.export_rows(study))
+    return csv_lines(rows, spec.export_fields())
 
 
 @staff_required
