@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.test import Client
 
 from annotation import services
 from annotation.critical_failures.posted import FailureInput, Submission
@@ -47,8 +48,9 @@ def _screened_out(study: Study) -> Participant:
     return screened
 
 
-@pytest.mark.django_db
-def test_a_preview_then_the_transitions_and_the_refusals(prolific: FakeProlific) -> None:
+def _finished_and_screened_out(prolific: FakeProlific) -> tuple[Participant, str, str, Client, str]:
+    """A study on Prolific with one participant who finished and one screened out, both submitted there:
+    (the finished participant, their submission, the screened-out one's, a staff client, the review URL)."""
     study = make_study(n_items=2, k=2)
     _on_prolific(study)
     done = qualified(study, 1)
@@ -57,8 +59,12 @@ def test_a_preview_then_the_transitions_and_the_refusals(prolific: FakeProlific)
     screened = _screened_out(study)
     ok = prolific.submit(study.prolific_study_id, participant_id=done.prolific_pid)
     out = prolific.submit(study.prolific_study_id, participant_id=screened.prolific_pid)
-    staff = logged_in(make_user(is_staff=True))
-    url = f"/studies/{study.slug}/prolific/review/"
+    return done, ok, out, logged_in(make_user(is_staff=True)), f"/studies/{study.slug}/prolific/review/"
+
+
+@pytest.mark.django_db
+def test_a_preview_then_the_transitions_and_the_refusals(prolific: FakeProlific) -> None:
+    done, ok, out, staff, url = _finished_and_screened_out(prolific)
     page = staff.get(url)
     assert page.status_code == 200 and ok.encode() in page.content and b"Screened out" in page.content
 
@@ -139,16 +145,7 @@ def _obeying(assignment: Any) -> Any:
 
 @pytest.mark.django_db
 def test_screening_out_asks_only_the_screened_out_to_return(prolific: FakeProlific) -> None:
-    study = make_study(n_items=2, k=2)
-    _on_prolific(study)
-    done = qualified(study, 1)
-    annotate_all(done, lambda assignment: no_failure())
-    services.participant_finish(participant=done)
-    screened = _screened_out(study)
-    ok = prolific.submit(study.prolific_study_id, participant_id=done.prolific_pid)
-    out = prolific.submit(study.prolific_study_id, participant_id=screened.prolific_pid)
-    staff = logged_in(make_user(is_staff=True))
-    url = f"/studies/{study.slug}/prolific/review/"
+    _, ok, out, staff, url = _finished_and_screened_out(prolific)
     preview = staff.post(url, {"action": "REQUEST_RETURN", "submissions": [ok, out]})
     assert b"not screened out by the comprehension check" in preview.content
     staff.post(url, {"action": "REQUEST_RETURN", "submissions": [ok, out], "confirmed": "1"})
