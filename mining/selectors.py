@@ -3,7 +3,9 @@
 The funnel is computed by SQL aggregates over the stored outcomes, grouped by the document's topic and the
 stage: processed (outcomes), passed, errors, tokens, cost. Yield is relative to the run's input documents of
 the topic, as in the paper's table 6 ("#documents retained after the stage divided by #input documents");
-the pass rate is relative to what the stage processed. `reused` counts the answers taken from an earlier
+the pass rate is relative to what the stage processed. As in the reference, "processed" counts the documents
+a stage answered (a request, or its stored answer reused); a document the LLM filter drops without a request
+(its extraction's goal is empty) is counted as not sent: it entered the stage and was dropped there. `reused` counts the answers taken from an earlier
 outcome of the same request (no request sent; tokens and cost are those of the answer); `stored` counts the
 procedures the run keeps, which is the final validation's passes unless one's source_example_id was already
 stored with other content (run_unstored says which and why).
@@ -17,7 +19,7 @@ from typing import Any
 
 from django.db.models import Count, Q, QuerySet, Sum
 
-from .models import STAGE_ORDER, MiningRun, Procedure, Stage, StageOutcome
+from .models import NOT_SENT, STAGE_ORDER, MiningRun, Procedure, Stage, StageOutcome
 
 NO_TOPIC = "(no topic)"
 
@@ -30,6 +32,7 @@ class FunnelCell:
     inputs: int
     processed: int = 0
     passed: int = 0
+    not_sent: int = 0  # dropped without a request (the reference leaves these out of `processed`)
     errors: int = 0
     reused: int = 0
     prompt_tokens: int = 0
@@ -48,7 +51,18 @@ class FunnelCell:
 
     @property
     def rejected(self) -> int:
+        """Answered and not passed (the reference's processed − passed)."""
         return self.processed - self.passed
+
+    @property
+    def entered(self) -> int:
+        """The documents that reached the stage: answered, or dropped without a request."""
+        return self.processed + self.not_sent
+
+    @property
+    def dropped(self) -> int:
+        """The documents the stage let go: rejected, and dropped without a request."""
+        return self.entered - self.passed
 
     @property
     def yield_percent(self) -> float:
@@ -64,6 +78,7 @@ class FunnelCell:
             "processed": self.processed,
             "passed": self.passed,
             "rejected": self.rejected,
+            "not_sent": self.not_sent,
             "errors": self.errors,
             "reused": self.reused,
             "yield_percent": round(self.yield_percent, 4),
@@ -124,7 +139,8 @@ class Funnel:
 
 
 _AGGREGATES = {
-    "processed": Count("id"),
+    "processed": Count("id", filter=~NOT_SENT),
+    "not_sent": Count("id", filter=NOT_SENT),
     "passed": Count("id", filter=Q(passed=True)),
     "errors": Count("id", filter=~Q(error="")),
     "reused": Count("id", filter=Q(reused=True)),
@@ -208,3 +224,4 @@ def stage_rejections(run: MiningRun, stage: str, *, topic: str | None = None) ->
     elif topic:
         rejected = rejected.filter(document__topic__name=topic)
     return rejected.defer("raw_output", "document__text", "document__extra").order_by("document__doc_id")
+
