@@ -5,10 +5,11 @@ stage: processed (outcomes), passed, errors, tokens, cost. Yield is relative to 
 the topic, as in the paper's table 6 ("#documents retained after the stage divided by #input documents");
 the pass rate is relative to what the stage processed. As in the reference, "processed" counts the documents
 a stage answered (a request, or its stored answer reused); a document the LLM filter drops without a request
-(its extraction's goal is empty) is counted as not sent: it entered the stage and was dropped there. `reused` counts the answers taken from an earlier
-outcome of the same request (no request sent; tokens and cost are those of the answer); `stored` counts the
-procedures the run keeps, which is the final validation's passes unless one's source_example_id was already
-stored with other content (run_unstored says which and why).
+(its extraction's goal is empty) is counted as not sent: it entered the stage and was dropped there.
+`reused` counts the answers taken from an earlier outcome of the same request (no request sent; tokens and
+cost are those of the answer); `stored` counts the procedures the run keeps, which is the final
+validation's passes unless one's source_example_id was already stored with other content (run_unstored
+says which and why).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ class FunnelCell:
 
     @property
     def rejected(self) -> int:
-        """Answered and not passed (the reference's processed − passed)."""
+        """Answered and not passed (the reference's processed minus passed)."""
         return self.processed - self.passed
 
     @property
@@ -225,3 +226,39 @@ def stage_rejections(run: MiningRun, stage: str, *, topic: str | None = None) ->
         rejected = rejected.filter(document__topic__name=topic)
     return rejected.defer("raw_output", "document__text", "document__extra").order_by("document__doc_id")
 
+
+# --- the stage funnel of a run's page: what entered each stage, what it let go and why ---------------------
+
+TOP_REASONS = 5
+
+
+@dataclass(frozen=True)
+class StageDrops:
+    """One stage of the whole run: documents that entered, passed and were dropped, the commonest reasons."""
+
+    cell: FunnelCell
+    reasons: list[tuple[str, int]]  # (reason, documents), the TOP_REASONS commonest
+    other_reasons: int  # documents dropped for a reason not listed
+
+    @property
+    def entered_percent(self) -> float:
+        return 100.0 * self.cell.entered / self.cell.inputs if self.cell.inputs else 0.0
+
+
+def run_stage_drops(run: MiningRun, funnel: Funnel) -> list[StageDrops]:
+    """Per stage (in pipeline order) of the run's funnel totals: entered / passed / dropped, and the
+    commonest reasons of the drops (one query per stage that dropped something)."""
+    drops = []
+    for cell in funnel.total.cells:
+        reasons: list[tuple[str, int]] = []
+        if cell.dropped:
+            rows = (
+                StageOutcome.objects.filter(run=run, stage=cell.stage, passed=False)
+                .values_list("reason")
+                .annotate(n=Count("id"))
+                .order_by("-n", "reason")[:TOP_REASONS]
+            )
+            reasons = [(reason or "(no reason given)", n) for reason, n in rows]
+        other = cell.dropped - sum(n for _, n in reasons)
+        drops.append(StageDrops(cell=cell, reasons=reasons, other_reasons=other))
+    return drops
