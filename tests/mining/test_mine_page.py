@@ -18,7 +18,7 @@ from h2e_site.jobs.models import JobStatus
 from mining import forms
 from mining.job_kinds import MINE
 from mining.models import MiningRun, SourceDocument
-from mining.runs import mine_job_run
+from mining.runs import mine_job_run, mining_run_create
 from tests.factories import make_user
 from tests.llm_server import LoopbackLLM
 from tests.mining.canned import canned_responder, loopback_config, make_document
@@ -118,6 +118,18 @@ def test_it_needs_staff_and_the_run_permission(configs: Path, documents: None, s
     assert "needs the “add job” permission" in staff.get(reverse("mine:runs")).content.decode()
     assert staff.post(reverse("mine:start"), {"config": "loopback.yaml"}).status_code == 403
     assert not MiningRun.objects.exists()
+
+
+def test_it_lists_the_runs_in_a_fixed_number_of_queries(
+    configs: Path, documents: None, staff: Client
+) -> None:
+    config = forms.load_run_config(configs / "loopback.yaml")
+    for _ in range(3):
+        mining_run_create(config=config, enqueue=False)
+    with CaptureQueriesContext(connection) as queries:
+        html = staff.get(reverse("mine:runs")).content.decode()
+    assert html.count('<tr data-run="') == 3
+    assert len(queries) <= 8
 
 
 def test_it_refuses_other_methods(configs: Path, runner: Client) -> None:
