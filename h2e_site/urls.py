@@ -61,6 +61,7 @@ urlpatterns = [
     path("agreement/", include("annotation.urls.agreement")),
     path("calibration/plan/", include("annotation.urls.planner")),
     path("jobs/", include("h2e_site.jobs.urls")),
+    path("mining/", include("mining.urls")),
     path("", include("goal_step.urls")),  # /tasks/: goal-step task sets
     # The same pages under the names they had while they lived in the mining app (mining:task_set, ...).
     path("", include((goal_step_urls.urlpatterns, "mining"))),

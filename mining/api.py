@@ -78,7 +78,11 @@ class FunnelCellSerializer(serializers.Serializer):
     stage = serializers.ChoiceField(choices=Stage.choices)
     processed = serializers.IntegerField()
     passed = serializers.IntegerField()
-    rejected = serializers.IntegerField()
+    rejected = serializers.IntegerField(help_text="processed and not passed")
+    not_sent = serializers.IntegerField(
+        help_text="dropped without a request (the LLM filter, for an extraction with an empty goal); not "
+        "counted as processed, as the reference counts them"
+    )
     errors = serializers.IntegerField()
     yield_percent = serializers.FloatField(help_text="passed / the topic's input documents, in %")
     pass_rate_percent = serializers.FloatField(help_text="passed / processed by this stage, in %")

@@ -15,17 +15,18 @@ from .tasks import run_mine_job
 
 
 def describe_mine_jobs(jobs: Sequence[Job]) -> dict[int, JobDescription]:
-    """MINE jobs: their mining run (one query) and its funnel."""
+    """MINE jobs: their mining run (one query), its page and its funnel by topic."""
     runs = MiningRun.objects.in_bulk([pk for job in jobs if (pk := job.parameters.get("run")) is not None])
     descriptions = {}
     for job in jobs:
         run = runs.get(job.parameters.get("run"))
         if run is None:
             continue
+        page = reverse("mine:run", args=[run.pk])
         funnel = reverse("admin:mining_miningrun_funnel", args=[run.pk])
         descriptions[job.pk] = JobDescription(
-            subjects=(JobSubject("mining run", run.name, funnel, f"#{run.pk}"),),
-            links=(JobLink("The run's funnel", funnel, "Funnel"),),
+            subjects=(JobSubject("mining run", run.name, page, f"#{run.pk}"),),
+            links=(JobLink("The run's funnel", page, "Funnel"), JobLink("By topic, tokens and cost", funnel)),
         )
     return descriptions
 
@@ -37,6 +38,8 @@ def register_job_types() -> None:
             run_mine_job,
             label="Mine procedures",
             describe=describe_mine_jobs,
-            start_hint="Mine: the admin's mining runs, POST /api/mining/runs/<id>/start/, or manage.py mine.",
+            start_hint="Mine: the Mining page, the admin's mining runs, POST /api/mining/runs/<id>/start/, "
+            "or manage.py mine.",
+            start_link=("Mine procedures", "mine:runs"),
         )
     )

@@ -105,6 +105,10 @@ class Stage(models.TextChoices):
 
 
 STAGE_ORDER: tuple[str, ...] = tuple(Stage.values)
+# An LLM stage's outcome written without a request (the LLM filter's drop of an extraction with an empty goal:
+# nothing to send). The reference writes such a record too but leaves it out of the stage's processed count;
+# the funnel counts it as the reference does ("not sent", not processed).
+NOT_SENT = models.Q(stage=Stage.FILTER, request_sha256="", raw_output="", error="", reused=False)
 
 
 class RunStatus(models.TextChoices):

@@ -19,7 +19,8 @@ How a run is executed (mine_job_run, called by the thin task in tasks.py, one MI
   sends only that stage and what follows from its new answers. An unparsable answer is reused too (it is
   the model's answer to that request; the reference keeps it as well) except by mining_run_retry_errors,
   which asks again; an API error is no answer and is always sent again. A document whose extraction has
-  an empty goal is rejected by the LLM filter without a request (as the reference drops it there).
+  an empty goal is rejected by the LLM filter without a request (as the reference drops it there); the
+  funnel counts it as the reference does, not sent rather than processed (models.NOT_SENT).
 - Procedures are shared: a final pass whose source_example_id is already stored with the same content (topic,
   goal, steps, resources) is linked to this run too (MiningRun.kept_procedures: the run's export); one stored
   with different content (another run's rewrite, an imported bench record) is never overwritten, and the

@@ -3,10 +3,13 @@
 The funnel is computed by SQL aggregates over the stored outcomes, grouped by the document's topic and the
 stage: processed (outcomes), passed, errors, tokens, cost. Yield is relative to the run's input documents of
 the topic, as in the paper's table 6 ("#documents retained after the stage divided by #input documents");
-the pass rate is relative to what the stage processed. `reused` counts the answers taken from an earlier
-outcome of the same request (no request sent; tokens and cost are those of the answer); `stored` counts the
-procedures the run keeps, which is the final validation's passes unless one's source_example_id was already
-stored with other content (run_unstored says which and why).
+the pass rate is relative to what the stage processed. As in the reference, "processed" counts the documents
+a stage answered (a request, or its stored answer reused); a document the LLM filter drops without a request
+(its extraction's goal is empty) is counted as not sent: it entered the stage and was dropped there.
+`reused` counts the answers taken from an earlier outcome of the same request (no request sent; tokens and
+cost are those of the answer); `stored` counts the procedures the run keeps, which is the final
+validation's passes unless one's source_example_id was already stored with other content (run_unstored
+says which and why).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 
 from django.db.models import Count, Q, QuerySet, Sum
 
-from .models import STAGE_ORDER, MiningRun, Procedure, Stage, StageOutcome
+from .models import NOT_SENT, STAGE_ORDER, MiningRun, Procedure, Stage, StageOutcome
 
 NO_TOPIC = "(no topic)"
 
@@ -30,6 +33,7 @@ class FunnelCell:
     inputs: int
     processed: int = 0
     passed: int = 0
+    not_sent: int = 0  # dropped without a request (the reference leaves these out of `processed`)
     errors: int = 0
     reused: int = 0
     prompt_tokens: int = 0
@@ -48,7 +52,18 @@ class FunnelCell:
 
     @property
     def rejected(self) -> int:
+        """Answered and not passed (the reference's processed minus passed)."""
         return self.processed - self.passed
+
+    @property
+    def entered(self) -> int:
+        """The documents that reached the stage: answered, or dropped without a request."""
+        return self.processed + self.not_sent
+
+    @property
+    def dropped(self) -> int:
+        """The documents the stage let go: rejected, and dropped without a request."""
+        return self.entered - self.passed
 
     @property
     def yield_percent(self) -> float:
@@ -64,6 +79,7 @@ class FunnelCell:
             "processed": self.processed,
             "passed": self.passed,
             "rejected": self.rejected,
+            "not_sent": self.not_sent,
             "errors": self.errors,
             "reused": self.reused,
             "yield_percent": round(self.yield_percent, 4),
@@ -124,7 +140,8 @@ class Funnel:
 
 
 _AGGREGATES = {
-    "processed": Count("id"),
+    "processed": Count("id", filter=~NOT_SENT),
+    "not_sent": Count("id", filter=NOT_SENT),
     "passed": Count("id", filter=Q(passed=True)),
     "errors": Count("id", filter=~Q(error="")),
     "reused": Count("id", filter=Q(reused=True)),
@@ -208,3 +225,40 @@ def stage_rejections(run: MiningRun, stage: str, *, topic: str | None = None) ->
     elif topic:
         rejected = rejected.filter(document__topic__name=topic)
     return rejected.defer("raw_output", "document__text", "document__extra").order_by("document__doc_id")
+
+
+# --- the stage funnel of a run's page: what entered each stage, what it let go and why ---------------------
+
+TOP_REASONS = 5
+
+
+@dataclass(frozen=True)
+class StageDrops:
+    """One stage of the whole run: documents that entered, passed and were dropped, the commonest reasons."""
+
+    cell: FunnelCell
+    reasons: list[tuple[str, int]]  # (reason, documents), the TOP_REASONS commonest
+    other_reasons: int  # documents dropped for a reason not listed
+
+    @property
+    def entered_percent(self) -> float:
+        return 100.0 * self.cell.entered / self.cell.inputs if self.cell.inputs else 0.0
+
+
+def run_stage_drops(run: MiningRun, funnel: Funnel) -> list[StageDrops]:
+    """Per stage (in pipeline order) of the run's funnel totals: entered / passed / dropped, and the
+    commonest reasons of the drops (one query per stage that dropped something)."""
+    drops = []
+    for cell in funnel.total.cells:
+        reasons: list[tuple[str, int]] = []
+        if cell.dropped:
+            rows = (
+                StageOutcome.objects.filter(run=run, stage=cell.stage, passed=False)
+                .values_list("reason")
+                .annotate(n=Count("id"))
+                .order_by("-n", "reason")[:TOP_REASONS]
+            )
+            reasons = [(reason or "(no reason given)", n) for reason, n in rows]
+        other = cell.dropped - sum(n for _, n in reasons)
+        drops.append(StageDrops(cell=cell, reasons=reasons, other_reasons=other))
+    return drops

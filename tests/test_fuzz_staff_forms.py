@@ -344,6 +344,8 @@ def _site_forms() -> list[FormTarget]:
     from judging.admin.actions import AttachConfigForm, GenerateForm, JudgeWithForm
     from judging.admin.generate import GenerateFromConfigForm
     from judging.models import Generator, Judge
+    from mining.forms import MineForm
+    from mining.models import MiningRun
 
     build_url = reverse("goal_step:task_set_build")
     generate_url = reverse("admin:judging_generate")
@@ -417,6 +419,13 @@ def _site_forms() -> list[FormTarget]:
             BonusForm,
             lambda: ProlificBonus.objects.count(),
             context_key="bonus_form",
+        ),
+        FormTarget(
+            "mine from a config",
+            lambda c: c.get(reverse("mine:runs")),
+            lambda c, data: c.post(reverse("mine:start"), data),
+            MineForm,
+            lambda: (MiningRun.objects.count(), Job.objects.count()),
         ),
         FormTarget(
             "a topic's failure patterns",

@@ -151,7 +151,7 @@ def test_it_follows_every_staff_link_without_a_server_error(demo_data: None) -> 
     start = crawl.follow(["/", "/admin/"])
     nav = links_of("/", start["/"])
     admin_index = [url for url in links_of("/admin/", start["/admin/"]) if url.startswith("/admin/")]
-    assert {"/studies/", "/tasks/", "/jobs/", "/admin/"} <= set(nav), nav
+    assert {"/studies/", "/tasks/", "/jobs/", "/mining/", "/admin/"} <= set(nav), nav
     assert any(url.endswith("/add/") for url in admin_index), admin_index
     first = crawl.follow([*nav, *admin_index, *demo_pages()])
 

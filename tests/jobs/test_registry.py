@@ -62,7 +62,7 @@ def test_it_describes_a_mine_job_by_its_run() -> None:
     (line,) = job_lines([job])
     (subject,) = line.description.subjects
     assert subject.role == "mining run" and subject.name == "tea run"
-    assert subject.url == reverse("admin:mining_miningrun_funnel", args=[run.pk])
+    assert subject.url == reverse("mine:run", args=[run.pk])
 
 
 def test_it_refuses_an_unknown_kind_on_the_api_naming_it(admin_client: Client) -> None:

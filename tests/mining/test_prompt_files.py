@@ -35,6 +35,9 @@ def test_it_keeps_each_prompt_file_byte_identical_to_the_pinned_sha256() -> None
     assert actual == pinned()
 
 
-def test_it_keeps_the_no_break_space_of_the_filter_prompts_output_heading() -> None:
-    text = (PROMPTS / "mine_filter.txt").read_text(encoding="utf-8")
-    assert "##\u00a0Output Format" in text and "## Output Format" not in text
+def test_it_keeps_the_no_break_space_of_the_filter_prompts_heading_where_the_reference_has_it() -> None:
+    """The reference's filter.txt line 65 is `## Output` U+00A0 `Format` (not `##` U+00A0 `Output Format`):
+    every filter prompt sent differs by it, and so does the request's identity."""
+    lines = (PROMPTS / "mine_filter.txt").read_bytes().split(b"\n")
+    assert lines[64] == b"## Output\xc2\xa0Format"
+    assert [n for n, line in enumerate(lines, start=1) if b"\xc2\xa0" in line] == [65]

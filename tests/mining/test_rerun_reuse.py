@@ -100,6 +100,23 @@ def test_it_drops_an_empty_goal_at_the_filter_without_a_request(
     )
 
 
+def test_it_counts_an_empty_goal_where_the_reference_counts_it(
+    llm_server: LoopbackLLM, documents: None, tmp_path: Path
+) -> None:
+    """The reference's filter counts as processed only what it sent: the empty goal is processed and passed
+    by extraction and the heuristics, then "not sent" at the filter (dropped there, with its reason)."""
+    run, _ = mine(llm_server, tmp_path)
+    cells = {cell.stage: cell for cell in run_funnel(run).total.cells}
+    sent = sum("## Possible" in str(r.body) for r in llm_server.completion_requests)
+    assert (cells["filter"].processed, cells["filter"].not_sent) == (sent, 1)
+    assert cells["filter"].processed == cells["prefilter"].passed - 1
+    assert (cells["filter"].entered, cells["filter"].dropped) == (
+        cells["prefilter"].passed,
+        cells["prefilter"].passed - cells["filter"].passed,
+    )
+    assert [cell.not_sent for stage, cell in cells.items() if stage != "filter"] == [0] * 5
+
+
 def test_it_sends_only_the_stage_whose_prompt_changed(
     llm_server: LoopbackLLM, documents: None, tmp_path: Path
 ) -> None:

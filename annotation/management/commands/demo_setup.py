@@ -157,6 +157,7 @@ class Command(BaseCommand):
             call_command("migrate", interactive=False, verbosity=max(verbosity - 1, 0))
         call_command("import_bench", str(DEMO_DIR / "paper-examples" / "bench.jsonl"), split="bench")
         call_command("import_h2e", str(DEMO_DIR / "paper-h2e"))
+        call_command("import_documents", str(DEMO_DIR / "mining" / "documents.jsonl"))  # for the Mining page
         self.stdout.write("Computing the token metrics the leaderboard shows (compute_metrics)...")
         call_command("compute_metrics", no_progress=verbosity == 0)
         password = demo_password()
