@@ -386,7 +386,11 @@ class StratifiedScoreSerializer(serializers.Serializer):
     n = serializers.IntegerField()
     N = serializers.IntegerField()
     effective_n = serializers.FloatField(allow_null=True)
-    strata = serializers.ListField(child=serializers.CharField(), help_text='topics, and "other topics"')
+    strata = serializers.ListField(
+        child=serializers.CharField(),
+        help_text='topics, and "other topics" (merged into the largest topic, as "<topic> + other topics", '
+        "where it has fewer than 2 human labels)",
+    )
     undefined = serializers.CharField(allow_blank=True)
 
 

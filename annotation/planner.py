@@ -158,6 +158,11 @@ class Assumed:
     judge_share_pp: float
     agreement_derived: bool
 
+    @property
+    def judge_constant(self) -> bool:
+        """The judge gives every example one verdict: the agreement is fixed by the human share."""
+        return degenerate(self.judge_share_pp / 100)
+
 
 @dataclass(frozen=True)
 class Detectable:
@@ -482,7 +487,7 @@ def _weights_note(inclusion: Sequence[float] | None) -> str:
 
 def _assumptions_note(inputs: PlanInput, counted: int, assumed: Assumed) -> str:
     note = f"{counted} human label(s) so far (fewer than {MIN_HUMAN_LABELS}): planned from the assumptions"
-    if degenerate(assumed.judge_share_pp / 100):
+    if assumed.judge_constant:
         unused = "" if inputs.agreement_pp is None else "; the agreement entered is not used"
         return (
             f"{note}. The judge gives every example here the same verdict (its share "
@@ -490,7 +495,10 @@ def _assumptions_note(inputs: PlanInput, counted: int, assumed: Assumed) -> str:
             f"labels add nothing, so this is planned as for human labels alone (λ = 0){unused}"
         )
     if assumed.agreement_derived:
-        return f"{note}; the agreement ({assumed.agreement_pp:.1f} %) is derived from the shares"
+        return (
+            f"{note}; the agreement is derived from the shares: the paper judge's covariance with people, "
+            f"{DEFAULT_AGREEMENT_FRACTION:.2f} of the largest they allow"
+        )
     return note
 
 
