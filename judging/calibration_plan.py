@@ -12,8 +12,9 @@ binary labels with var_Y, var_f and cov(Y, f), is
 (judging/calibration.py: se^2 = lam^2 var(f~) / N + var(w~ (Y - lam f)) / n, w~ = w / mean(w)), so a plan read
 from such labels takes the same design variance: var_Y, var_f and cov are those of the weighted terms w~ Y and
 w~ f, var(f~) the weighted (Hajek) variance of f, and lam(n) = cov / (var_f + n var(f~) / N). It assumes the
-further labels come with the same spread of weights; unequal weights cost labels (Kish: about n / n_eff, n_eff
-= (sum w)^2 / sum w^2, when they are unrelated to the labels). With equal weights it is the formula above.
+further labels come with the same spread of weights. It can need more labels than a uniform sample (about
+n / n_eff, Kish's n_eff = (sum w)^2 / sum w^2, when the weights are unrelated to the labels) or fewer (where
+the heavy weights fall on labels that vary little). With equal weights it is the formula above.
 
 **Agreement.** Two binary labels with shares p_Y and p_f of 1 agree on a share of items between
 |p_Y + p_f - 1| (as opposed as the shares allow) and 1 - |p_Y - p_f| (as alike): agreement_range. The interval
@@ -108,8 +109,8 @@ def labels_needed(
     module docstring's "Agreement")."""
     if half_width <= 0 or N < 1:
         raise ValueError(f"half_width must be > 0 and N >= 1, got {half_width!r}, {N!r}")
-    return _labels_needed(half_width, N, PlanMoments.from_shares(
-        human_share=human_share, judge_share=judge_share, agreement=agreement), alpha)  # fmt: skip
+    moments = PlanMoments.from_shares(human_share=human_share, judge_share=judge_share, agreement=agreement)
+    return _labels_needed(half_width, N, moments, alpha)
 
 
 def _labels_needed(half_width: float, N: int, moments: PlanMoments, alpha: float) -> LabelPlan:
