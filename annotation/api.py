@@ -139,11 +139,15 @@ def _bounded(
     name: str, help_text: str, *, integer: bool = False, required: bool = False
 ) -> serializers.Field:
     low, high = planner.BOUNDS[name]
+    messages = planner.bound_messages(low, high)
     if integer:
         return serializers.IntegerField(
-            min_value=int(low), max_value=int(high), required=required, help_text=help_text
-        )
-    return serializers.FloatField(min_value=low, max_value=high, required=required, help_text=help_text)
+            min_value=int(low), max_value=int(high), required=required, help_text=help_text,
+            error_messages=messages,
+        )  # fmt: skip
+    return serializers.FloatField(
+        min_value=low, max_value=high, required=required, help_text=help_text, error_messages=messages
+    )
 
 
 class PlanQuerySerializer(serializers.Serializer):
@@ -159,8 +163,12 @@ class PlanQuerySerializer(serializers.Serializer):
     fee_percent = _bounded("fee_percent", "platform service fee on the pay, %; absent: not included")
     k = _bounded("k", "annotators per item; absent: the calibration study's", integer=True)
     items_per_participant = _bounded("items_per_participant", "absent: the calibration study's", integer=True)
-    human_share_pp = _bounded("human_share_pp", "assumed human share, % (where < 2 labels)")
-    agreement_pp = _bounded("agreement_pp", "assumed judge agreement with the human majority, %")
+    human_share_pp = _bounded("human_share_pp", "assumed human share, % (where < 2 labels); absent: 49")
+    agreement_pp = _bounded(
+        "agreement_pp",
+        "assumed judge agreement with the human majority, %; absent: derived for each part from the human "
+        "share and the judge's share, within the range they allow",
+    )
 
 
 class PlanView(ComputedView):
@@ -378,7 +386,11 @@ class StratifiedScoreSerializer(serializers.Serializer):
     n = serializers.IntegerField()
     N = serializers.IntegerField()
     effective_n = serializers.FloatField(allow_null=True)
-    strata = serializers.ListField(child=serializers.CharField(), help_text='topics, and "other topics"')
+    strata = serializers.ListField(
+        child=serializers.CharField(),
+        help_text='topics, and "other topics" (merged into the largest topic, as "<topic> + other topics", '
+        "where it has fewer than 2 human labels)",
+    )
     undefined = serializers.CharField(allow_blank=True)
 
 

@@ -26,7 +26,11 @@ Rules (the README repeats them):
 - **Weights.** pi_i = 1 - prod_r (1 - pi_ir) over the study's rounds; with every pi equal (a uniform sample)
   no weights are used and the human-only score gets its Wilson interval.
 - **Per topic** where the topic has at least MIN_TOPIC_LABELS counted items; the topic-stratified overall
-  estimate uses those topics as strata and pools the other topics into one stratum.
+  estimate uses those topics as strata and pools the other topics into one stratum, "other topics". A
+  stratum needs MIN_HUMAN_LABELS (2) counted items for an estimate, so where the pool has fewer it is merged
+  into the largest topic stratum (the most examples; the first by name on a tie), named "<topic> + other
+  topics" (topic_strata). Every topic stratum has MIN_TOPIC_LABELS >= 2, so one merge leaves every stratum
+  with at least 2; with no topic stratum the pool is every example, the unstratified sample.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from typing import Any
 from django.db.models import F
 
 from judging.calibration import (
+    MIN_HUMAN_LABELS,
     CalibratedScore,
     StratifiedScore,
     StratumLabels,
@@ -479,10 +484,28 @@ def topic_scores(examples: list[Example]) -> list[TopicScore]:
     return result
 
 
-def stratified_of(examples: list[Example]) -> StratifiedScore:
-    """Topics with MIN_TOPIC_LABELS counted items are strata; the rest are pooled into one (module doc)."""
+def topic_strata(examples: list[Example]) -> dict[str, list[Example]]:
+    """The strata of the topic-stratified estimate (module docstring): topics with MIN_TOPIC_LABELS counted
+    items, the others pooled into OTHER_TOPICS, and that pool merged into the largest topic stratum when it
+    has fewer than MIN_HUMAN_LABELS counted items."""
     strata: dict[str, list[Example]] = defaultdict(list)
     for topic, members in _by_topic(examples).items():
-        enough = sum(e.human is not None for e in members) >= MIN_TOPIC_LABELS
+        enough = _counted(members) >= MIN_TOPIC_LABELS
         strata[topic if enough else OTHER_TOPICS].extend(members)
-    return stratified_score({name: stratum_labels(members) for name, members in strata.items()})
+    pool = strata.get(OTHER_TOPICS)
+    topics = [name for name in strata if name != OTHER_TOPICS]
+    if pool is None or not topics or _counted(pool) >= MIN_HUMAN_LABELS:
+        return dict(strata)
+    largest = min(topics, key=lambda name: (-len(strata[name]), name))
+    merged = {name: members for name, members in strata.items() if name not in {largest, OTHER_TOPICS}}
+    merged[f"{largest} + {OTHER_TOPICS}"] = [*strata[largest], *pool]
+    return merged
+
+
+def _counted(examples: list[Example]) -> int:
+    return sum(e.human is not None for e in examples)
+
+
+def stratified_of(examples: list[Example]) -> StratifiedScore:
+    """The topic-stratified estimate over topic_strata (module docstring)."""
+    return stratified_score({name: stratum_labels(m) for name, m in topic_strata(examples).items()})

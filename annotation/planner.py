@@ -5,11 +5,20 @@ labels already collected, the minimum detectable difference between generators.
 
 Rules (the README's "Budget planner" repeats them):
 - **Labels needed** come from judging.calibration's closed form of the PPI++ variance: labels_needed_from on
-  the paired labels collected so far (annotation.calibration's join; they are read as a uniform sample), or,
-  with fewer than 2 of them, labels_needed from the entered assumptions (the human share, the judge's
-  agreement with the human majority) and the judge's own share on the generator's examples. For a
-  difference, labels_needed_for_difference with the same n for both generators. **More** = needed - counted
-  so far, never negative (per generator for a difference; per topic summed for "per topic").
+  the paired labels collected so far (annotation.calibration's join), weighted by 1 / pi where their
+  inclusion probabilities differ (the weighted estimator's design variance), or, with fewer than 2 of them,
+  labels_needed from the assumptions (the human share, the judge's agreement with the human majority) and the
+  judge's own share on the generator's examples. For a difference, labels_needed_for_difference with the
+  same n for both generators. **More** = needed - counted so far, never negative (per generator for a
+  difference; per topic summed for "per topic").
+- **Assumptions** (each part's own judge share p_f): the human share defaults to the paper's 49 %; the
+  agreement, left blank, is derived for each part from the shares: the paper judge's covariance with people
+  as a fraction of the largest its shares allow (DEFAULT_AGREEMENT_FRACTION, 0.63), applied at this part's
+  shares, so it always lies in the feasible range (judging.calibration_plan.agreement_range). An entered
+  agreement outside that range is a PlanError naming agreement_pp, the part and the range (and the human
+  shares that would allow it). Where the judge gives every example of a part one verdict (p_f 0 or 1) the
+  agreement is fixed by the human share and carries nothing: that part is planned as for human labels alone
+  (lam = 0), whatever agreement was entered, and its note says so.
 - **Annotations** = more items x k (annotators per item); **participants** = ceil(annotations / items per
   participant). k and items per participant default to the generator's calibration study's, else the Study
   model's defaults.
@@ -26,7 +35,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -38,6 +47,10 @@ from judging.calibration_plan import (
     DifferencePlan,
     LabelPlan,
     PlanMoments,
+    agreement_range,
+    covariance_fraction,
+    default_agreement,
+    degenerate,
     expected_half_widths,
     labels_needed,
     labels_needed_for_difference,
@@ -55,18 +68,32 @@ SCOPES = {
     "difference": "the difference between two generators",
 }
 CURRENCIES = ("GBP", "USD", "EUR")
-DEFAULT_HUMAN_SHARE = 49.0  # %: the paper's pooled How2Score over its Table 10 models (49.02)
-DEFAULT_AGREEMENT = 80.5  # %: How2Judge's agreement with the human majority (paper §4.3)
-# Bounds of the inputs (the page's form and the API's query serializer).
+# The paper's setting (paper_example): the pooled human How2Score of Table 10 (49.02), How2Judge's agreement
+# with the human majority (§4.3) and its agreement on each class (§4.4).
+PAPER_HUMAN_SHARE, PAPER_AGREEMENT, PAPER_ON_FAILURE, PAPER_ON_PASS = 0.49, 0.805, 0.796, 0.814
+PAPER_JUDGE_SHARE = PAPER_HUMAN_SHARE * PAPER_ON_PASS + (1 - PAPER_HUMAN_SHARE) * (1 - PAPER_ON_FAILURE)
+DEFAULT_HUMAN_SHARE = 100 * PAPER_HUMAN_SHARE  # %
+DEFAULT_AGREEMENT = 100 * PAPER_AGREEMENT  # %: the paper's; the planner's default is derived from it per part
+# The paper judge's covariance with people as a fraction of the largest its shares allow (0.626): the default
+# agreement of a part is the agreement with this fraction at the part's shares (module docstring).
+DEFAULT_AGREEMENT_FRACTION = covariance_fraction(PAPER_HUMAN_SHARE, PAPER_JUDGE_SHARE, PAPER_AGREEMENT)
+# Bounds of the inputs (the page's form and the API's query serializer). A human share of 0 or 100 % would
+# make every human label the same: no variance, nothing to plan.
 BOUNDS: dict[str, tuple[float, float]] = {
     "half_width_pp": (0.1, 50.0),
     "hourly_rate": (0.0, 10_000.0),
     "fee_percent": (0.0, 100.0),
     "k": (1, 50),
     "items_per_participant": (1, 100_000),
-    "human_share_pp": (0.0, 100.0),
+    "human_share_pp": (0.1, 99.9),
     "agreement_pp": (0.0, 100.0),
 }
+
+
+def bound_messages(low: float, high: float) -> dict[str, str]:
+    """The error of a value outside BOUNDS, naming the whole range (the form's and the serializer's)."""
+    message = f"must lie between {low:g} and {high:g}"
+    return {"min_value": message, "max_value": message}
 
 
 class PlanError(ValueError):
@@ -95,7 +122,7 @@ class PlanInput:
     k: int | None = None
     items_per_participant: int | None = None
     human_share_pp: float = DEFAULT_HUMAN_SHARE
-    agreement_pp: float = DEFAULT_AGREEMENT
+    agreement_pp: float | None = None  # None: derived for each part (module docstring)
 
 
 @dataclass(frozen=True)
@@ -118,6 +145,23 @@ class Part:
     source: str  # "labels" (collected) or "assumptions"
     within_N: bool
     note: str = ""
+    assumed: Assumed | None = None  # the shares planned from (source "assumptions")
+
+
+@dataclass(frozen=True)
+class Assumed:
+    """The shares a part was planned from, in %: the human share and agreement assumed (the agreement derived
+    where none was entered), the judge's share on the part's examples."""
+
+    human_share_pp: float
+    agreement_pp: float
+    judge_share_pp: float
+    agreement_derived: bool
+
+    @property
+    def judge_constant(self) -> bool:
+        """The judge gives every example one verdict: the agreement is fixed by the human share."""
+        return degenerate(self.judge_share_pp / 100)
 
 
 @dataclass(frozen=True)
@@ -159,11 +203,7 @@ class Plan:
 
 def plan_input(data: dict[str, Any]) -> PlanInput:
     """PlanInput from validated data (the form's or the API serializer's); blanks take their defaults."""
-    optional = {
-        "fee_percent": 0.0,
-        "human_share_pp": DEFAULT_HUMAN_SHARE,
-        "agreement_pp": DEFAULT_AGREEMENT,
-    }
+    optional = {"fee_percent": 0.0, "human_share_pp": DEFAULT_HUMAN_SHARE}
     values = {name: default if data.get(name) is None else data[name] for name, default in optional.items()}
     return PlanInput(
         judge=data["judge"],
@@ -175,6 +215,7 @@ def plan_input(data: dict[str, Any]) -> PlanInput:
         currency=data.get("currency") or "GBP",
         k=data.get("k"),
         items_per_participant=data.get("items_per_participant"),
+        agreement_pp=data.get("agreement_pp"),
         **values,
     )
 
@@ -188,14 +229,15 @@ def paper_example() -> dict[str, Any]:
     examples per generator (How2Bench: 500 per topic x 14 topics, §3), a human share of 49 % (the pooled
     How2Score over the models of its Table 10, 49.02; the judge's share follows from the per-class
     agreement). The expected 95 % half-widths of expected_half_widths."""
-    human, on_fail, on_pass = 0.49, 0.796, 0.814
-    judge_share = human * on_pass + (1 - human) * (1 - on_fail)
-    widths = expected_half_widths(n=200, N=7000, human_share=human, judge_share=judge_share, agreement=0.805)
+    human, judge_share = PAPER_HUMAN_SHARE, PAPER_JUDGE_SHARE
+    widths = expected_half_widths(
+        n=200, N=7000, human_share=human, judge_share=judge_share, agreement=PAPER_AGREEMENT
+    )
     return {
         "items": 200,
         "annotators_per_item": 3,
         "N": 7000,
-        "agreement": 0.805,
+        "agreement": PAPER_AGREEMENT,
         "human_share": human,
         "judge_share": round(judge_share, 4),
         "calibrated_half_width": widths.calibrated,
@@ -324,19 +366,69 @@ def minutes_per_item(study: Study | None) -> Timing:
     return Timing(median, f"the median time of study {study.slug}'s {len(seconds)} annotations", len(seconds))
 
 
-def _shares(inputs: PlanInput, judge_share: float | None) -> tuple[float, float, float]:
-    human, agreement = inputs.human_share_pp / 100, inputs.agreement_pp / 100
+def _shares(inputs: PlanInput, judge_share: float | None, where: str) -> tuple[float, float, float, Assumed]:
+    """The human share, the judge's share and the agreement a part is planned from (module docstring,
+    "Assumptions"); PlanError naming agreement_pp and its range for an agreement the shares cannot produce."""
+    human = inputs.human_share_pp / 100
     judge = human if judge_share is None else judge_share
-    highest = 1 - abs(human - judge)
-    lowest = abs(human + judge - 1)
-    if not lowest - 1e-9 <= agreement <= highest + 1e-9:
-        raise PlanError(
-            "agreement_pp",
-            f"an agreement of {inputs.agreement_pp:g} % is impossible with a human share of "
-            f"{inputs.human_share_pp:g} % and the judge's share of {judge * 100:.1f} %: it must lie between "
-            f"{lowest * 100:.1f} and {highest * 100:.1f} %",
-        )
-    return human, judge, agreement
+    entered = None if inputs.agreement_pp is None else inputs.agreement_pp / 100
+    if degenerate(judge):
+        agreement = agreement_range(human, judge)[0]  # a point: the human share or its complement
+    elif entered is None:
+        agreement = default_agreement(human, judge, DEFAULT_AGREEMENT_FRACTION)
+    else:
+        low, high = agreement_range(human, judge)
+        if not low - 1e-9 <= entered <= high + 1e-9:
+            raise PlanError("agreement_pp", _impossible_agreement(inputs, judge, where))
+        agreement = entered
+    assumed = Assumed(100 * human, 100 * agreement, 100 * judge, entered is None or degenerate(judge))
+    return human, judge, agreement, assumed
+
+
+def _impossible_agreement(inputs: PlanInput, judge: float, where: str) -> str:
+    human, agreement = inputs.human_share_pp / 100, (inputs.agreement_pp or 0.0) / 100
+    low, high = _inward(*agreement_range(human, judge))
+    message = (
+        f"an agreement of {inputs.agreement_pp:g} % is impossible with a human share of "
+        f"{inputs.human_share_pp:g} % and the judge's share of {_percent(judge)} % on {where}: judge and "
+        f"people agree on between {low} % (as opposed as these shares allow) and {high} % (as alike). "
+        "Enter an agreement in that range"
+    )
+    shares = _human_shares(agreement, judge)
+    if shares is not None:
+        message += f", or a human share between {shares[0]} and {shares[1]} %"
+    return message + ", or leave the agreement blank to derive it from the shares"
+
+
+def _human_shares(agreement: float, judge: float) -> tuple[str, str] | None:
+    """The human shares (within their bounds) with which this agreement is possible, as text; None when they
+    are a point or none (an agreement of 0 or 100 %)."""
+    bound_low, bound_high = (b / 100 for b in BOUNDS["human_share_pp"])
+    low, high = agreement_range(agreement, judge)  # the same inequalities, solved for the human share
+    low, high = max(low, bound_low), min(high, bound_high)
+    return _inward(low, high) if high - low > 1e-9 else None
+
+
+def _inward(low: float, high: float) -> tuple[str, str]:
+    """low and high (shares) as percentages with as many decimals as keep them apart, rounded inwards so
+    that both printed values are feasible."""
+    for places in range(1, 10):
+        scale = 10**places
+        shown_low = math.ceil(100 * low * scale - 1e-6) / scale  # 1e-6: floating-point noise is no step
+        shown_high = math.floor(100 * high * scale + 1e-6) / scale
+        if shown_low < shown_high:
+            return f"{shown_low:.{places}f}", f"{shown_high:.{places}f}"
+    return f"{100 * low:.10g}", f"{100 * high:.10g}"
+
+
+def _percent(share: float) -> str:
+    """A share as a percentage, with decimals enough not to print 100 or 0 for a share that is neither."""
+    for places in range(1, 10):
+        text = f"{100 * share:.{places}f}"
+        if not degenerate(share) and float(text) in {0.0, 100.0}:
+            continue
+        return text
+    return f"{100 * share:.10g}"
 
 
 def _judge_share(examples: list[Example]) -> float | None:
@@ -345,25 +437,28 @@ def _judge_share(examples: list[Example]) -> float | None:
 
 
 def _part(
-    inputs: PlanInput, name: str, examples: list[Example], big_n: int, judge_share: float | None
+    inputs: PlanInput, name: str, examples: list[Example], big_n: int, judge_share: float | None, where: str
 ) -> Part:
     half_width = inputs.half_width_pp / 100
     labels = stratum_labels(examples) if examples else None
     counted = len(labels.human) if labels else 0
+    assumed = None
     if labels and counted >= MIN_HUMAN_LABELS:
         label_plan: LabelPlan = labels_needed_from(
-            labels.human, labels.judge_labelled, N=big_n, half_width=half_width
+            labels.human,
+            labels.judge_labelled,
+            N=big_n,
+            half_width=half_width,
+            inclusion_probabilities=labels.inclusion_probabilities,
         )
-        source, note = "labels", ""
+        source, note = "labels", _weights_note(labels.inclusion_probabilities)
     else:
-        human, judge, agreement = _shares(inputs, judge_share)
+        human, judge, agreement, assumed = _shares(inputs, judge_share, where)
         label_plan = labels_needed(
             half_width=half_width, human_share=human, judge_share=judge, agreement=agreement, N=big_n
         )
         source = "assumptions"
-        note = (
-            f"{counted} human label(s) so far (fewer than {MIN_HUMAN_LABELS}): planned from the assumptions"
-        )
+        note = _assumptions_note(inputs, counted, assumed)
     needed = label_plan.n_needed
     return Part(
         name=name,
@@ -375,13 +470,43 @@ def _part(
         source=source,
         within_N=label_plan.within_N,
         note=label_plan.undefined or note,
+        assumed=assumed,
     )
+
+
+def _weights_note(inclusion: Sequence[float] | None) -> str:
+    if inclusion is None:
+        return ""
+    weights = [1 / p for p in inclusion]
+    effective = sum(weights) ** 2 / sum(w * w for w in weights)
+    return (
+        f"weighted by 1/π (inclusion probabilities {min(inclusion):.3g} to {max(inclusion):.3g}; "
+        f"{effective:.1f} effective of {len(weights)} labels): planned with the weighted estimator's variance"
+    )
+
+
+def _assumptions_note(inputs: PlanInput, counted: int, assumed: Assumed) -> str:
+    note = f"{counted} human label(s) so far (fewer than {MIN_HUMAN_LABELS}): planned from the assumptions"
+    if assumed.judge_constant:
+        unused = "" if inputs.agreement_pp is None else "; the agreement entered is not used"
+        return (
+            f"{note}. The judge gives every example here the same verdict (its share "
+            f"{assumed.judge_share_pp:g} %): its agreement with people is fixed by the human share and its "
+            f"labels add nothing, so this is planned as for human labels alone (λ = 0){unused}"
+        )
+    if assumed.agreement_derived:
+        return (
+            f"{note}; the agreement is derived from the shares: the paper judge's covariance with people, "
+            f"{DEFAULT_AGREEMENT_FRACTION:.2f} of the largest they allow"
+        )
+    return note
 
 
 def _generator_part(inputs: PlanInput, line: CalibratedLine) -> Part:
     big_n = len(line.examples) or line.judge_n
     share = _judge_share(line.examples) if line.examples else line.judge_only
-    return _part(inputs, line.generator_id, line.examples, max(big_n, 1), share)
+    where = f"generator {line.generator_id}'s examples"
+    return _part(inputs, line.generator_id, line.examples, max(big_n, 1), share, where)
 
 
 def _topic_parts(inputs: PlanInput, judge: Judge, line: CalibratedLine) -> list[Part]:
@@ -390,11 +515,11 @@ def _topic_parts(inputs: PlanInput, judge: Judge, line: CalibratedLine) -> list[
         for example in line.examples:
             topics[example.topic].append(example)
         return [
-            _part(inputs, topic, members, len(members), _judge_share(members))
+            _part(inputs, topic, members, len(members), _judge_share(members), f"topic {topic!r}")
             for topic, members in sorted(topics.items())
         ]
     return [
-        _part(inputs, topic, [], size, share)
+        _part(inputs, topic, [], size, share, f"topic {topic!r}")
         for topic, size, share in _judged_topics(judge, line.generator_id)
     ]
 
@@ -418,19 +543,22 @@ def _judged_topics(judge: Judge, generator_id: str) -> Iterable[tuple[str, int, 
         yield row["generation__procedure__topic__name"] or "(no topic)", row["size"], share
 
 
-def _moments(inputs: PlanInput, line: CalibratedLine) -> tuple[PlanMoments, int, str]:
+def _moments(inputs: PlanInput, line: CalibratedLine) -> tuple[PlanMoments, int, str, Assumed | None]:
     labels = stratum_labels(line.examples) if line.examples else None
     counted = len(labels.human) if labels else 0
     if labels and counted >= MIN_HUMAN_LABELS:
-        return PlanMoments.from_labels(labels.human, labels.judge_labelled), counted, "labels"
+        moments = PlanMoments.from_labels(
+            labels.human, labels.judge_labelled, inclusion_probabilities=labels.inclusion_probabilities
+        )
+        return moments, counted, "labels", None
     share = _judge_share(line.examples) if line.examples else line.judge_only
-    human, judge, agreement = _shares(inputs, share)
+    human, judge, agreement, assumed = _shares(inputs, share, f"generator {line.generator_id}'s examples")
     moments = PlanMoments.from_shares(human_share=human, judge_share=judge, agreement=agreement)
-    return moments, counted, "assumptions"
+    return moments, counted, "assumptions", assumed
 
 
 def _difference_parts(inputs: PlanInput, first: CalibratedLine, second: CalibratedLine) -> list[Part]:
-    (m1, c1, s1), (m2, c2, s2) = _moments(inputs, first), _moments(inputs, second)
+    (m1, c1, s1, a1), (m2, c2, s2, a2) = _moments(inputs, first), _moments(inputs, second)
     n1, n2 = max(len(first.examples) or first.judge_n, 1), max(len(second.examples) or second.judge_n, 1)
     result: DifferencePlan = labels_needed_for_difference(
         half_width=inputs.half_width_pp / 100, first=m1, second=m2, N_first=n1, N_second=n2
@@ -447,11 +575,12 @@ def _difference_parts(inputs: PlanInput, first: CalibratedLine, second: Calibrat
             lam=lam,
             source=source,
             within_N=needed is not None and needed <= big_n,
-            note=result.undefined,
+            note=result.undefined or ("" if assumed is None else _assumptions_note(inputs, counted, assumed)),
+            assumed=assumed,
         )
-        for line, big_n, counted, source, lam in (
-            (first, n1, c1, s1, lams[0]),
-            (second, n2, c2, s2, lams[1]),
+        for line, big_n, counted, source, lam, assumed in (
+            (first, n1, c1, s1, lams[0], a1),
+            (second, n2, c2, s2, lams[1], a2),
         )
     ]
 

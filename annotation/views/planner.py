@@ -16,11 +16,11 @@ from judging.models import Generator, Judge
 from ..planner import (
     BOUNDS,
     CURRENCIES,
-    DEFAULT_AGREEMENT,
     DEFAULT_HUMAN_SHARE,
     SCOPES,
     PlanError,
     PlanInput,
+    bound_messages,
     paper_example,
     plan,
     plan_input,
@@ -32,8 +32,14 @@ HELP = {
     "fee_percent": "the platform's service fee on top of the pay (Prolific's); 0: not included",
     "k": "annotators per item; blank: the calibration study's",
     "items_per_participant": "blank: the calibration study's",
-    "human_share_pp": "assumed share of examples with no critical failure, used where < 2 labels exist",
-    "agreement_pp": "assumed judge agreement with the human majority, used where < 2 labels exist",
+    "human_share_pp": (
+        "assumed share of examples with no critical failure, used where < 2 labels exist; 0.1 to 99.9 "
+        "(at 0 or 100 every human label is the same and there is nothing to plan)"
+    ),
+    "agreement_pp": (
+        "assumed judge agreement with the human majority, used where < 2 labels exist; blank: derived from "
+        "the human share and the judge's share, within the range they allow"
+    ),
     "other_generator": "for the difference between two generators",
 }
 
@@ -42,7 +48,12 @@ def _number(
     name: str, label: str, *, integer: bool = False, required: bool = True, initial: Any = None
 ) -> forms.Field:
     low, high = BOUNDS[name]
-    kwargs: dict[str, Any] = {"label": label, "required": required, "help_text": HELP.get(name, "")}
+    kwargs: dict[str, Any] = {
+        "label": label,
+        "required": required,
+        "help_text": HELP.get(name, ""),
+        "error_messages": bound_messages(low, high),
+    }
     if initial is not None:
         kwargs["initial"] = initial
     if integer:
@@ -74,9 +85,7 @@ class PlanForm(forms.Form):
     human_share_pp = _number(
         "human_share_pp", "Assumed human share (%)", required=False, initial=DEFAULT_HUMAN_SHARE
     )
-    agreement_pp = _number(
-        "agreement_pp", "Assumed judge agreement (%)", required=False, initial=DEFAULT_AGREEMENT
-    )
+    agreement_pp = _number("agreement_pp", "Assumed judge agreement (%)", required=False)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -4,6 +4,8 @@ the labels the module docstring's rules give, listed here by hand."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from annotation import calibration, services
@@ -177,6 +179,47 @@ def test_per_topic_rule_and_stratified_pooling() -> None:
     assert_same(line.stratified, expected)
     assert_same(line.overall, calibrated_score([*cooking_y, 1, 0, 1], [*cooking_f[:11], 1, 1, 0],
                                                [*cooking_f, 1, 1, 0, 1]))  # fmt: skip
+
+
+def test_a_pool_with_fewer_than_two_labels_merges_into_the_largest_topic_stratum() -> None:
+    """Cooking (12 examples, 11 labelled) and Food (10, all labelled) are strata; Health (2 examples, 1
+    labelled) and Religion (2, none) pool into "other topics", which with 1 label has no estimate (before the
+    rule the stratified estimate was undefined): it merges into Cooking, the larger stratum. Computed by hand:
+    theta = 10/26 theta_Food + 16/26 theta_Cooking+pool, se^2 = (10/26)^2 se_Food^2 + (16/26)^2 se_C^2."""
+    judge, generator = make_judge(), make_generator(model="model-pool")
+    frame = frame_of(generator, ["Cooking"] * 12 + ["Food"] * 10 + ["Health"] * 2 + ["Religion"] * 2)
+    cooking, food, health, religion = frame[:12], frame[12:22], frame[22:24], frame[24:]
+    drawn = [*cooking[:11], *food, health[0]]
+    study = calibration_study("cal-pool", frame, uniform_probabilities(pks(frame), 22), drawn, k=1)
+    cooking_y = [0 if i in {1, 4, 7} else 1 for i in range(11)]
+    food_y = [0 if i in {0, 5} else 1 for i in range(10)]
+    votes = {g.pk: [not y] for g, y in zip(cooking, cooking_y, strict=False)}
+    votes |= {g.pk: [not y] for g, y in zip(food, food_y, strict=True)} | {health[0].pk: [FAIL]}
+    annotate_votes(study, votes)
+    cooking_f = [0 if i in {1, 4, 9, 11} else 1 for i in range(12)]
+    food_f = [0 if i in {0, 3} else 1 for i in range(10)]
+    judge_verdicts(judge, {g: not f for g, f in zip(cooking, cooking_f, strict=True)})
+    judge_verdicts(judge, {g: not f for g, f in zip(food, food_f, strict=True)})
+    judge_verdicts(judge, {health[0]: FAIL, health[1]: PASS, religion[0]: PASS, religion[1]: FAIL})
+    (line,) = calibrated_lines()
+    merged = f"Cooking + {OTHER_TOPICS}"
+    assert line.stratified is not None and sorted(line.stratified.strata) == [merged, "Food"]
+    food_score = calibrated_score(food_y, food_f, food_f)
+    cooking_score = calibrated_score([*cooking_y, 0], [*cooking_f[:11], 0], [*cooking_f, 0, 1, 1, 0])
+    assert food_score.std_error is not None and cooking_score.std_error is not None
+    estimate = 10 / 26 * (food_score.estimate or 0) + 16 / 26 * (cooking_score.estimate or 0)
+    se = ((10 / 26 * food_score.std_error) ** 2 + (16 / 26 * cooking_score.std_error) ** 2) ** 0.5
+    assert line.stratified.estimate == pytest.approx(estimate, abs=1e-12)
+    assert line.stratified.std_error == pytest.approx(se, abs=1e-12)
+    assert line.stratified.ci_low == pytest.approx(estimate - 1.959963984540054 * se, abs=1e-9)
+    assert (line.stratified.n, line.stratified.N, line.stratified.undefined) == (22, 26, "")
+    # The rule on its own: a pool of 2 labels stays a stratum; no topic stratum: the pool is everything.
+    examples = line.examples
+    assert sorted(calibration.topic_strata(examples)) == [merged, "Food"]
+    relabelled = [replace(e, human=1.0) if e.topic == "Religion" else e for e in examples]
+    assert sorted(calibration.topic_strata(relabelled)) == ["Cooking", "Food", OTHER_TOPICS]
+    few = [e for e in examples if e.topic in {"Health", "Religion"}]
+    assert list(calibration.topic_strata(few)) == [OTHER_TOPICS]
 
 
 def test_studies_without_a_probability_sample_are_listed_with_their_reason() -> None:

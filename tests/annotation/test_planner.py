@@ -7,6 +7,7 @@ tests/judging/test_calibration.py.)"""
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from typing import Any
 
@@ -269,3 +270,167 @@ def test_any_query_is_answered_without_a_5xx(query: dict[str, str]) -> None:
 def _query_fields() -> set[str]:
     return {"judge", "generator", "scope", "other_generator", "half_width_pp", "hourly_rate", "currency",
             "fee_percent", "k", "items_per_participant", "human_share_pp", "agreement_pp"}  # fmt: skip
+
+
+# --- the assumptions: feasible defaults, the judge that gives one verdict, an impossible agreement (#31) ----
+
+# Judge shares of "no critical failure" by generator and topic (4 examples each, no human label yet).
+SHARES = {
+    "gen-pass-all": {"Cooking": [True, True], "Food": [True, True]},  # the judge passes every example
+    "gen-fail-all": {"Cooking": [False, False], "Food": [False, False]},
+    "gen-mixed": {"Cooking": [True, True], "Food": [True, False]},  # Cooking 100 %, Food 50 %
+    "gen-quarter": {"Cooking": [False, False], "Food": [True, False]},  # 25 %; Cooking 0 %, Food 50 %
+}
+
+
+def shares_world() -> Judge:
+    """The judge 'judge-shares' on four generators whose topics it passes as in SHARES (built once per test:
+    Hypothesis's examples share the test's transaction)."""
+    judge = Judge.objects.filter(judge_id="judge-shares").first()
+    if judge is not None:
+        return judge
+    judge = make_judge(judge_id="judge-shares")
+    for generator_id, topics in SHARES.items():
+        generator = make_generator(model=generator_id, generator_id=generator_id)
+        for topic, passes in topics.items():
+            for i, passed in enumerate(passes):
+                procedure = make_procedure(goal=f"{generator_id} {topic} {i}", topic=topic)
+                verdict(judge, make_generation(generator=generator, procedure=procedure), not passed)
+    return judge
+
+
+def _shares_query(**values: Any) -> dict[str, str]:
+    base = {"judge": "judge-shares", "generator": "gen-pass-all", "half_width_pp": "5", "hourly_rate": "12"}
+    return {**base, **{k: str(v) for k, v in values.items() if v is not None}}
+
+
+def test_it_plans_when_the_judge_passes_every_example(client: Client) -> None:
+    """The failing inputs of #31 item 2: the form's former defaults (a human share of 49 %, an agreement of
+    80.5 %) with a judge that passes every example answered 400 "must lie between 49.0 and 49.0 %", for the
+    generator and for each topic. The agreement is then fixed by the human share and carries nothing: the
+    plan is the human-only one (lam = 0), and says so."""
+    shares_world()
+    client.force_login(make_user(is_staff=True))
+    human_only = labels_needed(half_width=0.05, human_share=0.49, judge_share=0.49, agreement=0.49, N=4)
+    for scope in ("generator", "topics"):
+        for generator in ("gen-pass-all", "gen-fail-all"):
+            for agreement in ("80.5", None):
+                query = _shares_query(
+                    generator=generator, scope=scope, human_share_pp="49", agreement_pp=agreement
+                )
+                page = client.get(PAGE, query)
+                assert page.status_code == 200, page.content.decode()[-2000:]
+                assert "the same verdict" in page.content.decode()
+                data = client.get(API, query).json()
+                assert [p["lam"] for p in data["parts"]] == [0.0] * len(data["parts"])
+                assert data["parts"][0]["n_needed"] == human_only.n_needed  # N = 4 or 2: same n here
+                unused = "the agreement entered is not used" in data["parts"][0]["note"]
+                assert unused == (agreement is not None)
+    mixed = client.get(API, _shares_query(generator="gen-mixed", scope="topics", agreement_pp="80.5")).json()
+    assert [(p["name"], p["assumed"]["judge_share_pp"]) for p in mixed["parts"]] == [
+        ("Cooking", 100.0),
+        ("Food", 50.0),
+    ]
+    assert mixed["parts"][1]["assumed"]["agreement_pp"] == 80.5 and mixed["parts"][1]["lam"] > 0
+
+
+def test_an_impossible_agreement_names_the_field_the_part_and_its_range(client: Client) -> None:
+    """gen-quarter: the judge passes 25 %; with a human share of 49 % the agreement lies between
+    |0.49 + 0.25 - 1| = 26 % and 1 - |0.49 - 0.25| = 76 %; 90 % is refused, naming the range and the human
+    shares that would allow 90 % (between |0.25 + 0.9 - 1| = 15 % and 1 - |0.25 - 0.9| = 35 %)."""
+    shares_world()
+    client.force_login(make_user(is_staff=True))
+    query = _shares_query(generator="gen-quarter", agreement_pp="90")
+    page = client.get(PAGE, query)
+    assert page.status_code == 400
+    html = page.content.decode()
+    assert "between 26.0 % (as opposed as these shares allow) and 76.0 % (as alike)" in html
+    assert "a human share between 15.0 and 35.0 %" in html and "leave the agreement blank" in html
+    [message] = client.get(API, query).json()["agreement_pp"]
+    assert "on generator gen-quarter's examples" in message
+    # Per topic: the topic whose shares cannot produce it is named (Food: 50 %, range 1-99 %; Cooking: 0 %,
+    # one verdict, planned as for human labels alone).
+    topics = client.get(
+        API, _shares_query(generator="gen-quarter", scope="topics", agreement_pp="99.5")
+    ).json()
+    [topic] = topics["agreement_pp"]
+    assert (
+        "on topic 'Food'" in topic
+        and "between 1.0 % (as opposed" in topic
+        and "and 99.0 % (as alike)" in topic
+    )
+    # A human share of 0 or 100 % leaves nothing to plan: refused with its range.
+    [share] = client.get(API, _shares_query(human_share_pp="100")).json()["human_share_pp"]
+    assert share == "must lie between 0.1 and 99.9"
+    assert client.get(PAGE, _shares_query(human_share_pp="0")).status_code == 400
+
+
+_RANGE = re.compile(r"between ([0-9.]+) % \(as opposed as these shares allow\) and ([0-9.]+) % \(as alike\)")
+
+
+@fuzz_settings(15, shrink=False)
+@given(
+    generator=st.sampled_from(sorted(SHARES)),
+    scope=st.sampled_from(["generator", "topics", "difference"]),
+    human=st.floats(0.1, 99.9).map(lambda v: round(v, 2)),
+    agreement=st.one_of(st.none(), st.floats(0, 100).map(lambda v: round(v, 2))),
+)
+def test_defaults_always_plan_and_an_impossible_agreement_is_a_400_with_a_range(
+    generator: str, scope: str, human: float, agreement: float | None
+) -> None:
+    """Any generator, scope and human share: with the agreement left blank (the default) the plan answers
+    200; an entered agreement answers 200 where every part's shares can produce it (or the judge gives the
+    part one verdict), else 400 naming agreement_pp with a range whose ends differ and exclude the value."""
+    shares_world()
+    client = Client()
+    client.force_login(make_user(is_staff=True))
+    other = "gen-mixed" if generator != "gen-mixed" else "gen-quarter"
+    query = _shares_query(generator=generator, scope=scope, human_share_pp=human, agreement_pp=agreement)
+    if scope == "difference":
+        query["other_generator"] = other
+    answer = client.get(API, query)
+    feasible = agreement is None or all(
+        _feasible(human / 100, agreement / 100, passes)
+        for name in ([generator, other] if scope == "difference" else [generator])
+        for passes in (
+            list(SHARES[name].values())
+            if scope == "topics"
+            else [[p for ps in SHARES[name].values() for p in ps]]
+        )
+    )
+    if feasible:
+        assert answer.status_code == 200, answer.json()
+        assert all(p["n_needed"] is not None for p in answer.json()["parts"])
+        return
+    assert answer.status_code == 400 and set(answer.json()) == {"agreement_pp"}, answer.json()
+    [message] = answer.json()["agreement_pp"]
+    match = _RANGE.search(message)
+    assert match, message
+    low, high = float(match.group(1)), float(match.group(2))
+    assert low < high and not low <= (agreement or 0) <= high, message
+
+
+def _feasible(human: float, agreement: float, passes: list[bool]) -> bool:
+    judge = sum(passes) / len(passes)
+    if judge in {0.0, 1.0}:
+        return True
+    return abs(human + judge - 1) - 1e-9 <= agreement <= 1 - abs(human - judge) + 1e-9
+
+
+def test_it_plans_with_the_weights_of_unequal_inclusion_probabilities(world: dict[str, Any]) -> None:
+    """#31 item 23: the four labelled items drawn with probabilities 0.2, 0.2, 0.8, 0.8 are planned with their
+    weights 1/pi (the weighted estimator's variance), not as a uniform sample."""
+    generator: Generator = world["generator"]
+    drawn = [g.pk for g in items_in_order(world["study"])]
+    for pk, p in zip(drawn, [0.2, 0.2, 0.8, 0.8], strict=True):
+        CalibrationDraw.objects.filter(generation_id=pk).update(probability=p)
+    [part] = plan(PlanInput(judge="judge-plan", generator=generator.generator_id, half_width_pp=15,
+                            hourly_rate=12)).parts  # fmt: skip
+    human, judge, pi = [0, 0.5, 1, 0.5], [0, 1, 1, 0], [0.2, 0.2, 0.8, 0.8]
+    weighted = labels_needed_from(human, judge, N=10, half_width=0.15, inclusion_probabilities=pi)
+    uniform = labels_needed_from(human, judge, N=10, half_width=0.15)
+    assert weighted.n_needed is not None and uniform.n_needed is not None
+    assert part.n_needed == weighted.n_needed != uniform.n_needed
+    assert part.lam == pytest.approx(weighted.lam) and part.source == "labels"
+    # w = 5, 5, 1.25, 1.25: (sum w)^2 / sum w^2 = 156.25 / 53.125 = 2.94 effective labels.
+    assert "weighted by 1/π" in part.note and "2.9 effective of 4 labels" in part.note

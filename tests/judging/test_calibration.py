@@ -26,6 +26,8 @@ from judging.calibration import (
 )
 from judging.calibration_plan import (
     PlanMoments,
+    agreement_range,
+    default_agreement,
     difference_half_width,
     expected_half_widths,
     labels_needed,
@@ -200,6 +202,57 @@ def test_it_plans_from_the_labels_collected() -> None:
     )
     with pytest.raises(ValueError, match="impossible"):
         labels_needed(half_width=0.05, human_share=0.9, judge_share=0.9, agreement=0.1, N=100)
+
+
+def test_it_plans_weighted_labels_with_the_weighted_estimators_variance() -> None:
+    """#31 item 23, by hand: Y = 1, 0, 1, 1, f = 1, 0, 0, 1 drawn with pi = 1/2, 1/2, 1/4, 1/4:
+    w = 2, 2, 4, 4, w~ = w / 3 = 2/3, 2/3, 4/3, 4/3; w~ Y = 2/3, 0, 4/3, 4/3 (mean 5/6) and
+    w~ f = 2/3, 0, 0, 4/3 (mean 1/2): var(w~ Y) = 1 - 25/36 = 11/36, var(w~ f) = 5/9 - 1/4 = 11/36,
+    cov = 5/9 - 5/12 = 5/36; the Hajek variance of f: mean (2 + 4) / 12 = 1/2, variance 1/4. With N = 100:
+    lam(n) = (5/36) / (11/36 + n/400), se(n)^2 = lam^2 / 400 + (11/36 - 10 lam / 36 + 11 lam^2 / 36) / n."""
+    y, f, pi = [1, 0, 1, 1], [1, 0, 0, 1], [0.5, 0.5, 0.25, 0.25]
+    moments = PlanMoments.from_labels(y, f, inclusion_probabilities=pi)
+    assert (moments.var_y, moments.var_f, moments.cov) == pytest.approx((11 / 36, 11 / 36, 5 / 36), abs=1e-15)
+    assert moments.var_f_all == pytest.approx(1 / 4)
+
+    def half_width(n: int) -> float:
+        lam = (5 / 36) / (11 / 36 + n / 400)
+        return Z * math.sqrt(lam**2 / 400 + (11 / 36 - 10 * lam / 36 + 11 * lam**2 / 36) / n)
+
+    plan = labels_needed_from(y, f, N=100, half_width=0.2, inclusion_probabilities=pi)
+    assert plan.n_needed is not None and plan.n_needed > 2
+    assert half_width(plan.n_needed) <= 0.2 < half_width(plan.n_needed - 1)
+    assert plan.human_only_n == math.ceil(Z * Z * (11 / 36) / 0.2**2)
+    assert plan.lam == pytest.approx((5 / 36) / (11 / 36 + plan.n_needed / 400))
+    # Read as a uniform sample (the former plan): var Y = 3/16, var f = 1/4, cov = 1/8: fewer labels.
+    uniform = labels_needed_from(y, f, N=100, half_width=0.2)
+    assert uniform.n_needed is not None and uniform.n_needed < plan.n_needed
+    # Equal weights are the uniform plan.
+    assert labels_needed_from(y, f, N=100, half_width=0.2, inclusion_probabilities=[0.3] * 4) == uniform
+
+
+@fuzz_settings(60)
+@given(
+    human=st.floats(0, 1),
+    judge=st.floats(0, 1),
+    fraction=st.floats(0, 1),
+)
+def test_a_derived_agreement_always_lies_in_the_range_the_shares_allow(
+    human: float, judge: float, fraction: float
+) -> None:
+    """default_agreement is inside agreement_range for any shares (the range a point where a share is 0 or
+    1), and labels_needed accepts it; the range is 2 min(p_Y, 1 - p_Y, p_f, 1 - p_f) wide."""
+    low, high = agreement_range(human, judge)
+    assert high - low == pytest.approx(2 * min(human, 1 - human, judge, 1 - judge), abs=1e-12)
+    agreement = default_agreement(human, judge, fraction)
+    assert low - 1e-12 <= agreement <= high + 1e-12
+    plan = labels_needed(half_width=0.05, human_share=human, judge_share=judge, agreement=agreement, N=500)
+    assert (plan.n_needed is None) == (human * (1 - human) <= 0)
+    if judge in {0.0, 1.0} and plan.lam is not None:
+        assert plan.lam == 0.0  # a judge with one verdict carries nothing, whatever agreement is entered
+        assert (
+            labels_needed(half_width=0.05, human_share=human, judge_share=judge, agreement=0.3, N=500) == plan
+        )
 
 
 def test_it_gives_the_minimum_detectable_difference() -> None:
