@@ -291,8 +291,9 @@ def token_missing() -> str:
 
 
 def _out_of_time(method: str, path: str, budget: float, status: int | None = None) -> ProlificError:
-    last = f"last answer {status}" if status else "no answer"
-    message = f"{last} within this page's {budget:g} s for Prolific; nothing more was sent, try again later"
+    """The page's budget is spent (or the next retry would pass it): nothing more is sent."""
+    what = "a retry would pass" if status else "no answer within"
+    message = f"{what} this page's {budget:g} s for Prolific; nothing more was sent, try again later"
     return ProlificError(method, path, status, message)
 
 
