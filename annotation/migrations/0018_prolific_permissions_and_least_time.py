@@ -13,7 +13,7 @@ class Migration(migrations.Migration):
     operations = [
         migrations.AlterModelOptions(
             name='study',
-            options={'ordering': ['-created_at', '-id'], 'permissions': [('run_prolific_study', 'Can act on a study on Prolific: create its draft, publish, pause, resume, stop, sync, review'), ('pay_prolific_bonuses', "Can pay bonuses to a study's participants through Prolific")], 'verbose_name_plural': 'studies'},
+            options={'ordering': ['-created_at', '-id'], 'permissions': [('run_prolific_study', 'Can act on a study on Prolific (draft, publish, pause, resume, stop, sync, review)'), ('pay_prolific_bonuses', 'Can pay bonuses through Prolific')], 'verbose_name_plural': 'studies'},
         ),
         migrations.AlterField(
             model_name='study',

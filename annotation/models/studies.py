@@ -140,10 +140,9 @@ class Study(models.Model):
         permissions = [
             (
                 "run_prolific_study",
-                "Can act on a study on Prolific: create its draft, publish, pause, resume, stop, sync, "
-                "review",
+                "Can act on a study on Prolific (draft, publish, pause, resume, stop, sync, review)",
             ),
-            ("pay_prolific_bonuses", "Can pay bonuses to a study's participants through Prolific"),
+            ("pay_prolific_bonuses", "Can pay bonuses through Prolific"),
         ]
         constraints = [
             models.CheckConstraint(condition=Q(annotators_per_item__gte=1), name="study_k_positive"),

@@ -42,10 +42,7 @@ from ..prolific_studies import (
 
 PROLIFIC_PERMISSION = "annotation.run_prolific_study"
 BONUS_PERMISSION = "annotation.pay_prolific_bonuses"
-PERMISSION_NAMES = {
-    PROLIFIC_PERMISSION: "Can act on a study on Prolific",
-    BONUS_PERMISSION: "Can pay bonuses through Prolific",
-}
+PERMISSION_NAMES = {f"annotation.{codename}": name for codename, name in Study._meta.permissions}
 RECENT_JOBS = 5
 
 WHAT_HAPPENS = {

@@ -293,6 +293,7 @@ def test_the_study_page_offers_each_prolific_action_only_to_who_may_take_it(
     study = _on_prolific(make_study(n_items=2, k=1))
     actor = _page_text(logged_in(make_prolific_staff(bonuses=False)).get(f"/studies/{study.slug}/"))
     assert "prolific/PUBLISH/" in actor and "Sync submissions" in actor and "Pay bonuses" not in actor
+    assert "Paying bonuses needs the “Can pay bonuses through Prolific” permission" in actor
     everything = _page_text(boss.get(f"/studies/{study.slug}/"))  # the demo's login is a superuser
     assert (
         "prolific/PUBLISH/" in everything
