@@ -9,14 +9,23 @@ from typing import Any
 
 MIN_DWELL_SECONDS = 90  # C.1: "Submissions remain closed until at least 90 seconds have elapsed."
 ESTIMATED_ITEM_MINUTES = 2.0  # C.1: "Aim to spend 1-2 minutes per instance."
-MAX_ITEM_MINUTES = 240.0  # an item of 4 hours is a typo; its lease, 2 + X + 2*sqrt(X), stays under a day
+MAX_ITEM_MINUTES = 240.0  # an item of 4 hours is a typo; its lease, 2 + 2X + 2*sqrt(X), stays under a day
 MAX_LEASE_MINUTES = 1440  # a day
 PROLIFIC_COMPLETE_URL = "https://app.prolific.com/submissions/complete?cc={code}"
 
 
+def prolific_minimum_allowed_minutes(estimated_minutes: float) -> float:
+    """The least `maximum_allowed_time` Prolific takes for an estimated completion time X
+    (docs/prolific-api.md §2): 2 + 2X + 2*sqrt(X) minutes (X = 29: 70.77; X = 7: 21.29). The one statement
+    of the rule."""
+    estimated = max(estimated_minutes, 0.0)
+    return 2 + 2 * estimated + 2 * math.sqrt(estimated)
+
+
 def prolific_max_minutes(estimated_minutes: float) -> int:
-    """Prolific's maximum allowed time for an estimated completion time X: 2 + X + 2*sqrt(X), rounded up."""
-    return math.ceil(2 + estimated_minutes + 2 * math.sqrt(max(estimated_minutes, 0.0)))
+    """Prolific's minimum allowed time for X estimated minutes in whole minutes (rounded up): what Prolific
+    is sent for a study, and a study's default lease per item (X = 2: 9 minutes)."""
+    return math.ceil(prolific_minimum_allowed_minutes(estimated_minutes))
 
 
 GUIDELINES = "\n".join(

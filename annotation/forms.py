@@ -68,7 +68,7 @@ class StudyForm(forms.Form):
         whole=False, initial=codebook.ESTIMATED_ITEM_MINUTES
     )
     lease_minutes = model_range(Study, "lease_minutes").form_field(
-        required=False, help_text="empty: Prolific's maximum time 2 + X + 2√X for the estimate X"
+        required=False, help_text="empty: Prolific's least maximum time 2 + 2X + 2√X for the estimate X"
     )
     attention_checks = ATTENTION_CHECKS.form_field(initial=2, help_text="instructed-response items")
     attention_check_every = model_range(Study, "attention_check_every").form_field(

@@ -3,3 +3,7 @@ core. Names alone, so that the job modules and job_types.py, which imports them,
 
 CLASSIFY_STEPS = "classify_steps"
 FAILURE_PATTERNS = "failure_patterns"
+PROLIFIC_SYNC = "prolific_sync"
+PROLIFIC_REVIEW = "prolific_review"
+PROLIFIC_BONUSES = "prolific_bonuses"
+PROLIFIC_KINDS = (PROLIFIC_SYNC, PROLIFIC_REVIEW, PROLIFIC_BONUSES)

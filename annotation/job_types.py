@@ -13,10 +13,16 @@ from h2e_site.jobs.models import Job
 from h2e_site.jobs.registry import JobDescription, JobLink, JobSubject, JobType, job_type_register
 
 from .failure_meaning.jobs import failure_patterns_job_create
-from .job_kinds import CLASSIFY_STEPS, FAILURE_PATTERNS
+from .job_kinds import CLASSIFY_STEPS, FAILURE_PATTERNS, PROLIFIC_BONUSES, PROLIFIC_REVIEW, PROLIFIC_SYNC
 from .models import StepTypeClassifier, Study
 from .step_types.classify import classify_job_create, classify_job_retry
-from .tasks import run_classify_job, run_failure_patterns_job
+from .tasks import (
+    run_classify_job,
+    run_failure_patterns_job,
+    run_prolific_bonuses_job,
+    run_prolific_review_job,
+    run_prolific_sync_job,
+)
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -84,7 +90,42 @@ def _api_create_patterns(data: dict[str, Any], created_by: User | None) -> Job:
     )
 
 
+def describe_prolific_jobs(jobs: Sequence[Job]) -> dict[int, JobDescription]:
+    """The study of each Prolific job (its page, where the job was started) and what came of it."""
+    descriptions = {}
+    for job in jobs:
+        parameters = job.parameters
+        url = reverse("annotation:study_detail", args=[parameters.get("study_slug", "")]) + "#prolific"
+        facts = [
+            (name, str(parameters[name])) for name in ("action", "reason", "result") if parameters.get(name)
+        ]
+        descriptions[job.pk] = JobDescription(
+            subjects=(JobSubject("study", str(parameters.get("study_slug", "")), url),),
+            links=(JobLink("The study's Prolific section", url, "Study"),),
+            facts=tuple(facts),
+        )
+    return descriptions
+
+
+PROLIFIC_JOB_LABELS = {
+    PROLIFIC_SYNC: ("Prolific: sync submissions", run_prolific_sync_job),
+    PROLIFIC_REVIEW: ("Prolific: review submissions", run_prolific_review_job),
+    PROLIFIC_BONUSES: ("Prolific: pay bonuses", run_prolific_bonuses_job),
+}
+
+
 def register_job_types() -> None:
+    for kind, (label, task) in PROLIFIC_JOB_LABELS.items():
+        job_type_register(
+            JobType(
+                kind,
+                task,
+                label=label,
+                note=lambda job: str(job.parameters.get("study_slug", "")),
+                describe=describe_prolific_jobs,
+                start_hint=f"{label}: a study page's Prolific section (needs the Prolific permissions).",
+            )
+        )
     job_type_register(
         JobType(
             CLASSIFY_STEPS,

@@ -44,6 +44,20 @@ def make_runner(**fields: Any) -> AbstractUser:
     return user
 
 
+def make_prolific_staff(*, bonuses: bool = True, jobs: bool = True) -> AbstractUser:
+    """A staff user who may act on Prolific (annotation.run_prolific_study), pay bonuses (unless `bonuses`
+    is False) and start the jobs those actions queue (unless `jobs` is False); not a superuser."""
+    user = make_user(is_staff=True)
+    names = [("annotation", "run_prolific_study")]
+    names += [("annotation", "pay_prolific_bonuses")] if bonuses else []
+    names += [("jobs", "add_job")] if jobs else []
+    for app_label, codename in names:
+        user.user_permissions.add(
+            Permission.objects.get(content_type__app_label=app_label, codename=codename)
+        )
+    return user
+
+
 def make_topic(name: str = "Home & Hobbies") -> Topic:
     topic, _ = Topic.objects.get_or_create(name=name)
     return topic

@@ -14,7 +14,8 @@ Serves: POST /studies/, GET /studies/{id}/, POST /studies/{id}/transition/ (the 
 REJECT: a message of 100+ characters and a known category, COMPLETE), POST /submissions/bonus-payments/ (a
 CSV of participant,amount in the major unit; 400 naming an id outside the study), POST
 /bulk-bonus-payments/{id}/pay/ (pays again on every call, as Prolific does). Errors use Prolific's body:
-{"error": {"status", "title", "detail"}}; a missing or wrong token is a 401.
+{"error": {"status", "title", "detail"}}; a missing or wrong token is a 401. A draft whose
+maximum_allowed_time is below 2 + 2·est + 2·√est minutes is refused (400), as Prolific documents.
 """
 
 from __future__ import annotations
@@ -56,13 +57,25 @@ REQUIRED_STUDY_FIELDS = (
 
 @dataclass(frozen=True)
 class Trouble:
-    """What the next call (to `path`, when given) gets instead of its answer: a status (429, 500, ...) or,
-    with `hang`, no answer for that many seconds (the client's timeout)."""
+    """What the next call (to `path`, when given) gets instead of its answer: a status (429, 500, ...) with
+    Prolific's error body, or with `body` (any JSON: a list, {}, an error whose "error" is a string, a study
+    whose id is 500 characters) or `raw` (bytes as they are, e.g. an HTML page with content_type text/html);
+    or, with `hang`, no answer for that many seconds (the client's timeout)."""
 
     status: int = 500
     retry_after: str | None = None
     hang: float = 0.0
     path: str = ""  # only for a call whose path ends so ("/pay/"); "" for the next call, whatever it is
+    method: str = ""  # only for a call of this method ("GET", "POST"); "" for any
+    body: Any = None  # the JSON answered instead of Prolific's error body (None: the error body)
+    raw: bytes | None = None  # the bytes answered as they are
+    content_type: str = "application/json"
+
+    def matches(self, method: str, path: str) -> bool:
+        return path.endswith(self.path) and self.method in ("", method)
+
+
+HTML_PAGE = b"<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>"
 
 
 @dataclass
@@ -154,6 +167,12 @@ class FakeProlific:
         missing = [name for name in REQUIRED_STUDY_FIELDS if name not in (body or {})]
         if missing:
             return _error(400, "Bad Request", {name: ["This field is required."] for name in missing})
+        if "maximum_allowed_time" in body:  # docs/prolific-api.md §2: at least 2 + 2·est + 2·√est minutes
+            estimated = float(body["estimated_completion_time"])
+            least = 2 + 2 * estimated + 2 * estimated**0.5
+            if float(body["maximum_allowed_time"]) < least:
+                detail = {"maximum_allowed_time": [f"Must be at least {least:.2f} minutes."]}
+                return _error(400, "Bad Request", detail)
         study = {**body, "id": _id(), "status": "UNPUBLISHED", "places_taken": 0}
         self.state.studies[study["id"]] = study
         return 201, study
@@ -266,7 +285,7 @@ def _handler(fake: FakeProlific) -> type[BaseHTTPRequestHandler]:
                 Received(self.command, path, parse_qs(url.query), body, authorization, time.monotonic())
             )
             with fake._lock:
-                trouble = next((t for t in fake._trouble if path.endswith(t.path)), None)
+                trouble = next((t for t in fake._trouble if t.matches(self.command, path)), None)
                 if trouble is not None:
                     fake._trouble.remove(trouble)
             if trouble is not None:
@@ -274,15 +293,22 @@ def _handler(fake: FakeProlific) -> type[BaseHTTPRequestHandler]:
                     time.sleep(trouble.hang)
                     return self._send(504, {"error": {"status": 504, "title": "late", "detail": ""}})
                 headers = {"Retry-After": trouble.retry_after} if trouble.retry_after else {}
-                return self._send(trouble.status, _error(trouble.status, "trouble", "scripted")[1], headers)
+                if trouble.raw is not None:
+                    return self._send_bytes(trouble.status, trouble.raw, trouble.content_type, headers)
+                scripted = _error(trouble.status, "trouble", "scripted")[1]
+                return self._send(trouble.status, scripted if trouble.body is None else trouble.body, headers)
             if authorization != f"Token {fake.token}":
                 return self._send(*_error(401, "Unauthorized", "Invalid token."))
             self._send(*fake.answer(self.command, path, parse_qs(url.query), body))
 
         def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
-            data = json.dumps(body).encode()
+            self._send_bytes(status, json.dumps(body).encode(), "application/json", headers)
+
+        def _send_bytes(
+            self, status: int, data: bytes, content_type: str, headers: dict[str, str] | None = None
+        ) -> None:
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             for name, value in (headers or {}).items():
                 self.send_header(name, value)

@@ -334,8 +334,7 @@ def _site_forms() -> list[FormTarget]:
     from annotation.models import CalibrationRound, ProlificBonus
     from annotation.pairwise.forms import PairwiseJudgeForm
     from annotation.views.planner import PlanForm
-    from annotation.views.prolific import DraftForm
-    from annotation.views.studies import BonusForm
+    from annotation.views.prolific import BonusForm, DraftForm
     from goal_step.admin import RebuildForm
     from goal_step.answer_forms import AnswerTasksForm
     from goal_step.forms import TaskSetBuildForm

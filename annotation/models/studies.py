@@ -95,7 +95,8 @@ class Study(models.Model):
     lease_minutes = models.PositiveIntegerField(
         default=codebook.prolific_max_minutes(codebook.ESTIMATED_ITEM_MINUTES),
         validators=Range(1, codebook.MAX_LEASE_MINUTES).validators(),
-        help_text="how long an issued item stays reserved (Prolific's maximum time: 2 + X + 2*sqrt(X))",
+        help_text="how long an issued item stays reserved (default: Prolific's least maximum time for the "
+        "item's estimated X minutes, 2 + 2X + 2*sqrt(X))",
     )
     instructions = models.TextField(default=codebook.GUIDELINES, help_text="one guideline per line")
     consent_text = models.TextField(default=codebook.CONSENT)
@@ -134,6 +135,15 @@ class Study(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         verbose_name_plural = "studies"
+        # Acting on Prolific reaches people outside and spends money: permissions of their own (README,
+        # "Running the study on Prolific"), checked before anything is sent (annotation/views/prolific.py).
+        permissions = [
+            (
+                "run_prolific_study",
+                "Can act on a study on Prolific (draft, publish, pause, resume, stop, sync, review)",
+            ),
+            ("pay_prolific_bonuses", "Can pay bonuses through Prolific"),
+        ]
         constraints = [
             models.CheckConstraint(condition=Q(annotators_per_item__gte=1), name="study_k_positive"),
             models.CheckConstraint(condition=Q(lease_minutes__gte=1), name="study_lease_positive"),

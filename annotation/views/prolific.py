@@ -1,33 +1,49 @@
-"""The study page's Prolific actions (staff): create the study on Prolific as a draft, publish, pause,
-resume and stop it (each behind a page saying what will happen on Prolific), and sync its submissions."""
+"""The study page's Prolific actions (staff, and each a permission of its own: PROLIFIC_PERMISSION to act
+on the study, BONUS_PERMISSION to pay; checked before anything is read or sent): create the study on
+Prolific as a draft, publish, pause, resume and stop it (each behind a page saying what will happen on
+Prolific), review its submissions, and the long ones as jobs (annotation/prolific_jobs.py): sync, send a
+review, pay bonuses. A call made from a page gets PAGE_BUDGET_SECONDS in all (ProlificClient.for_page)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from decimal import Decimal
+from functools import wraps
 from typing import Any, cast
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
-from django.core.exceptions import ImproperlyConfigured
-from django.http import HttpRequest, HttpResponse
+from django.core.exceptions import ImproperlyConfigured, PermissionDenied
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from h2e_site.web import staff_required
+from h2e_site.jobs.models import Job
+from h2e_site.jobs.views import job_lines
+from h2e_site.web import RUN_PERMISSION, View, request_user, staff_required
 
+from ..job_kinds import PROLIFIC_BONUSES, PROLIFIC_KINDS, PROLIFIC_REVIEW, PROLIFIC_SYNC
 from ..models import Study
-from ..prolific_api import STUDY_ACTIONS, ProlificClient, ProlificError, retries_note
+from ..prolific_api import STUDY_ACTIONS, ProlificClient, ProlificError, retries_note, token_missing
+from ..prolific_bonuses import bonuses_create
+from ..prolific_jobs import prolific_job_active, prolific_job_create
 from ..prolific_studies import (
     REJECTION_CATEGORIES,
     REVIEW_ACTIONS,
     estimated_minutes,
+    maximum_allowed_minutes,
     places,
     review_plan,
     review_rows,
-    review_send,
     study_publish_draft,
-    submissions_sync,
 )
+
+PROLIFIC_PERMISSION = "annotation.run_prolific_study"
+BONUS_PERMISSION = "annotation.pay_prolific_bonuses"
+PERMISSION_NAMES = {f"annotation.{codename}": name for codename, name in Study._meta.permissions}
+RECENT_JOBS = 5
 
 WHAT_HAPPENS = {
     "PUBLISH": "Prolific locks the study's cost (reward x places + fees) from the workspace's wallet and "
@@ -37,6 +53,46 @@ WHAT_HAPPENS = {
     "STOP": "The study ends on Prolific (COMPLETED): no one else can start, and it reopens only if places "
     "are added on Prolific.",
 }
+
+
+def permission_required(permission: str) -> Callable[[View], View]:
+    """403 (naming the permission) for a user without `permission`, before the view reads or sends
+    anything."""
+
+    def decorate(view: View) -> View:
+        @wraps(view)
+        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
+            if not request.user.has_perm(permission):
+                raise PermissionDenied(f"This needs the '{PERMISSION_NAMES[permission]}' permission.")
+            return view(request, *args, **kwargs)
+
+        return wrapped
+
+    return decorate
+
+
+def prolific_page_context(request: HttpRequest, study: Study) -> dict[str, Any]:
+    """What the study page's Prolific section shows: which actions the user may take, whether a token is
+    set, the bonus form and the study's recent Prolific jobs (live rows)."""
+    jobs = Job.objects.select_related("created_by").filter(
+        kind__in=PROLIFIC_KINDS, parameters__study=study.pk
+    )
+    return {
+        "can_act_on_prolific": request.user.has_perm(PROLIFIC_PERMISSION),
+        "can_pay_bonuses": request.user.has_perm(BONUS_PERMISSION),
+        "can_run": request.user.has_perm(RUN_PERMISSION),
+        "prolific_token_missing": "" if settings.PROLIFIC_API_TOKEN else token_missing(),
+        "bonus_form": BonusForm(),
+        "prolific_jobs": job_lines(list(jobs[:RECENT_JOBS])),
+    }
+
+
+def _client(request: HttpRequest) -> ProlificClient | None:
+    try:
+        return ProlificClient.for_page()
+    except ImproperlyConfigured as missing:
+        messages.error(request, str(missing))
+        return None
 
 
 class DraftForm(forms.Form):
@@ -49,15 +105,8 @@ class DraftForm(forms.Form):
     )
 
 
-def _client(request: HttpRequest) -> ProlificClient | None:
-    try:
-        return ProlificClient()
-    except ImproperlyConfigured as missing:
-        messages.error(request, str(missing))
-        return None
-
-
 @staff_required
+@permission_required(PROLIFIC_PERMISSION)
 @require_http_methods(["GET", "POST"])
 def prolific_draft(request: HttpRequest, slug: str) -> HttpResponse:
     study = get_object_or_404(Study, slug=slug)
@@ -67,18 +116,26 @@ def prolific_draft(request: HttpRequest, slug: str) -> HttpResponse:
         try:
             study_id = study_publish_draft(study, client, entry_url=entry, **form.cleaned_data)
         except ProlificError as refused:
-            messages.error(request, str(refused))
+            messages.error(request, f"{refused} {retries_note(client.retries)}".strip())
         else:
             note = retries_note(client.retries)
             messages.success(
                 request, f"Draft study {study_id} created on Prolific (not published). {note}".strip()
             )
             return redirect("annotation:study_detail", slug=study.slug)
-    context = {"study": study, "form": form, "places": places(study), "minutes": estimated_minutes(study)}
+    context = {
+        "study": study,
+        "form": form,
+        "places": places(study),
+        "minutes": estimated_minutes(study),
+        "maximum_minutes": maximum_allowed_minutes(study),
+        "token_missing": "" if settings.PROLIFIC_API_TOKEN else token_missing(),
+    }
     return render(request, "annotation/prolific_draft.html", context, status=400 if form.errors else 200)
 
 
 @staff_required
+@permission_required(PROLIFIC_PERMISSION)
 @require_http_methods(["GET", "POST"])
 def prolific_transition(request: HttpRequest, slug: str, action: str) -> HttpResponse:
     study = get_object_or_404(Study, slug=slug, prolific_study_id__gt="")
@@ -98,22 +155,51 @@ def prolific_transition(request: HttpRequest, slug: str, action: str) -> HttpRes
     return render(request, "annotation/prolific_confirm.html", context)
 
 
+def _queue(request: HttpRequest, study: Study, kind: str, started: str, **parameters: Any) -> HttpResponse:
+    """Queue a Prolific job (or say which one is already doing it) and go back to the study's page."""
+    if not settings.PROLIFIC_API_TOKEN:
+        messages.error(request, token_missing())
+    elif (running := prolific_job_active(kind=kind, study=study, **parameters)) is not None:
+        messages.info(request, f"Job #{running.pk} is already doing this; its row below shows its progress.")
+    else:
+        job = prolific_job_create(kind=kind, study=study, created_by=request_user(request), **parameters)
+        messages.success(request, f"Job #{job.pk}: {started} Its row below shows its progress.")
+    return redirect(reverse("annotation:study_detail", args=[study.slug]) + "#prolific")
+
+
 @staff_required
+@permission_required(PROLIFIC_PERMISSION)
 @require_POST
 def prolific_sync(request: HttpRequest, slug: str) -> HttpResponse:
     study = get_object_or_404(Study, slug=slug, prolific_study_id__gt="")
-    if (client := _client(request)) is not None:
-        try:
-            counts = submissions_sync(study, client)
-        except ProlificError as refused:
-            messages.error(request, str(refused))
-        else:
-            messages.success(
-                request,
-                f"Synced {counts['submissions']} submissions: {counts['recorded']} statuses recorded, "
-                f"{counts['released']} items freed. {retries_note(client.retries)}".strip(),
-            )
-    return redirect("annotation:study_detail", slug=study.slug)
+    return _queue(request, study, PROLIFIC_SYNC, "syncing the submissions from Prolific.")
+
+
+class BonusForm(forms.Form):
+    amount = forms.DecimalField(min_value=Decimal("0.01"), max_value=Decimal("100.00"), decimal_places=2)
+    reason = forms.SlugField(
+        max_length=80, help_text="one bonus per participant per reason, e.g. 'accuracy-2026-11'"
+    )
+
+
+@staff_required
+@permission_required(BONUS_PERMISSION)
+@require_POST
+def prolific_bonuses(request: HttpRequest, slug: str) -> HttpResponse:
+    """Pay `amount` to every participant who finished, once per reason, through Prolific: the rows are added
+    here, a job pays them (a bonus already paid, being paid, or whose pay went unanswered is never sent
+    again: annotation/prolific_bonuses.py)."""
+    study = get_object_or_404(Study, slug=slug)
+    form = BonusForm(request.POST)
+    if not form.is_valid():
+        return HttpResponseBadRequest(form.errors.as_text())
+    if not study.prolific_study_id:
+        return HttpResponseBadRequest("prolific_study_id: the study has no Prolific study to pay bonuses on")
+    reason = form.cleaned_data["reason"]
+    added = bonuses_create(study=study, amount=form.cleaned_data["amount"], reason=reason)
+    return _queue(
+        request, study, PROLIFIC_BONUSES, f"paying the bonuses of '{reason}' ({added} new).", reason=reason
+    )
 
 
 class ReviewForm(forms.Form):
@@ -123,10 +209,16 @@ class ReviewForm(forms.Form):
         choices=[("", "—"), *((c, c) for c in REJECTION_CATEGORIES)], required=False
     )
     message = forms.CharField(max_length=2_000, required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    approve_screened = forms.MultipleChoiceField(
+        choices=[],
+        required=False,
+        help_text="screened-out participants to approve all the same, each by name",
+    )
 
     def __init__(self, *args: Any, submission_ids: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        cast(forms.MultipleChoiceField, self.fields["submissions"]).choices = [(s, s) for s in submission_ids]
+        for name in ("submissions", "approve_screened"):
+            cast(forms.MultipleChoiceField, self.fields[name]).choices = [(s, s) for s in submission_ids]
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -139,10 +231,12 @@ class ReviewForm(forms.Form):
 
 
 @staff_required
+@permission_required(PROLIFIC_PERMISSION)
 @require_http_methods(["GET", "POST"])
 def prolific_review(request: HttpRequest, slug: str) -> HttpResponse:
-    """Submissions awaiting review, with the studio's record of each participant; approve or reject the chosen
-    ones after a preview saying what will be sent and what is refused (prolific_studies.review_refusal)."""
+    """Submissions on Prolific, with the studio's record of each participant; approve, reject or screen out
+    the chosen ones after a preview saying what will be sent and what is refused
+    (prolific_studies.review_refusal); the confirmed review is sent by a job."""
     study = get_object_or_404(Study, slug=slug, prolific_study_id__gt="")
     client = _client(request)
     if client is None:
@@ -150,16 +244,24 @@ def prolific_review(request: HttpRequest, slug: str) -> HttpResponse:
     try:
         rows = review_rows(study, client)
     except ProlificError as refused:
-        messages.error(request, str(refused))
+        messages.error(request, f"{refused} {retries_note(client.retries)}".strip())
         return redirect("annotation:study_detail", slug=study.slug)
     form = ReviewForm(request.POST or None, submission_ids=[r["id"] for r in rows])
     plan = review_plan(rows, form.cleaned_data) if request.method == "POST" and form.is_valid() else []
     if plan and request.POST.get("confirmed") == "1":
-        sent = review_send(client, plan, form.cleaned_data)
-        messages.success(
-            request, f"{sent} submissions reviewed on Prolific. {retries_note(client.retries)}".strip()
+        data = {key: form.cleaned_data[key] for key in ReviewForm.base_fields}
+        return _queue(
+            request, study, PROLIFIC_REVIEW, f"sending the review ({data['action'].lower()}).", **data
         )
-        return redirect("annotation:prolific_review", slug=study.slug)
     chosen = set(request.POST.getlist("submissions"))
-    context = {"study": study, "rows": rows, "form": form, "plan": plan, "chosen": chosen}
+    screened = [row for row in plan if row["screened_out"] and row["status"] == "AWAITING REVIEW"]
+    context = {
+        "study": study,
+        "rows": rows,
+        "form": form,
+        "plan": plan,
+        "chosen": chosen,
+        "screened_in_plan": screened if plan and form.cleaned_data["action"] == "APPROVE" else [],
+        "approved_by_name": set(request.POST.getlist("approve_screened")),
+    }
     return render(request, "annotation/prolific_review.html", context, status=400 if form.errors else 200)

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from decimal import Decimal
 from typing import Any
 
 import orjson
 from django import forms
 from django.contrib import messages
-from django.core.exceptions import ImproperlyConfigured, ValidationError
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -23,9 +22,8 @@ from ..forms import StudyForm
 from ..kinds import KINDS, kind_for
 from ..kinds.base import refusal_on_form
 from ..models import Study
-from ..prolific_api import ProlificClient, retries_note
-from ..prolific_bonuses import bonuses_for_finished
 from ..study_types import kind_choices
+from .prolific import prolific_page_context
 
 
 @staff_required
@@ -110,7 +108,7 @@ def _detail_context(request: HttpRequest, study: Study, refused: forms.Form | No
         "items": spec.annotate_items(items),
         "participants": [_with_kind_values(p, spec.participant_columns) for p in participants],
         "entry_path": request.build_absolute_uri(reverse("annotator:entry", kwargs={"slug": study.slug})),
-        "bonus_form": BonusForm(),
+        **prolific_page_context(request, study),
         **spec.study_page_context(request, study, refused),
     }
 
@@ -176,35 +174,3 @@ def study_export_csv(request: HttpRequest, slug: str) -> HttpResponse:
     response = HttpResponse("".join(_csv(study)), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{study.slug}-annotations.csv"'
     return response
-
-
-class BonusForm(forms.Form):
-    amount = forms.DecimalField(min_value=Decimal("0.01"), max_value=Decimal("100.00"), decimal_places=2)
-    reason = forms.SlugField(
-        max_length=80, help_text="one bonus per participant per reason, e.g. 'accuracy-2026-11'"
-    )
-
-
-@staff_required
-@require_POST
-def study_prolific_bonuses(request: HttpRequest, slug: str) -> HttpResponse:
-    """Pay `amount` to every participant who finished, once per reason, through Prolific (a bonus already
-    paid, being paid, or whose pay went unanswered is never sent again: annotation/prolific_bonuses.py)."""
-    study = get_object_or_404(Study, slug=slug)
-    form = BonusForm(request.POST)
-    if not form.is_valid():
-        return HttpResponseBadRequest(form.errors.as_text())
-    if not study.prolific_study_id:
-        return HttpResponseBadRequest("prolific_study_id: the study has no Prolific study to pay bonuses on")
-    try:
-        client = ProlificClient()
-    except ImproperlyConfigured as missing:
-        messages.error(request, str(missing))
-        return redirect("annotation:study_detail", slug=study.slug)
-    run = bonuses_for_finished(
-        study=study, amount=form.cleaned_data["amount"], reason=form.cleaned_data["reason"], client=client
-    )
-    report = f"Bonuses: {run.paid} paid, {run.unknown} unknown (check on Prolific), {run.refused} refused."
-    note = f"{report} {run.error} {retries_note(client.retries)}".strip()
-    (messages.warning if run.error else messages.success)(request, note)
-    return redirect("annotation:study_detail", slug=study.slug)

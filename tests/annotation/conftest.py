@@ -116,3 +116,14 @@ def gunicorn_server(django_db_setup: None, tmp_path_factory: pytest.TempPathFact
         yield gunicorn
     finally:
         gunicorn.stop()
+
+
+def run_prolific_jobs() -> list[Any]:
+    """Run the queued Prolific jobs (sync, review, bonuses) the pages queued, oldest first, as a worker would;
+    the finished jobs."""
+    from annotation.job_kinds import PROLIFIC_KINDS
+    from annotation.prolific_jobs import prolific_job_run
+    from h2e_site.jobs.models import Job, JobStatus
+
+    queued = Job.objects.filter(kind__in=PROLIFIC_KINDS, status=JobStatus.QUEUED).order_by("pk")
+    return [prolific_job_run(job_id=job.pk, kind=job.kind) for job in queued]

@@ -3,19 +3,26 @@ submissions page by page, review, the two-step bonus, retries with back-off, and
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import requests
 from django.core.exceptions import ImproperlyConfigured
+from hypothesis import given
+from hypothesis import strategies as st
 
+from annotation import prolific_api
 from annotation.prolific_api import (
     PAGE_SIZE,
     RETRIES,
     PaymentUnknown,
+    ProlificAnswerError,
     ProlificClient,
     ProlificError,
 )
+from tests.fuzzing import fuzz_settings
 from tests.prolific_server import FakeProlific, Trouble
 
 TOKEN = "secret-token-123"
@@ -151,3 +158,48 @@ def test_a_wrong_token_is_refused_and_the_token_never_shows(prolific: FakeProlif
     settings.PROLIFIC_API_TOKEN = ""
     with pytest.raises(ImproperlyConfigured, match="PROLIFIC_API_TOKEN is not set"):
         ProlificClient(base_url=prolific.base_url)
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=12,
+)
+ANSWERS = [
+    prolific_api.STUDY,
+    prolific_api.SUBMISSIONS,
+    prolific_api.TRANSITIONED,
+    prolific_api.RETURN_REQUESTED,
+    prolific_api.BONUS_BATCH,
+]
+
+
+def _response(status: int, body: bytes) -> requests.Response:
+    answer = requests.Response()
+    answer.status_code, answer._content = status, body
+    answer.headers["Content-Type"] = "application/json"
+    return answer
+
+
+@fuzz_settings(300)
+@given(
+    body=JSON
+    | st.fixed_dictionaries({"id": st.text(max_size=600), "status": JSON})
+    | st.fixed_dictionaries(
+        {"results": st.lists(st.dictionaries(st.sampled_from(["id", "participant_id", "status"]), JSON))}
+    ),
+    shape=st.sampled_from(ANSWERS),
+)
+def test_any_answer_is_either_the_documented_shape_or_an_answer_error(body: Any, shape: Any) -> None:
+    """Whatever JSON Prolific answers, a caller gets a dict it may read as documented, or ProlificAnswerError
+    (never a KeyError, TypeError or an id longer than a column); an error body of any JSON gives a message."""
+    try:
+        answer = prolific_api._answer("POST", "/x/", _response(200, json.dumps(body).encode()), shape)
+    except ProlificAnswerError as odd:
+        assert "Prolific answered" in str(odd) and len(str(odd)) < 600
+    else:
+        rows = answer["results"] if shape.listed else [answer]
+        for row in rows:
+            assert all(len(row[name]) == 24 for name in (shape.listed or shape).ids)
+    message = prolific_api._error_text(_response(400, json.dumps(body).encode()))
+    assert isinstance(message, str) and message

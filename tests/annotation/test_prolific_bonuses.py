@@ -1,6 +1,6 @@
-"""Bonuses through Prolific are paid once per participant and reason: 100 concurrent requests pay each
-participant exactly once; a pay call that goes unanswered is never sent again; a refused set-up is paid by a
-later request."""
+"""Bonuses through Prolific are paid once per participant and reason: 100 concurrent requests (each running
+the job it queues, as a worker would) pay each participant exactly once; a pay call that goes unanswered is
+never sent again; a refused or garbled set-up puts the rows back to pay, and a later request pays them."""
 
 from __future__ import annotations
 
@@ -15,10 +15,11 @@ from django.db import connection
 from annotation import services
 from annotation.models import BonusState, ProlificBonus, Study
 from annotation.prolific_api import ProlificClient
-from annotation.prolific_bonuses import bonuses_for_finished
-from tests.annotation.conftest import annotate_all, make_study, no_failure, qualified
-from tests.factories import logged_in, make_user
-from tests.prolific_server import FakeProlific, Trouble
+from annotation.prolific_bonuses import bonuses_for_finished, bonuses_pay
+from h2e_site.celery import app
+from tests.annotation.conftest import annotate_all, make_study, no_failure, qualified, run_prolific_jobs
+from tests.factories import logged_in, make_prolific_staff, make_user
+from tests.prolific_server import HTML_PAGE, FakeProlific, Trouble
 
 TOKEN = "bonus-token"
 DRAFT = {
@@ -51,8 +52,17 @@ def _finished_study(prolific: FakeProlific, n: int = 5) -> tuple[Study, list[str
 
 @pytest.mark.django_db(transaction=True)
 def test_a_hundred_concurrent_requests_pay_each_participant_exactly_once(prolific: FakeProlific) -> None:
+    eager = app.conf.task_always_eager
+    app.conf.task_always_eager = True  # the worker is this process: each request runs the job it queues
+    try:
+        _pay_from_a_hundred_requests_at_once(prolific)
+    finally:
+        app.conf.task_always_eager = eager
+
+
+def _pay_from_a_hundred_requests_at_once(prolific: FakeProlific) -> None:
     study, pids = _finished_study(prolific)
-    staff = make_user(is_staff=True)
+    staff = make_prolific_staff()
     url = f"/studies/{study.slug}/prolific/bonuses/"
 
     def request(_: int) -> int:
@@ -98,10 +108,55 @@ def test_a_refused_set_up_is_paid_by_a_later_request(prolific: FakeProlific) -> 
 @pytest.mark.django_db
 def test_the_form_names_a_bad_amount_and_the_page_needs_staff(prolific: FakeProlific, client: Any) -> None:
     study = make_study(n_items=1, k=1)
-    staff = logged_in(make_user(is_staff=True))
+    staff = logged_in(make_prolific_staff())
     url = f"/studies/{study.slug}/prolific/bonuses/"
     bad = staff.post(url, {"amount": "-1", "reason": "r"})
     assert bad.status_code == 400 and b"amount" in bad.content
     no_study = staff.post(url, {"amount": "1.00", "reason": "r"})
     assert no_study.status_code == 400 and b"prolific_study_id" in no_study.content
     assert logged_in(make_user()).post(url, {"amount": "1.00", "reason": "r"}).status_code in (302, 403)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "answer",
+    [
+        Trouble(400, body={"error": "Bad bonus"}, path="/bonus-payments/"),  # "error" a string
+        Trouble(200, raw=HTML_PAGE, content_type="text/html", path="/bonus-payments/"),
+        Trouble(201, body={}, path="/bonus-payments/"),
+        Trouble(201, body=[{"id": "x"}], path="/bonus-payments/"),
+    ],
+    ids=["string-error", "html", "empty-object", "list"],
+)
+def test_a_garbled_set_up_puts_the_rows_back_and_the_next_try_pays(
+    prolific: FakeProlific, answer: Trouble
+) -> None:
+    """#31 item 15: the set-up answered a string error, HTML, {} or a list: nothing was sent to pay, so the
+    rows go back to NEW (not stuck CLAIMED), the job says what Prolific answered, and the next try pays."""
+    study, pids = _finished_study(prolific, n=2)
+    staff = logged_in(make_prolific_staff())
+    url = f"/studies/{study.slug}/prolific/bonuses/"
+    prolific.script(answer)
+    assert staff.post(url, {"amount": "0.50", "reason": "r"}).status_code == 302
+    (failed,) = run_prolific_jobs()
+    assert failed.status == "failed" and "/submissions/bonus-payments/" in failed.error
+    assert set(ProlificBonus.objects.values_list("state", flat=True)) == {BonusState.NEW}
+    assert not prolific.paid and not [r for r in prolific.requests if r.path.endswith("/pay/")]
+    page = staff.get(f"/studies/{study.slug}/")
+    assert page.status_code == 200 and f"#{failed.pk}".encode() in page.content
+    staff.post(url, {"amount": "0.50", "reason": "r"})
+    (paid,) = run_prolific_jobs()
+    assert paid.status == "succeeded" and prolific.paid == dict.fromkeys(pids, 1)
+
+
+@pytest.mark.django_db
+def test_a_job_run_again_takes_back_the_rows_it_claimed_and_never_sent(prolific: FakeProlific) -> None:
+    """A worker that died between the claim and the pay call left its rows CLAIMED under its key: the same
+    job run again pays them; another claimer never takes them."""
+    study, pids = _finished_study(prolific, n=2)
+    client = ProlificClient(sleep=lambda s: None)
+    bonuses_for_finished(study=study, amount=Decimal("0.30"), reason="r", client=client)  # paid once
+    ProlificBonus.objects.update(state=BonusState.CLAIMED, batch_id="claim:job-7", reason="s")
+    assert bonuses_pay(study=study, reason="s", client=client, claim="job-8").claimed == 0
+    again = bonuses_pay(study=study, reason="s", client=client, claim="job-7")
+    assert again.paid == 2 and prolific.paid == dict.fromkeys(pids, 2)  # "r" once, then "s" once

@@ -18,9 +18,9 @@ from annotation.models import (
     ProlificBonus,
 )
 from annotation.prolific_api import ProlificClient
-from annotation.prolific_studies import estimated_minutes, places
-from tests.annotation.conftest import annotate_all, make_study, no_failure, qualified
-from tests.factories import logged_in, make_user
+from annotation.prolific_studies import estimated_minutes, maximum_allowed_minutes, places
+from tests.annotation.conftest import annotate_all, make_study, no_failure, qualified, run_prolific_jobs
+from tests.factories import logged_in, make_prolific_staff
 from tests.prolific_server import FakeProlific, Trouble, signed_event
 
 TOKEN, SECRET = "loop-token", "loop-secret"
@@ -37,7 +37,7 @@ def prolific(settings: Any) -> Iterator[FakeProlific]:
 @pytest.mark.django_db
 def test_the_whole_loop(prolific: FakeProlific) -> None:
     study = make_study(n_items=4, k=2, items_per_participant=2)
-    staff = logged_in(make_user(is_staff=True))
+    staff = logged_in(make_prolific_staff())
     page = f"/studies/{study.slug}/"
     assert b"Create the study on Prolific" in staff.get(page).content
     bad = staff.post(
@@ -53,6 +53,7 @@ def test_the_whole_loop(prolific: FakeProlific) -> None:
     draft = prolific.state.studies[study.prolific_study_id]
     assert draft["total_available_places"] == places(study) == 4  # 4 items x 2 / 2 per participant
     assert draft["estimated_completion_time"] == estimated_minutes(study)
+    assert draft["maximum_allowed_time"] == maximum_allowed_minutes(study)
     assert "PROLIFIC_PID={{%PROLIFIC_PID%}}" in draft["external_study_url"]
     assert [(c["code"], c["code_type"]) for c in draft["completion_codes"]] == [
         (study.completion_code, "COMPLETED"),
@@ -82,14 +83,19 @@ def test_the_whole_loop(prolific: FakeProlific) -> None:
     assert leased is not None
 
     assert staff.post(f"{page}prolific/sync/").status_code == 302
+    (synced,) = run_prolific_jobs()
+    assert synced.status == "succeeded" and "2 statuses recorded" in synced.parameters["result"]
     assert ParticipantStatus.objects.filter(status="AWAITING REVIEW").count() == 2
     client = ProlificClient()
     for participant in finishers:
         assert (
             client.submission_transition(participant.prolific_session_id, "APPROVE")["status"] == "APPROVED"
         )
-    for _ in range(2):  # a double click
+    for _ in range(2):  # a double click: one job
         staff.post(f"{page}prolific/bonuses/", {"amount": "0.40", "reason": "thanks"})
+    assert [job.status for job in run_prolific_jobs()] == ["succeeded"]
+    staff.post(f"{page}prolific/bonuses/", {"amount": "0.40", "reason": "thanks"})  # later: pays nobody again
+    run_prolific_jobs()
     assert prolific.paid == {p.prolific_pid: 1 for p in finishers}
     assert set(ProlificBonus.objects.values_list("state", flat=True)) == {BonusState.PAID}
 

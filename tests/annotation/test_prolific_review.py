@@ -14,8 +14,8 @@ from annotation import services
 from annotation.critical_failures.posted import FailureInput, Submission
 from annotation.models import Participant, ParticipantStatus, Stage, Study
 from annotation.prolific_api import ProlificClient
-from tests.annotation.conftest import annotate_all, make_study, no_failure, qualified
-from tests.factories import logged_in, make_user
+from tests.annotation.conftest import annotate_all, make_study, no_failure, qualified, run_prolific_jobs
+from tests.factories import logged_in, make_prolific_staff
 from tests.prolific_server import FakeProlific
 
 TOKEN = "review-token"
@@ -59,7 +59,7 @@ def _finished_and_screened_out(prolific: FakeProlific) -> tuple[Participant, str
     screened = _screened_out(study)
     ok = prolific.submit(study.prolific_study_id, participant_id=done.prolific_pid)
     out = prolific.submit(study.prolific_study_id, participant_id=screened.prolific_pid)
-    return done, ok, out, logged_in(make_user(is_staff=True)), f"/studies/{study.slug}/prolific/review/"
+    return done, ok, out, logged_in(make_prolific_staff()), f"/studies/{study.slug}/prolific/review/"
 
 
 @pytest.mark.django_db
@@ -82,13 +82,17 @@ def test_a_preview_then_the_transitions_and_the_refusals(prolific: FakeProlific)
     assert preview.status_code == 200 and b"not a rejection ground" in preview.content
     assert prolific.state.submissions[ok]["status"] == "AWAITING REVIEW"  # a preview sends nothing
     staff.post(url, {**data, "confirmed": "1"})
+    assert prolific.state.submissions[ok]["status"] == "AWAITING REVIEW"  # queued: a job sends it
+    run_prolific_jobs()
     assert prolific.state.submissions[ok]["status"] == "REJECTED"
     assert prolific.state.submissions[out]["status"] == "AWAITING REVIEW"  # refused: never sent
     assert ParticipantStatus.objects.get(participant=done).status == "REJECTED"
 
-    approve = {"action": "APPROVE", "submissions": [out], "confirmed": "1"}
+    approve = {"action": "APPROVE", "submissions": [out], "approve_screened": [out], "confirmed": "1"}
     staff.post(url, approve)
+    run_prolific_jobs()
     staff.post(url, approve)  # twice: the second finds it approved and sends nothing
+    run_prolific_jobs()
     assert prolific.state.submissions[out]["status"] == "APPROVED"
     sent = [r for r in prolific.requests if r.path == f"/submissions/{out}/transition/"]
     assert len(sent) == 1
@@ -123,11 +127,12 @@ def test_failed_attention_checks_earn_their_code_and_are_the_only_failed_check_g
 
     bad = prolific.submit(study.prolific_study_id, participant_id=careless.prolific_pid)
     good = prolific.submit(study.prolific_study_id, participant_id=careful.prolific_pid)
-    staff = logged_in(make_user(is_staff=True))
+    staff = logged_in(make_prolific_staff())
     url = f"/studies/{study.slug}/prolific/review/"
     data = {"action": "REJECT", "submissions": [bad, good], "rejection_category": "FAILED_CHECK",
             "message": REASON, "confirmed": "1"}  # fmt: skip
     staff.post(url, data)
+    run_prolific_jobs()
     assert prolific.state.submissions[bad]["status"] == "REJECTED"
     assert prolific.state.submissions[good]["status"] == "AWAITING REVIEW"
     preview = staff.post(url, {**data, "submissions": [good], "confirmed": ""})
@@ -149,5 +154,27 @@ def test_screening_out_asks_only_the_screened_out_to_return(prolific: FakeProlif
     preview = staff.post(url, {"action": "REQUEST_RETURN", "submissions": [ok, out]})
     assert b"not screened out by the comprehension check" in preview.content
     staff.post(url, {"action": "REQUEST_RETURN", "submissions": [ok, out], "confirmed": "1"})
+    run_prolific_jobs()
     assert prolific.state.submissions[out]["return_requested"] == ["Did not pass the comprehension check"]
     assert prolific.state.submissions[ok]["return_requested"] is None
+
+
+@pytest.mark.django_db
+def test_a_screened_out_participant_is_approved_in_bulk_only_when_named(prolific: FakeProlific) -> None:
+    """#31 item 10: one asked to return who has not yet (AWAITING REVIEW) is left out of "approve all"; the
+    preview says so and offers them by name; ticked, they are approved."""
+    _, ok, out, staff, url = _finished_and_screened_out(prolific)
+    everyone = {"action": "APPROVE", "submissions": [ok, out]}
+    preview = staff.post(url, everyone)
+    text = preview.content.decode()
+    assert preview.status_code == 200 and "approving pays them the full reward" in text
+    assert f'name="approve_screened" value="{out}"' in text and f'value="{ok}"' in text
+    assert "left out of this approval unless you name each" in text
+    staff.post(url, {**everyone, "confirmed": "1"})
+    run_prolific_jobs()
+    assert prolific.state.submissions[ok]["status"] == "APPROVED"
+    assert prolific.state.submissions[out]["status"] == "AWAITING REVIEW"  # never sent
+    assert not [r for r in prolific.requests if r.path == f"/submissions/{out}/transition/"]
+    staff.post(url, {**everyone, "approve_screened": [out], "confirmed": "1"})  # named: sent
+    run_prolific_jobs()
+    assert prolific.state.submissions[out]["status"] == "APPROVED"

@@ -20,9 +20,9 @@ pytestmark = pytest.mark.django_db
 
 
 def test_it_defaults_the_lease_to_prolifics_maximum_time() -> None:
-    assert codebook.prolific_max_minutes(2) == 7  # 2 + 2 + 2*sqrt(2) = 6.83
-    assert codebook.prolific_max_minutes(9) == 17
-    assert make_study(n_items=1).lease_minutes == 7
+    assert codebook.prolific_max_minutes(2) == 9  # Prolific's least: 2 + 2*2 + 2*sqrt(2) = 8.83
+    assert codebook.prolific_max_minutes(9) == 26
+    assert make_study(n_items=1).lease_minutes == 9
 
 
 def test_it_selects_a_seeded_random_sample() -> None:

@@ -358,7 +358,7 @@ def test_it_creates_a_study_from_the_form(staff: Client) -> None:
     response = staff.post(reverse("annotation:study_create"), form)
     assert response.status_code == 302
     study = Study.objects.get(slug="pilot")
-    assert study.lease_minutes == 7 and study.completion_code and study.screenout_code
+    assert study.lease_minutes == 9 and study.completion_code and study.screenout_code
     assert study.items.filter(is_attention_check=False).count() == 2
     assert study.selection["seed"] == 1
     assert staff.get(reverse("annotation:study_create")).status_code == 200

@@ -7,7 +7,13 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotation.job_kinds import CLASSIFY_STEPS, FAILURE_PATTERNS
+from annotation.job_kinds import (
+    CLASSIFY_STEPS,
+    FAILURE_PATTERNS,
+    PROLIFIC_BONUSES,
+    PROLIFIC_REVIEW,
+    PROLIFIC_SYNC,
+)
 from goal_step.job_kinds import ANSWER_TASKS, BUILD_TASKS
 from h2e_site.embeddings.job_kinds import EMBED
 from h2e_site.jobs.models import JobStatus
@@ -35,6 +41,9 @@ def test_it_has_a_registered_task_for_every_kind_the_apps_run() -> None:
         ANSWER_TASKS: "mining.run_answer_tasks_job",
         EMBED: "embeddings.run_embed_job",
         FAILURE_PATTERNS: "annotation.run_failure_patterns_job",
+        PROLIFIC_SYNC: "annotation.run_prolific_sync_job",
+        PROLIFIC_REVIEW: "annotation.run_prolific_review_job",
+        PROLIFIC_BONUSES: "annotation.run_prolific_bonuses_job",
     }
     assert not job_type_for(IMPORT).resumable and job_type_for(MINE).resumable
     with pytest.raises(LookupError, match="export"):
