@@ -16,7 +16,8 @@ from tests.factories import make_judge, make_judgment
 
 pytestmark = pytest.mark.browser
 TWICE = """() => {
-    const twice = Object.assign(document.createElement("input"), {type: "hidden", name: "has_failure", value: "yes"});
+    const twice = Object.assign(document.createElement("input"), {type: "hidden", name: "has_failure"});
+    twice.value = "yes";
     document.querySelector("#has-failure").form.append(twice);
 }"""
 
