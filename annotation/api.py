@@ -174,7 +174,11 @@ class PlanQuerySerializer(serializers.Serializer):
 class PlanView(ComputedView):
     """The budget planner (annotation/planner.py; README "Budget planner"): the human labels, annotations,
     participants, minutes and cost to reach a target half-width, the minimum detectable differences at the
-    labels collected, and the paper's setting as a fixed example."""
+    labels collected, and the paper's setting as a fixed example.
+
+    Rules the schema cannot state: a `judge` or `generator` that does not exist is a 404; a 400 naming the
+    parameter for a judge that has not judged the generator, a difference (`other_generator`) that is missing
+    or is the first generator, and an assumed agreement (`agreement_pp`) the shares cannot produce."""
 
     @extend_schema(parameters=[PlanQuerySerializer], responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request) -> Response:

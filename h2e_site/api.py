@@ -6,6 +6,8 @@
   serializer (`extend_schema(parameters=[TheQuerySerializer])`).
 - StrictBooleanFilter / IdFilter / IdInFilter: django-filter's filters, just as strict (no silent ignoring of
   `?has_failure=0.17`), with ids typed as integers in the schema.
+- CredentialsFirstNegotiation: a request without credentials gets 401/403 before anything else about it is
+  looked at (its format, a NUL in its query).
 (The published schema's shared parts are in h2e_site.api_views.py: this module is loaded with DRF's
 settings, which that one's imports would load again.)
 """
@@ -21,6 +23,7 @@ from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ParseError, ValidationError
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 
@@ -28,6 +31,26 @@ from h2e_site.bounds import BoundedJSONParser
 
 # The largest value a PostgreSQL bigint (a primary key) holds.
 MAX_ID = 2**63 - 1
+# request.META key: why h2e_site.middleware.NulMiddleware refuses an /api/ request (a NUL in its query or
+# path), answered by CredentialsFirstNegotiation once the request's credentials are checked.
+NUL_REFUSAL = "h2e.nul_refusal"
+
+
+class CredentialsFirstNegotiation(DefaultContentNegotiation):
+    """DRF's content negotiation (settings: DEFAULT_CONTENT_NEGOTIATION_CLASS), which DRF runs first of all in
+    every API view, before authentication: here the view's own permission check (authentication included)
+    comes first, so that a request without credentials gets 401 (403 when they are not enough) before its
+    format (a `.5` suffix, `?format=5`: 404) or a NUL in its query (400, JSON) is looked at. The check runs
+    again where DRF runs it; it reads nothing but the user."""
+
+    def select_renderer(self, request: Request, renderers: Any, format_suffix: str | None = None) -> Any:
+        view = (request.parser_context or {}).get("view")
+        if view is not None:
+            view.check_permissions(request)
+        refusal = request.META.get(NUL_REFUSAL)
+        if refusal is not None:
+            raise ParseError(refusal)
+        return super().select_renderer(request, renderers, format_suffix)
 
 
 class ObjectJSONParser(BoundedJSONParser):

@@ -137,9 +137,10 @@ def json_loads_bounded(
         value = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{field}: not valid JSON ({exc})") from exc
-    where = _nul_path(value)
+    where = _unstorable_path(value)
     if where is not None:
-        raise JSONRefused(field, where, "holds a NUL character (\\u0000), which cannot be stored")
+        path, problem = where
+        raise JSONRefused(field, path, problem)
     return value
 
 
@@ -156,17 +157,35 @@ def _finite(text: str) -> float:
     return number
 
 
-def _nul_path(value: Any, path: tuple[str | int, ...] = ()) -> tuple[str | int, ...] | None:
-    """Where a parsed JSON value (nested at most MAX_JSON_DEPTH deep) has NUL in a key or a string."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SHOWN = re.compile("[\x00\ud800-\udfff]")  # shown escaped in a key named in a refusal
+_NUL = "holds a NUL character (\\u0000), which cannot be stored"
+_LONE_SURROGATE = "holds a lone surrogate (\\ud800-\\udfff), which is no character and cannot be stored"
+
+
+def _unstorable(text: str) -> str | None:
+    if "\x00" in text:
+        return _NUL
+    return _LONE_SURROGATE if _SURROGATE.search(text) else None
+
+
+def _unstorable_path(
+    value: Any, path: tuple[str | int, ...] = ()
+) -> tuple[tuple[str | int, ...], str] | None:
+    """Where a parsed JSON value (nested at most MAX_JSON_DEPTH deep) has a NUL or a lone surrogate (JSON
+    text may escape either: "\\u0000", "\\ud800") in a key or a string, and which: PostgreSQL stores
+    neither."""
     if isinstance(value, str):
-        return path if "\x00" in value else None
+        problem = _unstorable(value)
+        return (path, problem) if problem else None
     items: Any = (
         value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
     )
     for key, item in items:
-        if isinstance(key, str) and "\x00" in key:
-            return (*path, key.replace("\x00", "\\u0000"))
-        found = _nul_path(item, (*path, key))
+        problem = _unstorable(key) if isinstance(key, str) else None
+        if problem:
+            return (*path, _SHOWN.sub(lambda m: f"\\u{ord(m.group()):04x}", key)), problem
+        found = _unstorable_path(item, (*path, key))
         if found is not None:
             return found
     return None

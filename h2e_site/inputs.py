@@ -1,12 +1,15 @@
 """What a browser or a client sends, parsed the one way every view does it: integers as ASCII digits within
-a range (a step number, an answer index), text cleaned of NUL and other control characters. A value that does
-not parse raises BadInput naming the field and the value, which the views answer with a 400."""
+a range (a step number, an answer index), text cleaned of NUL and other control characters, a field that takes
+one answer sent once. A value that does not parse raises BadInput naming the field and the value, which the
+views answer with a 400."""
 
 from __future__ import annotations
 
 import re
 import unicodedata
 from collections.abc import Iterable
+
+from django.http import QueryDict
 
 _ASCII_DIGITS = re.compile(r"[0-9]{1,9}")  # no sign, no Unicode digits ("²", "٣"), no decimals
 _KEPT_CONTROLS = {"\n", "\t"}
@@ -44,6 +47,16 @@ def ascii_ints(
     if len(values) > at_most:
         raise BadInput(field, f"{len(values)} values", f"at most {at_most} values")
     return sorted({ascii_int(field, v, minimum=minimum, maximum=maximum, expected=expected) for v in values})
+
+
+def one_answer(post: QueryDict, name: str) -> str:
+    """The value of a form field that takes one answer ("" when it was not sent). Sent more than once, even
+    with the same value, it is BadInput: reading the last value would silently drop the others
+    (has_failure=yes&has_failure=no would be a "no")."""
+    values = post.getlist(name)
+    if len(values) > 1:
+        raise BadInput(name, ",".join(values)[:80], "one answer (it was sent more than once)")
+    return values[0] if values else ""
 
 
 def clean_text(value: str) -> str:

@@ -3,30 +3,56 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from rest_framework.views import APIView
+
+from h2e_site.api import NUL_REFUSAL
+
+API_PREFIX = "/api/"
 
 
 class NulMiddleware:
     """PostgreSQL cannot store or compare text holding NUL, so no NUL may reach a query: a path or a query
     parameter (its name or a value) holding one gets a 400 naming it, never a silent removal. (Form fields
     refuse NUL themselves: Django's and DRF's CharFields; the annotator's forms clean it away with
-    h2e_site.inputs.clean_text.)"""
+    h2e_site.inputs.clean_text.)
+
+    Under /api/ the refusal is JSON, as every API error is, and comes after the credentials are checked (a
+    request without them gets 401/403 first): the request goes on to its view marked (META[NUL_REFUSAL]),
+    and the API's content negotiation (h2e_site.api.CredentialsFirstNegotiation), which every API view runs
+    before anything else, answers it once the view's permissions hold. Under /api/, a view that is not DRF's
+    is answered here, before it runs."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if "\x00" in request.path:
-            return _refused("The path contains a NUL character.")
-        for key, values in request.GET.lists():
-            if "\x00" in key or any("\x00" in value for value in values):
-                name = key.replace("\x00", "\\x00")[:40]
-                return _refused(f"{name}: the query parameter contains a NUL character.")
-        if "\x00" in request.META.get("QUERY_STRING", ""):
-            return _refused("The query string contains a NUL character.")
+        refusal = nul_refusal(request)
+        if refusal is None:
+            return self.get_response(request)
+        if not request.path_info.startswith(API_PREFIX):
+            return HttpResponseBadRequest(refusal, content_type="text/plain")
+        request.META[NUL_REFUSAL] = refusal
         return self.get_response(request)
 
+    def process_view(self, request: HttpRequest, view: Any, args: Any, kwargs: Any) -> HttpResponse | None:
+        refusal = request.META.get(NUL_REFUSAL)
+        cls = getattr(view, "cls", None)
+        if refusal is None or (isinstance(cls, type) and issubclass(cls, APIView)):
+            return None
+        return JsonResponse({"detail": refusal}, status=400)
 
-def _refused(message: str) -> HttpResponse:
-    return HttpResponseBadRequest(message, content_type="text/plain")
+
+def nul_refusal(request: HttpRequest) -> str | None:
+    """Why the request is refused for a NUL in its path or query string (None when it holds none)."""
+    if "\x00" in request.path:
+        return "The path contains a NUL character."
+    for key, values in request.GET.lists():
+        if "\x00" in key or any("\x00" in value for value in values):
+            name = key.replace("\x00", "\\x00")[:40]
+            return f"{name}: the query parameter contains a NUL character."
+    if "\x00" in request.META.get("QUERY_STRING", ""):
+        return "The query string contains a NUL character."
+    return None

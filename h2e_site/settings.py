@@ -153,6 +153,8 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.MultiPartParser",
     ],
     "DEFAULT_SCHEMA_CLASS": "h2e_site.api_views.ApiSchema",
+    # Credentials are checked before anything else about a request (its format, a NUL in its query).
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "h2e_site.api.CredentialsFirstNegotiation",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "How2Everything Studio API",

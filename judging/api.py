@@ -190,7 +190,11 @@ class JudgmentViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 class ImportView(generics.GenericAPIView):
-    """Upload bench files, or a .zip/.tar of an h2e out_root, and start an import job."""
+    """Upload bench files, or a .zip/.tar of an h2e out_root, and start an import job.
+
+    Rules the schema cannot state (a 400 naming `files`): at least one file; with `kind` h2e, each file a
+    readable .zip or .tar(.gz) of an out_root whose members stay inside it. What the files hold is checked by
+    the import job, which reports each line it refuses."""
 
     parser_classes = [MultiPartParser]
     serializer_class = ImportRequestSerializer

@@ -185,7 +185,10 @@ class RunStart(generics.GenericAPIView):
 
 
 class RunRerun(generics.GenericAPIView):
-    """Re-run the run from a stage (optionally with a new run config)."""
+    """Re-run the run from a stage (optionally with a new run config).
+
+    Rules the schema cannot state: a `config` is checked by the run config loader, as the YAML file would be
+    (a missing prompt file, an unknown backend...: a 400 naming `config`); a run already running: 409."""
 
     queryset = MiningRun.objects.all()
     serializer_class = RerunSerializer

@@ -10,7 +10,7 @@ from typing import Any
 
 from django.http import QueryDict
 
-from h2e_site.inputs import BadInput, ascii_ints, clean_text
+from h2e_site.inputs import BadInput, ascii_ints, clean_text, one_answer
 
 from ..posted import posted_active_seconds
 
@@ -76,15 +76,18 @@ def _entry(post: QueryDict, index: int, *, n_l1: int, n_l2: int) -> FailureEntry
         )
         return set(ascii_ints(name, post.getlist(name), minimum=1, maximum=n, expected=expected))
 
-    description = clean_text(post.get(f"failure-{index}-description", ""))
+    description = clean_text(one_answer(post, f"failure-{index}-description"))
     return FailureEntry(index, description, steps("l1", n_l1), steps("l2", n_l2))
 
 
 def posted_item(post: QueryDict, *, n_l1: int, n_l2: int) -> PostedItem:
-    """The verdict, the failure entries and the comments of a submitted item. Parsing stops at the first
-    field that does not parse (`problem`); the entries parsed before it are kept for the form."""
-    posted = PostedItem(post.get("has_failure", ""), [], clean_text(post.get("comments", "")))
+    """The verdict, the failure entries and the comments of a submitted item, each sent once (one_answer).
+    Parsing stops at the first field that does not parse (`problem`); the entries parsed before it are kept
+    for the form."""
+    posted = PostedItem("", [], clean_text(post.get("comments", "")))
     try:
+        posted.choice = one_answer(post, "has_failure")  # yes&no is refused, not read as its last value
+        posted.comments = clean_text(one_answer(post, "comments"))
         for index in _entry_indexes(post):
             posted.failures.append(_entry(post, index, n_l1=n_l1, n_l2=n_l2))
         if posted.choice not in {"", "yes", "no"}:

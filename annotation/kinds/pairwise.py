@@ -24,7 +24,7 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.urls import URLPattern
 
-from h2e_site.inputs import BadInput, ascii_ints, clean_text
+from h2e_site.inputs import BadInput, ascii_ints, clean_text, one_answer
 from judging.models import Generation, Generator
 
 from .. import codebook
@@ -213,6 +213,7 @@ class Pairwise(StudyKindSpec):
             "comments": clean_text(post.get("comments", "")),
         }
         try:
+            values["verdict"] = one_answer(post, "verdict")  # sent twice: refused, not read as its last value
             values["failures"] = _posted_failures(post, assignment)
             if values["verdict"] not in {"", *VERDICTS}:
                 raise BadInput("verdict", values["verdict"], " or ".join(VERDICTS))
@@ -378,10 +379,10 @@ def _posted_failure(post: QueryDict, index: int, *, n_l1: int, n_l2: int) -> Pai
         expected = f"an {part.upper()} step number (1 to {n})"
         return set(ascii_ints(name, post.getlist(name), minimum=1, maximum=n, expected=expected))
 
-    side = post.get(f"failure-{index}-side", "")
+    side = one_answer(post, f"failure-{index}-side")
     if side not in {"", *SIDES}:
         raise BadInput(f"failure-{index}-side", side, "left or right")
-    description = clean_text(post.get(f"failure-{index}-description", ""))
+    description = clean_text(one_answer(post, f"failure-{index}-description"))
     return PairFailure(index, side, description, steps("l1", n_l1), steps("l2", n_l2))
 
 

@@ -19,7 +19,7 @@ from django import forms
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.urls import URLPattern, path, reverse
 
-from h2e_site.inputs import BadInput, clean_text
+from h2e_site.inputs import BadInput, clean_text, one_answer
 from mining.models import Procedure, Split
 
 from ..beyond_majority import CategoricalQuestion
@@ -347,9 +347,7 @@ def _check_posted(
     """BadInput (a 400 naming the field and value) for a candidate that does not exist, a mark or an answer
     sent twice, an answer that is not yes or no, or an expert answer for a candidate that is not marked."""
     for name in ("expert_knowledge", *(f"expert-{key}" for key in sorted(keys))):
-        answers = post.getlist(name)
-        if len(answers) > 1:
-            raise BadInput(name, ",".join(answers)[:80], "one answer (it was sent more than once)")
+        one_answer(post, name)
     for key in marked:
         if key not in keys:
             raise BadInput("mark", key, "a candidate of this procedure")

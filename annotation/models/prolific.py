@@ -19,6 +19,9 @@ class ProlificEvent(models.Model):
     status = models.CharField(max_length=32, blank=True, default="")
     payload = models.JSONField(default=dict)
     received_at = models.DateTimeField(auto_now_add=True)
+    # When Prolific sent it (X-Timestamp): events arrive in any order, and one sent before another already
+    # applied to its submission is not applied over it (annotation/prolific_hooks.py).
+    sent_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["received_at", "id"]

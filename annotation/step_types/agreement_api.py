@@ -110,7 +110,10 @@ class StepTypesAgreementView(ComputedView):
     INTERCHANGEABLE contradiction rate on both its bases (`of_sequential`: every sequential pair, the paper's
     base; `of_comparable`, also `rate`: the pairs whose counterpart was decided), each k of n with its Wilson
     interval, and each participant's attention checks (studies only). A kappa or alpha that is undefined is
-    null, with the reason in `kappa_undefined` / `alpha_undefined`."""
+    null, with the reason in `kappa_undefined` / `alpha_undefined`.
+
+    Rules the schema cannot state: give exactly one of `study` and `label_set` (both or neither: 400); one
+    that does not exist (or a study that is not a step-types study): 404."""
 
     serializer_class = StepTypesAgreementSerializer
 

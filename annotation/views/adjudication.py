@@ -20,7 +20,7 @@ from django.utils.dateparse import parse_datetime
 from django.utils.timezone import is_naive, make_aware
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from h2e_site.inputs import BadInput, clean_text
+from h2e_site.inputs import BadInput, clean_text, one_answer
 from h2e_site.web import request_user, staff_required
 from judging.models import Judgment
 
@@ -139,8 +139,11 @@ def adjudicate(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
 
 def _decide(request: HttpRequest, study: Study, item: StudyItem) -> HttpResponse:
     n_l1, n_l2 = _n_steps(item)
-    reason = clean_text(request.POST.get("reason", ""))
-    if request.POST.get("action") == "clear":
+    try:  # every field of the form takes one answer: sent twice, it is refused (one_answer)
+        reason, action = clean_text(one_answer(request.POST, "reason")), one_answer(request.POST, "action")
+    except BadInput as bad:
+        return _refused(request, item, GoldForm("", _with_blanks([])), bad.message, bad.field)
+    if action == "clear":
         form = GoldForm("", _with_blanks([]), reason)
         if item.pk not in gold_items(study):
             return _refused(request, item, form, "action: the item has no gold to clear", "action")

@@ -129,6 +129,10 @@ def test_setting_gold_records_an_event_and_goes_to_the_next_open_item(world: dic
             "failure-0-l2: &#x27;99&#x27; is not an L2 step number (1 to 4)",
         ),
         ({"has_failure": "maybe", "reason": "x"}, "has_failure: &#x27;maybe&#x27; is not yes or no"),
+        # #31 item 17: a repeated field is refused, not read as its last value ("no")
+        ({"has_failure": ["yes", "no"], "reason": "x"}, "has_failure: &#x27;yes,no&#x27; is not one answer"),
+        ({"has_failure": "no", "reason": ["x", "y"]}, "reason: &#x27;x,y&#x27; is not one answer"),
+        ({"action": ["clear", "x"], "reason": "x"}, "action: &#x27;clear,x&#x27; is not one answer"),
     ],
 )
 def test_a_refused_gold_stores_nothing_and_says_why(

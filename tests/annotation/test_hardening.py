@@ -67,6 +67,28 @@ def test_it_refuses_a_step_reference_that_is_not_a_step_naming_field_and_value(
     assert not Annotation.objects.exists()
 
 
+@pytest.mark.parametrize(
+    "repeated",
+    [
+        {"has_failure": ["yes", "no"]},
+        {"has_failure": ["no", "no"]},
+        {"failure-0-description": ["Skips rinsing", "Something else"]},
+        {"comments": ["a", "b"]},
+    ],
+)
+def test_it_refuses_a_field_sent_twice_instead_of_taking_the_last(
+    client: Client, repeated: dict[str, list[str]]
+) -> None:
+    """#31 item 17: has_failure=yes&has_failure=no was read as "no" (the last value)."""
+    study = make_study(n_items=1)
+    assignment = ready_item(client, study)
+    response = client.post(url("submit", study, assignment), failure_post(**repeated))
+    assert response.status_code == 400
+    name = next(iter(repeated))
+    assert f"{name}: &#x27;{','.join(repeated[name])}&#x27; is not one answer" in response.content.decode()
+    assert not Annotation.objects.exists()
+
+
 @pytest.mark.parametrize("answer", ["²", "٣", "--1", "7", "0.0", "x"])
 def test_it_refuses_a_comprehension_answer_that_is_not_an_option(client: Client, answer: str) -> None:
     study = make_study(n_items=1)

@@ -100,7 +100,7 @@ def test_the_whole_loop(prolific: FakeProlific) -> None:
     assert set(ProlificBonus.objects.values_list("state", flat=True)) == {BonusState.PAID}
 
     returned = {
-        "resource_id": "gone",
+        "resource_id": leaver.prolific_session_id,  # SESSION_ID is the submission
         "event_type": "submission.status.change",
         "participant_id": leaver.prolific_pid,
         "status": "RETURNED",

@@ -51,9 +51,10 @@ _REFUSED_FOR_CONTENT = [
     "/api/calibration/plan/",
 ]
 _ACCEPTED = ["2xx", "3xx", "401", "403", "404", "409", "429"]
-# NUL: h2e_site.middleware.NulMiddleware refuses a query parameter holding one with a 400 before any view
-# sees it (PostgreSQL cannot hold it; tests/test_fuzz.py sends it everywhere): a rule of the whole site that a
-# schema cannot state. Schemathesis sends no NUL.
+# NUL: h2e_site.middleware.NulMiddleware refuses a query parameter holding one with a 400 (JSON, once the
+# credentials are checked) before any view reads it (PostgreSQL cannot hold it; tests/test_fuzz.py and
+# tests/api/test_every_endpoint.py send it everywhere): a rule of the whole site that a schema cannot state.
+# Schemathesis sends no NUL.
 CONFIG = {
     "generation": {"max-examples": MAX_EXAMPLES, "mode": "all", "allow-x00": False},
     "checks": {"enabled": True},

@@ -1,6 +1,6 @@
 """The adjudication queue and an item's page in Chromium at 1440 and 390 px: labels side by side under the
-L1/L2 with a failure's linked steps highlighted, the gold form (a failure added and removed), the decision
-and its undo."""
+L1/L2 with a failure's linked steps highlighted, the gold form (a failure added and removed, a verdict sent
+twice refused), the decision and its undo."""
 
 from __future__ import annotations
 
@@ -15,6 +15,11 @@ from tests.browser.conftest import both_widths
 from tests.factories import make_judge, make_judgment
 
 pytestmark = pytest.mark.browser
+TWICE = """() => {
+    const twice = Object.assign(document.createElement("input"), {type: "hidden", name: "has_failure"});
+    twice.value = "yes";
+    document.querySelector("#has-failure").form.append(twice);
+}"""
 
 
 def test_the_review_queue_and_a_decision(staff_page: Any, live_server: Any) -> None:
@@ -34,6 +39,15 @@ def test_the_review_queue_and_a_decision(staff_page: Any, live_server: Any) -> N
     judge_failure.hover()
     assert "is-linked" in (page.locator(f"#g{items[0].generation_id}-l2-step-4").get_attribute("class") or "")
     both_widths(page, "adjudication/item")
+
+    # #31 item 17: a verdict sent twice with different values (a tampered form) is refused, nothing recorded
+    page.select_option("#has-failure", "no")
+    page.fill("#reason", "Sent twice.")
+    page.evaluate(TWICE)
+    page.get_by_role("button", name="Set gold and go to the next open item").click()
+    page.get_by_text("has_failure: 'no,yes' is not one answer").first.wait_for()
+    assert not GoldEvent.objects.exists()
+    both_widths(page, "adjudication/item-sent-twice")
 
     page.select_option("#has-failure", "yes")
     page.fill("#failure-0-description", "Step 4 adds a rinse that L1 does not ask for.")

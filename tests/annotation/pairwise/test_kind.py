@@ -7,6 +7,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from django.http import QueryDict
 
 from annotation import services
 from annotation.kinds import kind_for
@@ -257,3 +258,19 @@ def test_the_figures_compare_the_twin_and_the_pointwise_judge_with_the_annotator
     # Pointwise prefers anything to gen-b: the 4 pairs with gen-b, where the humans agree; a-vs-c both pass.
     assert point.agreement.agreement.successes == 4 and point.agreement.agreement.n == 4
     assert point.agreement.both_pass == 2
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [
+        "verdict=left&verdict=right",
+        "verdict=left&failure-0-description=x&failure-0-side=left&failure-0-side=right",
+    ],
+)
+def test_a_field_sent_twice_is_refused_not_read_as_its_last_value(sent: str) -> None:
+    """#31 item 17: the pairwise form reads its one-answer fields as the other forms do (one_answer)."""
+    study = make_pairwise_study(n_goals=1, k=1)
+    assignment = services.assignment_next(participant=qualified(study, 1))
+    form = kind_for(study).parse_form(QueryDict(sent), assignment, user_agent="test")
+    assert form.submission is None and form.problem is not None
+    assert "is not one answer (it was sent more than once)" in form.problem.message
