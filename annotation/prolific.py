@@ -14,7 +14,8 @@ from urllib.parse import urlencode
 PID_PATTERN = re.compile(r"[0-9a-fA-F]{24}", re.ASCII)  # Prolific IDs: 24 hex characters, stored lowercase
 PROLIFIC_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}", re.ASCII)  # STUDY_ID and SESSION_ID
 # A submission's statuses, as Prolific spells them in objects (docs/prolific-api.md §4.2; UNKNOWN is an enum
-# value of its API, undocumented). Nothing else is one.
+# value of its API, undocumented; PROCESSING is shown for a moment after a review, seen by a third-party
+# client). Nothing else is one: the webhooks, the sync and the client's answer checks read this one set.
 SUBMISSION_STATUSES = frozenset(
     {
         "RESERVED",
@@ -27,6 +28,7 @@ SUBMISSION_STATUSES = frozenset(
         "REJECTED",
         "SCREENED OUT",
         "UNKNOWN",
+        "PROCESSING",
     }
 )
 RELEASING = frozenset({"RETURNED", "TIMED-OUT"})  # submission statuses that give the participant's item back

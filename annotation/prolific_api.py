@@ -35,7 +35,7 @@ import requests
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from .prolific import normalised_status
+from .prolific import STUDY_STATUSES, SUBMISSION_STATUSES, normalised_status
 
 RETRIES = 4
 BACKOFF_SECONDS = 0.5
@@ -51,13 +51,6 @@ STUDY_ACTIONS = ("PUBLISH", "PAUSE", "START", "STOP")
 
 # What docs/prolific-api.md says Prolific answers. Ids: 24 hexadecimal characters (its conventions).
 PROLIFIC_ID = re.compile(r"[0-9a-fA-F]{24}", re.ASCII)
-STUDY_STATUSES = frozenset(
-    {"UNPUBLISHED", "SCHEDULED", "PUBLISHING", "ACTIVE", "PAUSED", "AWAITING REVIEW", "COMPLETED"}
-)  # §3
-SUBMISSION_STATUSES = frozenset(
-    {"RESERVED", "ACTIVE", "TIMED-OUT", "AWAITING REVIEW", "APPROVED", "PARTIALLY APPROVED", "RETURNED",
-     "REJECTED", "SCREENED OUT", "UNKNOWN", "PROCESSING"}
-)  # §4.2 (PROCESSING: shown for a moment after a review, by a third-party client's account)  # fmt: skip
 
 
 class ProlificError(Exception):

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [("annotation", "0017_attention_failed_code")]
+    dependencies = [("annotation", "0018_prolific_permissions_and_least_time")]
 
     operations = [
         migrations.AddField(
