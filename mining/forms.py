@@ -13,8 +13,8 @@ from django import forms
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from h2e_site.llm.base import api_key_for
 from h2e_site.llm.config import ConfigError
-from h2e_site.llm.openai_http import api_key_for
 
 from .config import LLM_STAGES, RunConfig, load_run_config
 from .models import MiningRun

@@ -9,9 +9,13 @@ later retry could succeed). They raise only for misconfiguration (e.g. vllm not 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
+from urllib.parse import urlparse
+
+from django.core.exceptions import ImproperlyConfigured
 
 BackendName = Literal["openai", "vllm", "local"]
 
@@ -92,3 +96,25 @@ class LLMBackend(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+PLACEHOLDER_API_KEY = "not-needed"  # local servers ignore the key; the client insists on one
+
+
+def is_openai_api(base_url: str | None) -> bool:
+    return base_url is None or urlparse(base_url).hostname == "api.openai.com"
+
+
+def api_key_for(config: BackendConfig) -> str:
+    """The key a backend sends: the environment variable the config names, a placeholder for a local server;
+    ImproperlyConfigured when the OpenAI API's key is not set. Here, not beside the HTTP client, so that a
+    form can check a config without importing `openai` at start-up."""
+    key = os.environ.get(config.api_key_env, "")
+    if key:
+        return key
+    if is_openai_api(config.base_url):
+        raise ImproperlyConfigured(
+            f"the OpenAI API needs a key: set the environment variable {config.api_key_env} "
+            f"(named by api_key_env in the config for model {config.model!r})"
+        )
+    return PLACEHOLDER_API_KEY

@@ -10,7 +10,6 @@ The openai client's own retries are off (max_retries=0): these are the only ones
 from __future__ import annotations
 
 import logging
-import os
 import random
 import threading
 import time
@@ -19,12 +18,18 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any, Literal
-from urllib.parse import urlparse
 
 import openai
 from django.core.exceptions import ImproperlyConfigured
 
-from .base import BackendConfig, LLMRequest, LLMResult, OnResult
+from .base import (
+    BackendConfig,
+    LLMRequest,
+    LLMResult,
+    OnResult,
+    api_key_for,
+    is_openai_api,
+)
 from .ratelimit import RateLimiter
 
 logger = logging.getLogger(__name__)
@@ -33,7 +38,6 @@ ServerKind = Literal["openai", "vllm", "llama.cpp"]
 TRANSIENT_STATUSES = frozenset({408, 409, 429})
 MAX_RETRY_AFTER_S = 300.0
 STOP_POLL_S = 1.0  # how often should_stop() is asked while every slot is busy
-PLACEHOLDER_API_KEY = "not-needed"  # local servers ignore the key; the client insists on one
 
 
 def server_kind(config: BackendConfig) -> ServerKind:
@@ -43,22 +47,6 @@ def server_kind(config: BackendConfig) -> ServerKind:
     if is_openai_api(config.base_url):  # not config.provider: the reference says "openai" for any API
         return "openai"
     return "vllm"
-
-
-def is_openai_api(base_url: str | None) -> bool:
-    return base_url is None or urlparse(base_url).hostname == "api.openai.com"
-
-
-def api_key_for(config: BackendConfig) -> str:
-    key = os.environ.get(config.api_key_env, "")
-    if key:
-        return key
-    if is_openai_api(config.base_url):
-        raise ImproperlyConfigured(
-            f"the OpenAI API needs a key: set the environment variable {config.api_key_env} "
-            f"(named by api_key_env in the config for model {config.model!r})"
-        )
-    return PLACEHOLDER_API_KEY
 
 
 def request_params(config: BackendConfig, request: LLMRequest) -> dict[str, Any]:
