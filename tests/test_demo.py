@@ -77,9 +77,8 @@ class Demo:
             if "Ctrl-C stops" in self.output():
                 return  # run.py says so once the web app answers and the worker is consuming
             time.sleep(0.5)
-        pytest.fail(
-            f"make demo did not come up in {SETUP_TIMEOUT_SECONDS + START_TIMEOUT_SECONDS} s:\n{self.output()}"
-        )
+        waited = SETUP_TIMEOUT_SECONDS + START_TIMEOUT_SECONDS
+        pytest.fail(f"make demo did not come up in {waited} s:\n{self.output()}")
 
     def interrupt(self) -> int:
         """Ctrl-C, as a person would press it: SIGINT to the whole foreground process group."""
