@@ -22,19 +22,33 @@ from pathlib import Path
 from django.db import transaction
 from django.urls import reverse
 
+from goal_step.jobs import task_set_create
+from goal_step.models import TaskSet
+from h2e_site.embeddings.jobs import embed_after
 from h2e_site.synthetic import SYNTHETIC_ID_PREFIX, SYNTHETIC_MODEL_PREFIX
+from judging.embedding import JUDGE_FAILURES
+from judging.models import Judge
+from mining.embedding import PROCEDURES
 
 from ..critical_failures.adjudication import review_queue
 from ..critical_failures.gold import CriticalGold, GoldFailure
+from ..embedding import HUMAN_FAILURES
 from ..gold import gold_decide
 from ..kinds.step_types import procedure_candidates
 from ..models import CalibrationDesign, StepTypeClassifier, Study
+from ..pairwise.data import study_pairs
 from ..services import study_create
 from ..step_types.candidates import StepType
 from ..step_types.imports import step_type_predictions_import
 from ..study_types import Selection
 from . import annotators
-from .models_under_test import Truth, generations_create, judgments_create, procedures_create
+from .models_under_test import (
+    Truth,
+    generations_create,
+    judgments_create,
+    pairwise_judgments_create,
+    procedures_create,
+)
 
 SEED = 31
 CALIBRATION_SLUG = "synthetic-calibration"
@@ -46,6 +60,7 @@ PAIRWISE_SIZE = 36
 STEP_TYPES_SIZE = 18
 GOLD_DECISIONS = 4
 CLASSIFIER = "synthetic-demo-step-classifier"
+TASK_SET = "synthetic-demo-tasks"
 TITLE_MARK = "(synthetic demo data)"
 
 
@@ -74,7 +89,9 @@ def demo_world_build(*, seed: int = SEED) -> DemoWorld:
         generator_ids = [g.pk for g in generators]
         calibration = _calibration_study(generator_ids, [j.pk for j in judges], truth, seed)
         pairwise = _pairwise_study(generator_ids, truth, seed)
+        _pairwise_twin(rng, pairwise, judges, truth)
         step_types = _step_types_study(seed)
+        _queued_work(seed)
     return DemoWorld(calibration, pairwise, step_types, built=True)
 
 
@@ -97,6 +114,15 @@ def demo_world_pages(world: DemoWorld) -> list[tuple[str, str]]:
         ("  its agreement", reverse("agreement:study", args=[step_types])),
         ("  its models' F1", reverse("annotation:step_type_models", args=[step_types])),
     ]
+
+
+def _queued_work(seed: int) -> None:
+    """What the worker does once the world is committed, each a job with its live row: the vectors of the new
+    procedures and failures (as an import queues them), then a goal-step task set over the bench procedures
+    (the Tasks page's figures)."""
+    embed_after(PROCEDURES, JUDGE_FAILURES, HUMAN_FAILURES)
+    if not TaskSet.objects.filter(name=TASK_SET).exists():
+        task_set_create(TASK_SET, seed=seed)
 
 
 def _study(slug: str, title: str, kind: str, selection: Selection) -> Study:
@@ -158,6 +184,13 @@ def _pairwise_study(generator_ids: list[int], truth: Truth, seed: int) -> Study:
     )
     annotators.study_answer(study, annotators.pairwise_answer(truth), seed=seed)
     return study
+
+
+def _pairwise_twin(rng: random.Random, study: Study, judges: list[Judge], truth: Truth) -> None:
+    """The synthetic judges' pairwise verdicts on the study's pairs (its page's LLM twin)."""
+    pairs = [(pair.generation_a, pair.generation_b) for pair in study_pairs(study)]
+    pairs = [(a, b) if a.pk < b.pk else (b, a) for a, b in pairs]  # a judgment's A is the lower pk
+    pairwise_judgments_create(rng, pairs, judges, truth)
 
 
 def _step_types_study(seed: int) -> Study:

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from h2e_site.llm.base import LLMResult
 from h2e_site.synthetic import SYNTHETIC_ID_PREFIX, SYNTHETIC_MODEL_PREFIX
 from judging.metrics import count_tokens
-from judging.models import Generation, Generator, Judge
+from judging.models import Generation, Generator, Judge, PairwiseJudgment, PairwiseOrder
+from judging.pairwise_prompt import pairwise_template_sha256, parse_pairwise_verdict
 from judging.results import generations_store, judgments_store
 from mining.models import Procedure, Split, Topic
 
@@ -169,3 +170,41 @@ def _verdict(
         "; ".join(f.description for f in found) or "No step blocks the goal."
     )
     return texts.judge_output(found, reasoning=reasoning)
+
+
+# The answer's last line names the verdict as shown: 1 (the first L2 shown has fewer failures), 2, or a tie.
+SHOWN_VERDICTS = {(0, 1): "1", (1, 0): "2", (0, 0): "both_none", (1, 1): "both_fail"}
+
+
+def pairwise_judgments_create(
+    rng: random.Random, pairs: list[tuple[Generation, Generation]], judges: list[Judge], truth: Truth
+) -> int:
+    """Each synthetic judge's pairwise verdict on each pair in both orders (the LLM twin of a pairwise
+    study): each L2 seen as the judge sees it pointwise, afresh in each order (so some verdicts flip with the
+    order), and a tie of two sound L2s now and then broken for the one shown first (a position bias). The
+    answers are read by the pairwise parser (judging/pairwise_prompt.py). How many verdicts were written."""
+    sha = pairwise_template_sha256()
+    profiles = {f"{SYNTHETIC_ID_PREFIX}{p.name}": p for p in JUDGES}
+    rows = []
+    for judge in judges:
+        profile = profiles[judge.judge_id]
+        for a, b in pairs:
+            for order in PairwiseOrder.values:
+                first, second = (a, b) if order == PairwiseOrder.AB else (b, a)
+                seen = (_sees_failure(rng, profile, first, truth), _sees_failure(rng, profile, second, truth))
+                if seen == (0, 0) and rng.random() < 0.1:
+                    seen = (0, 1)
+                answer = f"I read both L2s against L1.\nVerdict: {SHOWN_VERDICTS[seen]}"
+                parsed = parse_pairwise_verdict(answer)
+                rows.append(
+                    PairwiseJudgment(judge=judge, generation_a=a, generation_b=b, order=order,
+                                     verdict=parsed.verdict, raw_output=answer, prompt_sha256=sha, attempts=1)
+                )  # fmt: skip
+    return len(PairwiseJudgment.objects.bulk_create(rows))
+
+
+def _sees_failure(rng: random.Random, profile: JudgeProfile, generation: Generation, truth: Truth) -> int:
+    generator = generation.generator.generator_id.removeprefix(SYNTHETIC_ID_PREFIX)
+    if truth.failures[generation.pk] is not None:
+        return int(rng.random() < profile.sensitivity_on(generator))
+    return int(rng.random() < profile.false_alarm_rate)

@@ -35,14 +35,16 @@ from annotation.pairwise.figures import study_figures
 from annotation.report_card import report_card
 from annotation.step_types.agreement import step_types_agreement, study_labels
 from annotation.step_types.evaluation import step_type_models_table
+from goal_step.models import TaskSet
 from h2e_site.synthetic import BADGE_TEXT, synthetic_badge
-from judging.models import CriticalFailure, Generation, Generator, Judge, Judgment
+from judging.models import CriticalFailure, Generation, Generator, Judge, Judgment, PairwiseJudgment
 from mining.models import Procedure
 
 pytestmark = pytest.mark.django_db
 COUNTED: list[type[Model]] = [
     Procedure, Generator, Generation, Judge, Judgment, CriticalFailure, Study, StudyItem, Participant,
     Assignment, Annotation, AnnotatedFailure, GoldEvent, CalibrationDraw, StepTypeLabel, StepTypePrediction,
+    PairwiseJudgment, TaskSet,
 ]  # fmt: skip
 
 
@@ -111,6 +113,9 @@ def test_it_seeds_a_synthetic_world_whose_figures_mean_something_once(
     assert not figures.humans.ranking.undefined and len(figures.humans.ranking.generators) == 4
     assert figures.humans.alpha.value is not None and 0 < figures.humans.alpha.value < 1
     assert figures.pointwise, "no pairwise-vs-pointwise figure"
+    assert len(figures.judges) == 2, "no LLM twin"  # the synthetic judges, in both orders
+    for twin in figures.judges:
+        assert twin.n_answers == 2 * pairwise.items.count() and not twin.ranking.undefined
 
     models = step_type_models_table(study=step_types)
     assert models.models, "no step-type classifier to score"
@@ -140,6 +145,11 @@ def test_it_seeds_a_synthetic_world_whose_figures_mean_something_once(
     for path in (reverse("calibrated:leaderboard"), *(f"/studies/{study.slug}/" for study in studies)):
         assert f": {path}\n" in output, f"no link to {path} in:\n{output}"
     assert (tmp_path / "demo-pages.txt").read_text().count("\t") == 4
+
+    # the worker's share, queued: the vectors of the new texts, and a goal-step task set for the Tasks page
+    task_set = TaskSet.objects.get(name="synthetic-demo-tasks")
+    assert task_set.job is not None and task_set.job.status == "queued"
+    assert BADGE_TEXT in staff.get(reverse("goal_step:task_sets")).content.decode()
 
     before = snapshot()
     again = demo_setup(tmp_path)
