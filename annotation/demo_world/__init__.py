@@ -29,6 +29,7 @@ from h2e_site.synthetic import SYNTHETIC_ID_PREFIX, SYNTHETIC_MODEL_PREFIX
 from judging.embedding import JUDGE_FAILURES
 from judging.models import Judge
 from mining.embedding import PROCEDURES
+from mining.models import Procedure
 
 from ..critical_failures.adjudication import review_queue
 from ..critical_failures.gold import CriticalGold, GoldFailure
@@ -74,12 +75,24 @@ class DemoWorld:
     built: bool
 
 
+class DemoWorldIncomplete(Exception):
+    """Some of the synthetic world's rows are there and some are not (deleted by hand): it is not rebuilt
+    over them."""
+
+
 def demo_world_build(*, seed: int = SEED) -> DemoWorld:
-    """The synthetic world, built (in one transaction) unless it is there already."""
+    """The synthetic world, built (in one transaction) unless it is there already; DemoWorldIncomplete when
+    only part of it is."""
     existing = {study.slug: study for study in Study.objects.filter(slug__in=SLUGS)}
     if len(existing) == len(SLUGS):
         return DemoWorld(
             existing[CALIBRATION_SLUG], existing[PAIRWISE_SLUG], existing[STEP_TYPES_SLUG], False
+        )
+    if existing or Procedure.objects.filter(source_example_id__startswith=SYNTHETIC_ID_PREFIX).exists():
+        missing = ", ".join(slug for slug in SLUGS if slug not in existing)
+        raise DemoWorldIncomplete(
+            f"the synthetic demo world is incomplete (no study {missing}): delete its rows (names starting "
+            f"with 'synthetic') or start from an empty database (make clean-demo)"
         )
     with transaction.atomic():
         rng = random.Random(seed)
@@ -227,4 +240,4 @@ def _classifier_import(study: Study, seed: int) -> None:
     assert StepTypeClassifier.objects.filter(classifier_id=CLASSIFIER).exists()
 
 
-__all__ = ["SLUGS", "DemoWorld", "demo_world_build", "demo_world_pages"]
+__all__ = ["SLUGS", "DemoWorld", "DemoWorldIncomplete", "demo_world_build", "demo_world_pages"]

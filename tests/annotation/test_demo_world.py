@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db.models import Max, Model
 from django.test import Client
 from django.urls import reverse
@@ -39,6 +39,7 @@ from goal_step.models import TaskSet
 from h2e_site.synthetic import BADGE_TEXT, synthetic_badge
 from judging.models import CriticalFailure, Generation, Generator, Judge, Judgment, PairwiseJudgment
 from mining.models import Procedure
+from tests.factories import make_procedure
 
 pytestmark = pytest.mark.django_db
 COUNTED: list[type[Model]] = [
@@ -162,3 +163,11 @@ def test_it_marks_only_synthetic_names() -> None:
     assert BADGE_TEXT in synthetic_badge("synthetic-calibration")
     assert synthetic_badge("gpt-5") == "" and synthetic_badge(None) == ""
     assert synthetic_badge("paper-synthetic-biology") == ""
+
+
+def test_it_refuses_to_rebuild_over_part_of_the_world(tmp_path: Path, settings: Any) -> None:
+    settings.VAR_DIR = tmp_path
+    make_procedure(source_example_id="synthetic-demo-0001")
+    with pytest.raises(CommandError, match=r"synthetic demo world is incomplete .*synthetic-calibration"):
+        call_command("demo_setup", skip_migrate=True, stdout=io.StringIO())
+    assert not Study.objects.filter(slug__startswith="synthetic-").exists()

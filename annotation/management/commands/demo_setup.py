@@ -22,9 +22,9 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotation.demo_world import DemoWorld, demo_world_build, demo_world_pages
+from annotation.demo_world import DemoWorld, DemoWorldIncomplete, demo_world_build, demo_world_pages
 from annotation.models import CalibrationDesign, Study
 from annotation.prolific import entry_link
 from annotation.services import study_create
@@ -201,7 +201,10 @@ class Command(BaseCommand):
         """Build the synthetic demo world (once), say how long it took, and write its pages to
         <H2E_VAR_DIR>/demo-pages.txt (one "label<TAB>path" a line) for demo/run.py to print."""
         started, cpu = time.perf_counter(), time.process_time()
-        world = demo_world_build()
+        try:
+            world = demo_world_build()
+        except DemoWorldIncomplete as incomplete:
+            raise CommandError(str(incomplete)) from None
         seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu
         done = "built" if world.built else "already there, unchanged"
         timing = f"{seconds:.1f} s, {cpu_seconds:.1f} s of CPU"
