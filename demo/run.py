@@ -49,8 +49,11 @@ def web_command(host: str, port: int) -> list[str]:
 
 
 def worker_command() -> list[str]:
+    """One job at a time, in the worker's own process (the solo pool): stopping it stops the job it runs. A
+    prefork child would outlive its parent when the stop has to kill it (a job still running after the grace,
+    such as the demo's first embed job), and go on writing the database after the demo has stopped."""
     return [
-        sys.executable, "-m", "celery", "-A", "h2e_site", "worker", "-Q", "default", "--concurrency", "1",
+        sys.executable, "-m", "celery", "-A", "h2e_site", "worker", "-Q", "default", "--pool", "solo",
         "--without-mingle", "--without-gossip", "--loglevel", "INFO",
     ]  # fmt: skip
 
