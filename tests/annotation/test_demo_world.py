@@ -138,6 +138,7 @@ def test_it_seeds_a_synthetic_world_whose_figures_mean_something_once(
         reverse("agreement:study", args=[pairwise.slug]),
         reverse("annotation:step_type_models", args=[step_types.slug]),
         f"{reverse('judging:leaderboard')}?judge=synthetic-demo-judge-lenient",
+        f"{reverse('judging:topic_heatmap')}?judge=synthetic-demo-judge-lenient",
     ):
         page = staff.get(url)
         assert page.status_code == 200, url
