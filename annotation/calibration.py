@@ -296,6 +296,16 @@ def generator_samples() -> dict[int, Sample]:
     return best
 
 
+def judges_with_labelled_samples(samples: Mapping[int, Sample]) -> set[int]:
+    """Pks of the judges that judged a generator whose calibration sample (`samples`: generator_samples())
+    has a human label: those whose calibrated score can be defined."""
+    labelled = [generator_pk for generator_pk, sample in samples.items() if sample.n_labelled]
+    if not labelled:
+        return set()
+    judged = Judgment.objects.filter(generator_id__in=labelled).order_by().values_list("judge_id", flat=True)
+    return set(judged.distinct())
+
+
 def _study_samples(study: Study) -> dict[int, Sample]:
     probabilities: dict[int, list[float]] = defaultdict(list)
     for generation_id, p in CalibrationDraw.objects.filter(round__study=study).values_list(

@@ -9,7 +9,8 @@ embedded SQLite database and broker under var/, unless H2E_VAR_DIR says otherwis
 a server already answering there is used as it is.
 
 The console keeps to what a person needs: the URL, the staff login, the annotator links (each with a fresh
-random PROLIFIC_PID, so that they work as printed), where the logs are, and errors. Each child writes to its
+random PROLIFIC_PID, so that they work as printed), the pages that show the synthetic demo data (the
+calibrated leaderboard and one study of each kind), where the logs are, and errors. Each child writes to its
 own log under <var>/log/ (web.log, worker.log, llm.log); a child that exits is reported with its exit status
 and the last lines of its log.
 """
@@ -48,8 +49,11 @@ def web_command(host: str, port: int) -> list[str]:
 
 
 def worker_command() -> list[str]:
+    """One job at a time, in the worker's own process (the solo pool): stopping it stops the job it runs. A
+    prefork child would outlive its parent when the stop has to kill it (a job still running after the grace,
+    such as the demo's first embed job), and go on writing the database after the demo has stopped."""
     return [
-        sys.executable, "-m", "celery", "-A", "h2e_site", "worker", "-Q", "default", "--concurrency", "1",
+        sys.executable, "-m", "celery", "-A", "h2e_site", "worker", "-Q", "default", "--pool", "solo",
         "--without-mingle", "--without-gossip", "--loglevel", "INFO",
     ]  # fmt: skip
 
@@ -92,6 +96,15 @@ def demo_annotator_paths() -> list[str]:
     them (<var>/demo-study.txt, one /a/<slug>/ a line)."""
     path = var_dir() / "demo-study.txt"
     return path.read_text(encoding="utf-8").split() if path.exists() else []
+
+
+def demo_pages(url: str) -> list[tuple[str, str]]:
+    """(label, link) of the pages that show the synthetic demo data (the calibrated leaderboard, then one
+    study of each kind), as demo_setup wrote them (<var>/demo-pages.txt, "label<TAB>path" a line)."""
+    path = var_dir() / "demo-pages.txt"
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    pairs = [line.split("\t", 1) for line in lines if "\t" in line]
+    return [(label, f"{url.rstrip('/')}{page}") for label, page in pairs]
 
 
 def annotator_links(url: str) -> list[str]:
@@ -178,6 +191,7 @@ def stop(children: list[Child]) -> None:
 def ready_lines(url: str, children: list[Child]) -> list[str]:
     annotators = annotator_links(url)
     labels = ["Annotator link:  ", "Step-types link: ", "Pairwise link:   "]
+    pages = demo_pages(url)
     logs = ", ".join(str(child.log.relative_to(ROOT)) if child.log.is_relative_to(ROOT) else str(child.log)
                      for child in children)  # fmt: skip
     return [
@@ -190,6 +204,8 @@ def ready_lines(url: str, children: list[Child]) -> list[str]:
             if annotators
             else []
         ),
+        *(["  Synthetic demo data (seeded, simulated annotators; marked on every page):"] if pages else []),
+        *[f"    {label + ':':<26}{link}" for label, link in pages],
         f"  Embedded model (a plumbing/demo model: its judgments are not meaningful): {llm_url()}",
         f"  Logs:            {logs}",
         "  Ctrl-C stops.",

@@ -80,6 +80,8 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            # the "synthetic demo data" badge beside the demo's synthetic rows, on every page
+            "builtins": ["h2e_site.synthetic"],
         },
     }
 ]

@@ -1,6 +1,9 @@
 """The calibrated leaderboard (staff, issue #20): /leaderboard/calibrated/ shows each generator's human-
 calibrated How2Score (annotation/calibration.py) beside its judge-only score, for the judge the leaderboard
 shows (?judge=ID, ?judge=all); /leaderboard/calibrated/<generator_id>/ breaks one generator down by topic.
+Without ?judge=, the page shows the leaderboard's default judge, unless no generator it judged has a
+calibration sample with human labels while another judge's has: then the default among those judges (the
+page is about calibrated scores, and that judge has none to show).
 
 Figures are shown in percent, their bounds clipped to 0-100 (the API gives the raw values)."""
 
@@ -102,6 +105,18 @@ def _judges(request: HttpRequest) -> tuple[list[Judge], list[str], str]:
     return judges, judge_ids, asked
 
 
+def _calibrated_default(
+    judges: list[Judge], judge_ids: list[str], samples: dict[int, calibration.Sample]
+) -> list[str]:
+    """The judge ids shown when none was asked for (module docstring): the leaderboard's default judge, or
+    the default among the judges that judged a generator with human labels in its calibration sample."""
+    calibratable = calibration.judges_with_labelled_samples(samples)
+    if not calibratable or any(j.judge_id in judge_ids and j.pk in calibratable for j in judges):
+        return judge_ids
+    default = selectors.default_judge([j for j in judges if j.pk in calibratable])
+    return [default.judge_id] if default else judge_ids
+
+
 @staff_required
 @require_GET
 def calibrated_leaderboard(request: HttpRequest) -> HttpResponse:
@@ -109,6 +124,8 @@ def calibrated_leaderboard(request: HttpRequest) -> HttpResponse:
     known = {j.judge_id for j in judges}
     unknown = [j for j in judge_ids if j not in known]
     samples = calibration.generator_samples()
+    if not asked:
+        judge_ids = _calibrated_default(judges, judge_ids, samples)
     lines = [] if unknown else calibration.calibrated_lines(judge_ids=judge_ids or None, samples=samples)
     rows, axis = _rows(lines)
     by_id = {judge.judge_id: judge for judge in judges}

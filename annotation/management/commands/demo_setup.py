@@ -1,24 +1,30 @@
 """Prepare the demo: migrate, load the paper's examples, compute what the dashboards show (token metrics),
 open the demo studies and create (or reset) the staff login.
 
-Safe to run again: the imports are idempotent, compute_metrics fills only what is missing, the studies are
-created once, and the login keeps the password stored in <H2E_VAR_DIR>/demo-login.txt (generated on the first
-run). The annotator entries go to <H2E_VAR_DIR>/demo-study.txt (one path a line, without a PROLIFIC_PID):
-each link printed carries a fresh random PID (annotation/prolific.py `entry_link`), so each one opened is a
-new participant.
+Then the synthetic demo world (annotation/demo_world/: generators, judges and studies answered by simulated
+annotators, marked synthetic on every page), so every figure has data; its pages go to
+<H2E_VAR_DIR>/demo-pages.txt for demo/run.py.
+
+Safe to run again: the imports are idempotent, compute_metrics fills only what is missing, the studies and
+the synthetic world are created once, and the login keeps the password stored in
+<H2E_VAR_DIR>/demo-login.txt (generated on the first run). The annotator entries go to
+<H2E_VAR_DIR>/demo-study.txt (one path a line, without a PROLIFIC_PID): each link printed carries a fresh
+random PID (annotation/prolific.py `entry_link`), so each one opened is a new participant.
 """
 
 from __future__ import annotations
 
 import secrets
+import time
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from annotation.demo_world import DemoWorld, DemoWorldIncomplete, demo_world_build, demo_world_pages
 from annotation.models import CalibrationDesign, Study
 from annotation.prolific import entry_link
 from annotation.services import study_create
@@ -111,6 +117,16 @@ def items_summary(study: Study) -> str:
     return f"{items} item{'s' if items != 1 else ''}{check_text}, k = {study.annotators_per_item}"
 
 
+def world_summary(world: DemoWorld) -> str:
+    """'critical failures synthetic-calibration: 100 items ..., pairwise ..., step types ...'."""
+    studies = (("critical failures", world.calibration), ("pairwise", world.pairwise),
+               ("step types", world.step_types))  # fmt: skip
+    return "; ".join(
+        f"{kind} {study.slug}: {items_summary(study)}, {study.annotations.count()} annotations"
+        for kind, study in studies
+    )
+
+
 def demo_login_path() -> Path:
     return Path(settings.VAR_DIR) / "demo-login.txt"
 
@@ -169,6 +185,7 @@ class Command(BaseCommand):
             self.stdout.write(f"{label} {study.slug}: {items_summary(study)}")
         calibration = demo_calibration_study()
         self.stdout.write(f"Calibration study {calibration.slug} (closed): {items_summary(calibration)}")
+        pages = self._synthetic_world()
         if options["no_summary"]:
             return
         self.stdout.write(
@@ -177,3 +194,23 @@ class Command(BaseCommand):
         for label, entry in zip(("demo study", "step-types study", "pairwise study"), entries, strict=True):
             self.stdout.write(f"Annotator view of the {label}: {entry_link(entry, study_id='demo')}")
         self.stdout.write("(Each annotator link carries a fresh random PROLIFIC_PID: a new participant.)")
+        self.stdout.write("Pages of the synthetic demo data (staff login):")
+        for label, path in pages:
+            self.stdout.write(f"  {label}: {path}")
+
+    def _synthetic_world(self) -> list[tuple[str, str]]:
+        """Build the synthetic demo world (once), say how long it took, and write its pages to
+        <H2E_VAR_DIR>/demo-pages.txt (one "label<TAB>path" a line) for demo/run.py to print."""
+        started, cpu = time.perf_counter(), time.process_time()
+        try:
+            world = demo_world_build()
+        except DemoWorldIncomplete as incomplete:
+            raise CommandError(str(incomplete)) from None
+        seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu
+        done = "built" if world.built else "already there, unchanged"
+        timing = f"{seconds:.1f} s, {cpu_seconds:.1f} s of CPU"
+        self.stdout.write(f"Synthetic demo world ({done}, {timing}): {world_summary(world)}")
+        pages = demo_world_pages(world)
+        lines = "".join(f"{label.strip()}\t{path}\n" for label, path in pages if not label.startswith(" "))
+        (Path(settings.VAR_DIR) / "demo-pages.txt").write_text(lines, encoding="utf-8")
+        return pages

@@ -1,0 +1,243 @@
+"""A seeded synthetic world for the demo (issue #31 item 1), so that every figure the app draws has data to
+mean something: 300 bench procedures over the 14 topics, four generators' L2s with planted critical failures
+(failure rates that differ by generator and topic), two judges' verdicts with their failures linked to steps,
+and three studies answered by simulated annotators (annotators.py): a calibration sample drawn by the
+calibration code, a pairwise study and a step-types study, plus an imported step-type classifier and a few
+adjudicated gold decisions.
+
+Every row it writes is marked synthetic by its name (h2e_site/synthetic.py), and the pages show a "synthetic
+demo data" badge beside it. `demo_world_build` writes it in one transaction, through the services the app's
+own runs and participants use; a second call finds it and writes nothing. The same seed gives the same
+figures every time.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.db import transaction
+from django.urls import reverse
+
+from goal_step.jobs import task_set_create
+from goal_step.models import TaskSet
+from h2e_site.embeddings.jobs import embed_after
+from h2e_site.synthetic import SYNTHETIC_ID_PREFIX, SYNTHETIC_MODEL_PREFIX
+from judging.embedding import JUDGE_FAILURES
+from judging.models import Judge
+from mining.embedding import PROCEDURES
+from mining.models import Procedure
+
+from ..critical_failures.adjudication import review_queue
+from ..critical_failures.gold import CriticalGold, GoldFailure
+from ..embedding import HUMAN_FAILURES
+from ..gold import gold_decide
+from ..kinds.step_types import procedure_candidates
+from ..models import CalibrationDesign, StepTypeClassifier, Study
+from ..pairwise.data import study_pairs
+from ..services import study_create
+from ..step_types.candidates import StepType
+from ..step_types.imports import step_type_predictions_import
+from ..study_types import Selection
+from . import annotators
+from .models_under_test import (
+    Truth,
+    generations_create,
+    judgments_create,
+    pairwise_judgments_create,
+    procedures_create,
+)
+
+SEED = 31
+CALIBRATION_SLUG = "synthetic-calibration"
+PAIRWISE_SLUG = "synthetic-pairwise"
+STEP_TYPES_SLUG = "synthetic-step-types"
+SLUGS = (CALIBRATION_SLUG, PAIRWISE_SLUG, STEP_TYPES_SLUG)
+CALIBRATION_SIZE = 100
+PAIRWISE_SIZE = 36
+STEP_TYPES_SIZE = 18
+GOLD_DECISIONS = 4
+CLASSIFIER = "synthetic-demo-step-classifier"
+TASK_SET = "synthetic-demo-tasks"
+TITLE_MARK = "(synthetic demo data)"
+
+
+@dataclass(frozen=True)
+class DemoWorld:
+    """The synthetic world's studies, and whether this call built it (False: it was there already)."""
+
+    calibration: Study
+    pairwise: Study
+    step_types: Study
+    built: bool
+
+
+class DemoWorldIncomplete(Exception):
+    """Some of the synthetic world's rows are there and some are not (deleted by hand): it is not rebuilt
+    over them."""
+
+
+def demo_world_build(*, seed: int = SEED) -> DemoWorld:
+    """The synthetic world, built (in one transaction) unless it is there already; DemoWorldIncomplete when
+    only part of it is."""
+    existing = {study.slug: study for study in Study.objects.filter(slug__in=SLUGS)}
+    if len(existing) == len(SLUGS):
+        return DemoWorld(
+            existing[CALIBRATION_SLUG], existing[PAIRWISE_SLUG], existing[STEP_TYPES_SLUG], False
+        )
+    if existing or Procedure.objects.filter(source_example_id__startswith=SYNTHETIC_ID_PREFIX).exists():
+        missing = ", ".join(slug for slug in SLUGS if slug not in existing)
+        raise DemoWorldIncomplete(
+            f"the synthetic demo world is incomplete (no study {missing}): delete its rows (names starting "
+            f"with 'synthetic') or start from an empty database (make clean-demo)"
+        )
+    with transaction.atomic():
+        rng = random.Random(seed)
+        procedures = procedures_create(rng)
+        generators, truth = generations_create(rng, procedures)
+        judges = judgments_create(rng, generators, truth)
+        generator_ids = [g.pk for g in generators]
+        calibration = _calibration_study(generator_ids, [j.pk for j in judges], truth, seed)
+        pairwise = _pairwise_study(generator_ids, truth, seed)
+        _pairwise_twin(rng, pairwise, judges, truth)
+        step_types = _step_types_study(seed)
+        _queued_work(seed)
+    return DemoWorld(calibration, pairwise, step_types, built=True)
+
+
+def demo_world_pages(world: DemoWorld) -> list[tuple[str, str]]:
+    """(what it shows, path) of the pages that show the synthetic world: the calibrated leaderboard, then one
+    study of each kind with the pages of its figures (each study's page links to them too)."""
+    calibration, pairwise, step_types = world.calibration.slug, world.pairwise.slug, world.step_types.slug
+    return [
+        ("Calibrated leaderboard", reverse("calibrated:leaderboard")),
+        ("Critical-failures study", reverse("annotation:study_detail", args=[calibration])),
+        ("  its agreement", reverse("agreement:study", args=[calibration])),
+        ("  its adjudication queue", reverse("annotation:adjudication_queue", args=[calibration])),
+        (
+            "  a judge's report card",
+            reverse("judges:report_card", args=[f"{SYNTHETIC_ID_PREFIX}judge-strict"]),
+        ),
+        ("Pairwise study", reverse("annotation:study_detail", args=[pairwise])),
+        ("  its figures", reverse("agreement:study", args=[pairwise])),
+        ("Step-types study", reverse("annotation:study_detail", args=[step_types])),
+        ("  its agreement", reverse("agreement:study", args=[step_types])),
+        ("  its models' F1", reverse("annotation:step_type_models", args=[step_types])),
+    ]
+
+
+def _queued_work(seed: int) -> None:
+    """What the worker does once the world is committed, each a job with its live row: the vectors of the new
+    procedures and failures (as an import queues them), then a goal-step task set over the bench procedures
+    (the Tasks page's figures)."""
+    embed_after(PROCEDURES, JUDGE_FAILURES, HUMAN_FAILURES)
+    if not TaskSet.objects.filter(name=TASK_SET).exists():
+        task_set_create(TASK_SET, seed=seed)
+
+
+def _study(slug: str, title: str, kind: str, selection: Selection) -> Study:
+    return study_create(
+        title=f"{title} {TITLE_MARK}",
+        slug=slug,
+        kind=kind,
+        selection=selection,
+        completion_code=f"{slug.upper()}-DONE",
+        screenout_code=f"{slug.upper()}-SCREENOUT",
+        attention_failed_code=f"{slug.upper()}-ATTENTION",
+        items_per_participant=12,
+    )
+
+
+def _calibration_study(generator_ids: list[int], judge_ids: list[int], truth: Truth, seed: int) -> Study:
+    """A calibration sample stratified by topic over the synthetic generators' L2s, three labels an item,
+    and a few of its adjudication queue's items decided."""
+    study = _study(
+        CALIBRATION_SLUG,
+        "Calibration sample of the synthetic generators",
+        "critical_failures",
+        Selection(
+            generator_ids=generator_ids,
+            calibration_design=CalibrationDesign.STRATIFIED,
+            calibration_judge_ids=judge_ids,
+            sample_size=CALIBRATION_SIZE,
+            seed=seed,
+        ),
+    )
+    annotators.study_answer(study, annotators.critical_failures_answer(truth), seed=seed)
+    _gold_decisions(study, truth)
+    return study
+
+
+def _gold_decisions(study: Study, truth: Truth) -> None:
+    """The reviewer's gold on the first items of the adjudication queue (the planted truth), the rest left
+    open for the demo's reviewer."""
+    for entry in review_queue(study).entries[:GOLD_DECISIONS]:
+        assert entry.item.generation_id is not None
+        planted = truth.failures[entry.item.generation_id]
+        failures = (
+            [] if planted is None else [GoldFailure(planted.description, planted.l1_steps, planted.l2_steps)]
+        )
+        gold = CriticalGold(has_failure=planted is not None, failures=failures)
+        gold_decide(
+            item=entry.item,
+            verdict=gold.as_json(),
+            reason="Synthetic demo: the reviewer read L1 and L2 again, step by step, and settled the split.",
+        )
+
+
+def _pairwise_study(generator_ids: list[int], truth: Truth, seed: int) -> Study:
+    study = _study(
+        PAIRWISE_SLUG,
+        "The synthetic generators, two at a time",
+        "pairwise",
+        Selection(generator_ids=generator_ids, sample_size=PAIRWISE_SIZE, seed=seed),
+    )
+    annotators.study_answer(study, annotators.pairwise_answer(truth), seed=seed)
+    return study
+
+
+def _pairwise_twin(rng: random.Random, study: Study, judges: list[Judge], truth: Truth) -> None:
+    """The synthetic judges' pairwise verdicts on the study's pairs (its page's LLM twin)."""
+    pairs = [(pair.generation_a, pair.generation_b) for pair in study_pairs(study)]
+    pairs = [(a, b) if a.pk < b.pk else (b, a) for a, b in pairs]  # a judgment's A is the lower pk
+    pairwise_judgments_create(rng, pairs, judges, truth)
+
+
+def _step_types_study(seed: int) -> Study:
+    study = _study(
+        STEP_TYPES_SLUG,
+        "Step types of synthetic procedures",
+        "step_types",
+        Selection(sample_size=STEP_TYPES_SIZE, seed=seed),
+    )
+    annotators.study_answer(study, annotators.step_types_answer(seed), seed=seed)
+    _classifier_import(study, seed)
+    return study
+
+
+def _classifier_import(study: Study, seed: int) -> None:
+    """A step-type classifier's predictions on the study's candidates (right 80 % of the time), imported as a
+    file is (annotation/step_types/imports.py), so the study's Models (F1) page has a model to score."""
+    rng = random.Random(f"{seed}:classifier")
+    rows = []
+    for item in study.items.filter(is_attention_check=False).select_related("procedure").order_by("position"):
+        procedure = item.procedure
+        assert procedure is not None
+        for candidate in procedure_candidates(procedure):
+            holds = annotators.candidate_holds(
+                seed, procedure.source_example_id, candidate.key, StepType(candidate.step_type)
+            )
+            said = holds if rng.random() < 0.8 else not holds
+            rows.append({"procedure": procedure.pk, "candidate": candidate.key, "holds": said,
+                         "model": f"{SYNTHETIC_MODEL_PREFIX}step-classifier"})  # fmt: skip
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "synthetic-step-type-predictions.jsonl"
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+        step_type_predictions_import(path=path, classifier=CLASSIFIER)
+    assert StepTypeClassifier.objects.filter(classifier_id=CLASSIFIER).exists()
+
+
+__all__ = ["SLUGS", "DemoWorld", "DemoWorldIncomplete", "demo_world_build", "demo_world_pages"]
