@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
+from typing import Any
 
 _ASCII_DIGITS = re.compile(r"[0-9]{1,9}")  # no sign, no Unicode digits ("²", "٣"), no decimals
 _KEPT_CONTROLS = {"\n", "\t"}
@@ -44,6 +45,40 @@ def ascii_ints(
     if len(values) > at_most:
         raise BadInput(field, f"{len(values)} values", f"at most {at_most} values")
     return sorted({ascii_int(field, v, minimum=minimum, maximum=maximum, expected=expected) for v in values})
+
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def text_problem(value: str) -> str | None:
+    """Why an imported text cannot be stored as it is (None: it can), the one check every importer makes of
+    each text it stores before refusing the record with it, naming the field: a NUL (PostgreSQL's text
+    cannot hold one), or a lone surrogate, U+D800 to U+DFFF (a JSON escape such as \\ud800 without its
+    pair: no UTF-8 encodes it, so a database would refuse it or keep "?"). A valid pair is one character
+    once parsed, never a surrogate."""
+    found = _UNSTORABLE.search(value)
+    if found is None:
+        return None
+    if found.group() == "\x00":
+        return "contains a NUL character"
+    return f"contains a lone surrogate (U+{ord(found.group()):04X}), which is not text"
+
+
+def text_problem_inside(value: Any) -> str | None:
+    """text_problem of the first string inside a JSON-like value (keys included; walked without recursion)
+    that has one, or None."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        problem = text_problem(item) if isinstance(item, str) else None
+        if problem is not None:
+            return problem
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
 
 
 def clean_text(value: str) -> str:
