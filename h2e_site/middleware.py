@@ -37,8 +37,8 @@ def _refused(message: str) -> HttpResponse:
 
 class JobsNotQueuedMiddleware:
     """A staff page (the admin's included) whose request started a job that could not be queued, the broker
-    being unreachable (h2e_site.jobs.services.job_enqueue marks it failed), shows a warning naming the job
-    and how to run it, on the page it renders or redirects to, instead of a 500. The API's job-starting
+    being unreachable (h2e_site.jobs.services.job_enqueue marks it failed), shows an error message naming the
+    job and how to run it, on the page it renders or redirects to, instead of a 500. The API's job-starting
     endpoints say it in their own answer (a 503). Inside MessageMiddleware, which stores the message."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
@@ -49,7 +49,7 @@ class JobsNotQueuedMiddleware:
             response = self.get_response(request)
         if not_queued and _staff_page(request):
             for job in not_queued:
-                messages.warning(request, job.error)
+                messages.error(request, job.error)
         return response
 
 

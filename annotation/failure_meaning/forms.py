@@ -15,6 +15,7 @@ class FailurePatternsForm(forms.Form):
     k = model_range(FailurePatternRun, "k").form_field(
         required=False,
         label="Clusters (k)",
+        widget=forms.NumberInput(attrs={"placeholder": "from the data"}),
         help_text=f"how many patterns faiss k-means looks for; empty: chosen from the topic's failures "
         f"with a vector, n (⌊√(n/2)⌋, from {pattern_k_range()[0]} to {DEFAULT_K})",
     )

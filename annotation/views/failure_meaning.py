@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
 from h2e_site.bounds import OutOfRange
-from h2e_site.jobs.models import Job
+from h2e_site.jobs.models import Job, JobStatus
 from h2e_site.jobs.views import job_lines
 from h2e_site.web import HtmxHttpRequest, can_run_jobs, request_user, staff_required, wants_fragment
 from judging.models import CriticalFailure, Generator, Judge
@@ -94,9 +94,11 @@ def _start(request: HtmxHttpRequest, topic: Topic) -> HttpResponse:
             form.add_error(None, refused.message)
         else:
             chosen = " (k chosen from the data)" if job.parameters.get("k_chosen") else ""
-            messages.success(
-                request, f"Started job #{job.pk}: {job.parameters['k']} patterns of {topic.name}{chosen}."
-            )
+            job.refresh_from_db()
+            if job.status != JobStatus.FAILED:  # else not queued: JobsNotQueuedMiddleware says so
+                messages.success(
+                    request, f"Started job #{job.pk}: {job.parameters['k']} patterns of {topic.name}{chosen}."
+                )
             return redirect("failures:failure_patterns", topic=topic.pk)
     context = {**_patterns_context(request, topic), "form": form}
     return render(request, "annotation/failure_patterns.html", context, status=400)
