@@ -4,6 +4,7 @@ topic's failure descriptions clustered; annotation/failure_meaning/)."""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -84,6 +85,15 @@ def _pattern_note(job: Job) -> str:
     return f"{parameters.get('topic_name', '')}: k={parameters.get('k')}, seed {parameters.get('seed')}"
 
 
+def _pattern_command(job: Job) -> str:
+    parameters = job.parameters
+    topic = shlex.quote(str(parameters.get("topic_name", "")))
+    return (
+        f"Run it with: python manage.py failure_patterns --topic {topic} --k {parameters.get('k')} "
+        f"--seed {parameters.get('seed')} --inline"
+    )
+
+
 def _api_create_patterns(data: dict[str, Any], created_by: User | None) -> Job:
     return failure_patterns_job_create(
         topic=data["topic"], k=data["k"], seed=data["seed"], created_by=created_by
@@ -148,6 +158,7 @@ def register_job_types() -> None:
             describe=describe_pattern_jobs,
             create_serializer="annotation.failure_meaning.serializers.FailurePatternsJobCreateSerializer",
             api_create=_api_create_patterns,
+            run_hint=_pattern_command,
             start_hint="Cluster a topic's failure descriptions: the failure browser's “Failure patterns” "
             "page, POST /api/jobs/, or manage.py failure_patterns --topic NAME.",
         )

@@ -15,7 +15,9 @@ format carries survives a round trip: task, prompt, candidates and answer (not s
 Import streams the file (ijson's events; BigBenchReader), never reading it whole, within bounds of size,
 nesting, examples, candidates (MAX_CANDIDATES: options are lettered A to Z) and text length, and refuses a
 malformed file with BigBenchFormatError (a ValueError) naming where: `examples[3].input: contains the control
-character NUL`. Also refused: a key given twice, an empty or blank candidate, two candidates of the same text,
+character NUL`; a lone surrogate escape (\\ud800, which ijson's C parser would read as "?") is refused naming
+its example and field too (the file is then read again by the pure-Python parser to find it). Also refused:
+a key given twice, an empty or blank candidate, two candidates of the same text,
 the same example (input and candidates) twice.
 """
 
@@ -30,6 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 import ijson
+
+from h2e_site.inputs import text_problem
 
 from .examples import GOAL_INFERENCE, STEP_INFERENCE, STEP_ORDERING, Example
 from .options import MAX_CANDIDATES
@@ -142,8 +146,8 @@ class BigBenchReader:
     BigBenchFormatError naming the example and field: malformed JSON, a key given twice, a NUL or another
     control character in a text, an empty candidate, the same example twice."""
 
-    def __init__(self, stream: BinaryIO) -> None:
-        self._events = _Events(stream)
+    def __init__(self, stream: BinaryIO, *, backend: Any = ijson) -> None:
+        self._events = _Events(stream, backend=backend)
         self._header: dict[str, Any] = {}
         self.task = BigBenchTask(name="", description="", keywords=[])
         self.n_examples = 0
@@ -205,25 +209,89 @@ class BigBenchReader:
 
 
 class _Bounded:
-    """The stream (what ijson reads: read() only), refused once more than MAX_FILE_BYTES have been read."""
+    """The stream (what ijson reads: read() only), refused once more than MAX_FILE_BYTES have been read, and
+    watched for lone surrogate escapes (_Surrogates), which ijson's C parser would read as "?"."""
 
-    def __init__(self, stream: BinaryIO) -> None:
+    def __init__(self, stream: BinaryIO, *, watch: bool = True) -> None:
         self._stream = stream
         self.n_read = 0
+        self.surrogates = _Surrogates() if watch else None
 
     def read(self, size: int = -1) -> bytes:
         chunk = self._stream.read(size if size is not None and size >= 0 else 1 << 16)
         self.n_read += len(chunk)
         if self.n_read > MAX_FILE_BYTES:
             raise BigBenchFormatError(f"the file is larger than {MAX_FILE_BYTES // 2**20} MiB")
+        if self.surrogates is not None:
+            self.surrogates.feed(chunk)
         return chunk
 
 
-class _Events:
-    """ijson's events of the stream; JSON errors as BigBenchFormatError saying where the reading was."""
+_ESCAPE = re.compile(rb"\\(?:u([0-9a-fA-F]{4})|[^u])")  # one JSON escape: \uXXXX, or a backslash and a char
 
-    def __init__(self, stream: BinaryIO) -> None:
-        self._events = ijson.basic_parse(_Bounded(stream), use_float=True)
+
+class _LoneSurrogate(Exception):
+    """A lone surrogate escape in the bytes read (at `offset`): the reading starts again to say where."""
+
+    def __init__(self, escape: str, offset: int) -> None:
+        super().__init__(escape, offset)
+        self.escape, self.offset = escape, offset
+
+
+class _Surrogates:
+    """Finds a lone surrogate escape in JSON bytes fed a chunk at a time: a \\uD800-\\uDBFF escape not
+    followed at once by a \\uDC00-\\uDFFF one, or the latter alone (_LoneSurrogate). Escapes are read in
+    order (an escaped backslash is one escape, so `\\\\ud800` is text); an escape cut by a chunk's end is
+    kept for the next chunk (at most 5 bytes)."""
+
+    def __init__(self) -> None:
+        self._carry = b""
+        self._base = 0  # the offset of _carry's first byte
+        self._high: tuple[int, str] | None = None  # (end offset, escape) of a high surrogate not yet paired
+
+    def feed(self, chunk: bytes) -> None:
+        data, base = self._carry + chunk, self._base
+        end = 0
+        for match in _ESCAPE.finditer(data):
+            self._escape(match, base)
+            end = match.end()
+        if not chunk:  # the end of the file: a high surrogate still waiting is alone
+            self._unpaired()
+            return
+        cut = data.rfind(b"\\", end)
+        cut = cut if cut >= 0 and len(data) - cut < 6 else len(data)
+        if self._high is not None and self._high[0] < base + cut:
+            self._unpaired()  # text, not an escape, right after a high surrogate
+        self._carry, self._base = data[cut:], base + cut
+
+    def _escape(self, match: re.Match[bytes], base: int) -> None:
+        start = base + match.start()
+        hex_code = match.group(1)
+        code = int(hex_code, 16) if hex_code is not None else -1
+        if self._high is not None:
+            if start != self._high[0] or not 0xDC00 <= code <= 0xDFFF:
+                self._unpaired()
+            self._high = None
+            return
+        if 0xD800 <= code <= 0xDBFF:
+            self._high = (base + match.end(), "\\u" + hex_code.decode().lower())
+        elif 0xDC00 <= code <= 0xDFFF:
+            raise _LoneSurrogate("\\u" + hex_code.decode().lower(), start)
+
+    def _unpaired(self) -> None:
+        if self._high is not None:
+            end, escape = self._high
+            raise _LoneSurrogate(escape, end - 6)
+
+
+class _Events:
+    """ijson's events of the stream; JSON errors as BigBenchFormatError saying where the reading was. ijson's
+    C parser reads a lone surrogate escape as "?": _Bounded watches for one, and the refusal then names the
+    example and field that hold it (_located)."""
+
+    def __init__(self, stream: BinaryIO, *, backend: Any = ijson) -> None:
+        self._stream = stream
+        self._events = backend.basic_parse(_Bounded(stream, watch=backend is ijson), use_float=True)
         self.where = "the task"
 
     def next(self) -> tuple[str, Any]:
@@ -233,6 +301,8 @@ class _Events:
             raise BigBenchFormatError(f"not valid JSON: the file ends in {self.where}") from None
         except (ijson.JSONError, UnicodeDecodeError) as exc:
             raise BigBenchFormatError(f"not valid JSON in {self.where}: {_one_line(exc)}") from None
+        except _LoneSurrogate as lone:
+            raise _located(self._stream, lone) from None
 
     def end(self) -> None:
         """The file holds nothing after the task."""
@@ -240,8 +310,31 @@ class _Events:
             extra = next(self._events, None)
         except (ijson.JSONError, UnicodeDecodeError) as exc:
             raise BigBenchFormatError(f"not valid JSON after the task: {_one_line(exc)}") from None
+        except _LoneSurrogate as lone:
+            raise _located(self._stream, lone) from None
         if extra is not None:
             raise BigBenchFormatError("not valid JSON: more than one value in the file")
+
+
+def _located(stream: BinaryIO, lone: _LoneSurrogate) -> BigBenchFormatError:
+    """The refusal of a file with a lone surrogate escape, naming the example and field that hold it: the
+    file read again from its start by ijson's pure-Python parser (slower, but it keeps the surrogate in its
+    string, which the checks of each text then refuse), or, for a surrogate in a field no check reads or a
+    stream that cannot go back, its byte offset."""
+    at_byte = BigBenchFormatError(
+        f"not valid text: a lone surrogate escape ({lone.escape}) at byte {lone.offset}"
+    )
+    try:
+        stream.seek(0)
+    except (AttributeError, OSError, ValueError):
+        return at_byte
+    reader = BigBenchReader(stream, backend=ijson.get_backend("python"))
+    try:
+        for _ in reader.examples():
+            pass
+    except BigBenchFormatError as found:
+        return found
+    return at_byte
 
 
 def _value(events: _Events, event: str, value: Any, depth: int) -> Any:
@@ -361,6 +454,8 @@ def _text_problem(value: Any, *, allow_empty: bool, what: str = "") -> str | Non
     found = _CONTROL.search(value)
     if found is not None:
         bad = found.group()
+        if "\ud800" <= bad <= "\udfff":
+            return text_problem(bad)
         return f"contains the control character {'NUL' if bad == chr(0) else f'U+{ord(bad):04X}'}"
     return None
 

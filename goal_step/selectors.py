@@ -53,6 +53,26 @@ class TaskFunnel:
         return 100 * self.kept / self.candidates_in if self.candidates_in else 0.0
 
     @property
+    def why_none(self) -> str:
+        """Why the task kept no example, said on the set's page ("" when it kept some): the stage that
+        removed them all, and what would keep some."""
+        if self.kept or not self.candidates_in:
+            return ""
+        last = max(self.stages, key=lambda stage: stage.removed, default=None)
+        if last is None:
+            return ""
+        if last.stage == "not_ordered":
+            return (
+                "Step Ordering uses ordered procedures only, and none of these is marked ordered: an "
+                "“ordered” field at import, How2Mine's sequential verdict, or a step-types study whose "
+                "annotators mark an adjacent pair sequential makes one ordered."
+            )
+        return (
+            f"No example kept: the {last.label.lower()} removed most ({last.removed:,} of "
+            f"{self.candidates_in:,}); more procedures (or more topics) give the filters more to keep."
+        )
+
+    @property
     def adds_up(self) -> bool:
         return self.candidates_in - sum(s.removed for s in self.stages) == self.kept
 

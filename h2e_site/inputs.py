@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
+from typing import Any
 
 from django.http import QueryDict
 
@@ -57,6 +58,40 @@ def one_answer(post: QueryDict, name: str) -> str:
     if len(values) > 1:
         raise BadInput(name, ",".join(values)[:80], "one answer (it was sent more than once)")
     return values[0] if values else ""
+
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def text_problem(value: str) -> str | None:
+    """Why an imported text cannot be stored as it is (None: it can), the one check every importer makes of
+    each text it stores before refusing the record with it, naming the field: a NUL (PostgreSQL's text
+    cannot hold one), or a lone surrogate, U+D800 to U+DFFF (a JSON escape such as \\ud800 without its
+    pair: no UTF-8 encodes it, so a database would refuse it or keep "?"). A valid pair is one character
+    once parsed, never a surrogate."""
+    found = _UNSTORABLE.search(value)
+    if found is None:
+        return None
+    if found.group() == "\x00":
+        return "contains a NUL character"
+    return f"contains a lone surrogate (U+{ord(found.group()):04X}), which is not text"
+
+
+def text_problem_inside(value: Any) -> str | None:
+    """text_problem of the first string inside a JSON-like value (keys included; walked without recursion)
+    that has one, or None."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        problem = text_problem(item) if isinstance(item, str) else None
+        if problem is not None:
+            return problem
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
 
 
 def clean_text(value: str) -> str:

@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from rest_framework.views import APIView
 
 from h2e_site.api import NUL_REFUSAL
+
+from .jobs.services import jobs_not_queued
 
 API_PREFIX = "/api/"
 
@@ -56,3 +59,29 @@ def nul_refusal(request: HttpRequest) -> str | None:
     if "\x00" in request.META.get("QUERY_STRING", ""):
         return "The query string contains a NUL character."
     return None
+
+
+class JobsNotQueuedMiddleware:
+    """A staff page (the admin's included) whose request started a job that could not be queued, the broker
+    being unreachable (h2e_site.jobs.services.job_enqueue marks it failed), shows an error message naming the
+    job and how to run it, on the page it renders or redirects to, instead of a 500. The API's job-starting
+    endpoints say it in their own answer (a 503). Inside MessageMiddleware, which stores the message."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        with jobs_not_queued() as not_queued:
+            response = self.get_response(request)
+        if not_queued and _staff_page(request):
+            for job in not_queued:
+                messages.error(request, job.error)
+        return response
+
+
+def _staff_page(request: HttpRequest) -> bool:
+    """A staff user's page: not the API, and not a participant's (whose answer stored failures whose embed
+    job was not queued: the warning is for staff, in the log and on the Jobs page)."""
+    match = getattr(request, "resolver_match", None)
+    user = getattr(request, "user", None)
+    return bool(user is not None and user.is_staff) and not (match is not None and "api" in match.namespaces)

@@ -13,6 +13,7 @@ from typing import Any
 import django_filters
 from django.db.models import Q, QuerySet
 from django.urls import path
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, permissions, serializers, status, viewsets
 from rest_framework.parsers import MultiPartParser
@@ -21,7 +22,9 @@ from rest_framework.response import Response
 
 from h2e_site.api import IdFilter, StrictBooleanFilter, StrictPageNumberPagination, comma_list, query_params
 from h2e_site.api_views import ComputedView
+from h2e_site.jobs.api import not_queued_response
 from h2e_site.jobs.serializers import JobSerializer
+from h2e_site.jobs.services import jobs_not_queued
 from h2e_site.web import CanRunJobs, request_user
 from mining.models import Procedure, Split
 
@@ -201,7 +204,13 @@ class ImportView(generics.GenericAPIView):
     filter_backends: list[Any] = []
     permission_classes = [permissions.IsAdminUser, CanRunJobs]  # an import is a job: it needs jobs.add_job
 
-    @extend_schema(request=ImportRequestSerializer, responses={201: JobSerializer})
+    @extend_schema(
+        request=ImportRequestSerializer,
+        responses={201: JobSerializer, 503: OpenApiTypes.OBJECT},
+        description="Upload bench files, or a .zip/.tar of an h2e out_root, and start an import job. 503 "
+        "when the job broker cannot be reached: the files are saved, the job is stored as failed and never "
+        "ran, and `detail` gives the command that imports them.",
+    )
     def post(self, request: Request) -> Response:
         form = ImportRequestSerializer(data=request.data)
         form.is_valid(raise_exception=True)
@@ -209,13 +218,16 @@ class ImportView(generics.GenericAPIView):
             paths = uploads_save(files=form.validated_data["files"], kind=form.validated_data["kind"])
         except UploadError as exc:
             return Response({"files": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
-        job = import_job_create(
-            paths=paths,
-            kind=form.validated_data["kind"],
-            split=form.validated_data["split"],
-            skip_invalid=form.validated_data["skip_invalid"],
-            created_by=request_user(request),
-        )
+        with jobs_not_queued() as not_queued:
+            job = import_job_create(
+                paths=paths,
+                kind=form.validated_data["kind"],
+                split=form.validated_data["split"],
+                skip_invalid=form.validated_data["skip_invalid"],
+                created_by=request_user(request),
+            )
+        if not_queued:  # the files are saved; the job's error says how to import them
+            return not_queued_response(not_queued)
         return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)
 
 

@@ -35,6 +35,7 @@ import orjson
 from django.db import connection, transaction
 
 from h2e_site.embeddings.jobs import embed_after
+from h2e_site.inputs import text_problem_inside
 from judging.models import Generator, Judge
 from mining.embedding import PROCEDURES
 from mining.readers import ReadError, iter_records
@@ -283,31 +284,17 @@ def _json(value: Any) -> str:
 
 
 def _extra(record: dict[str, Any], known: frozenset[str]) -> str:
-    """The record's other fields as JSON for the `extra` column (orjson: at most 254 deep; jsonb: no NUL)."""
+    """The record's other fields as JSON for the `extra` column (orjson: at most 254 deep; jsonb: no NUL, and
+    no text holds a lone surrogate)."""
     extra = {k: v for k, v in record.items() if k not in known}
+    for key, value in extra.items():
+        problem = text_problem_inside([key, value])
+        if problem is not None:
+            raise InvalidRecord(key, problem)
     try:
-        text = _json(extra)
+        return _json(extra)
     except orjson.JSONEncodeError as exc:
         raise InvalidRecord(next(iter(extra), "extra"), f"cannot be stored: {exc}") from None
-    for key, value in extra.items():
-        if _has_nul([key, value]):
-            raise InvalidRecord(key, "contains a NUL character")
-    return text
-
-
-def _has_nul(value: Any) -> bool:
-    """Whether a NUL is in a string anywhere inside (walked without recursion)."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str) and "\x00" in item:
-            return True
-        if isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False
 
 
 Built = tuple[tuple[Any, ...], str, Any]  # (staging row, source_example_id, what the run keeps of it)

@@ -11,7 +11,7 @@ from django.db import connection
 from django.utils import timezone
 
 from h2e_site.jobs.models import Job, JobStatus
-from h2e_site.jobs.services import job_create
+from h2e_site.jobs.services import job_create, jobs_not_queued
 from mining.services import ImportProgress, ImportReport, bench_import
 
 from .h2e_import import h2e_import
@@ -103,13 +103,15 @@ def import_job_run(*, job: Job) -> ImportReport:
     progress = JobProgress(job)
     paths = [pathlib.Path(p) for p in params.get("paths", [])]
     try:
-        report = _run_import(params, paths, progress)
+        with jobs_not_queued() as not_queued:
+            report = _run_import(params, paths, progress)
     except Exception as exc:
         logger.exception("import job %s failed", job.pk)
         _finish(job, JobStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
         raise
     job.parameters = {**job.parameters, "report": report.as_json()}
-    lines = report.error_lines()
+    # its embed job, when the broker could not take it: the import is stored, the embed is to run
+    lines = report.error_lines() + [f"The import is stored, but {later.error}" for later in not_queued]
     status = JobStatus.SUCCEEDED if report.ok else JobStatus.FAILED
     _finish(job, status, error="\n".join(lines))
     return report

@@ -3,6 +3,7 @@ judge, import."""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -102,6 +103,17 @@ def _api_create(data: dict[str, Any], created_by: User | None) -> Job:
     )
 
 
+def import_command(job: Job) -> str:
+    """The command that imports this job's saved files in this process (no worker needed)."""
+    parameters = job.parameters
+    paths = " ".join(shlex.quote(path) for path in parameters.get("paths", []))
+    skip = " --skip-invalid" if parameters.get("skip_invalid") else ""
+    if parameters.get("import_kind") == "h2e":
+        return f"The files are saved; import them with: python manage.py import_h2e {paths}{skip}"
+    command = f"python manage.py import_bench --split {parameters.get('split', 'bench')}{skip} {paths}"
+    return f"The files are saved; import them with: {command}"
+
+
 def register_job_types() -> None:
     hint = (
         "Generate and judge: “Generate L2” (here: from a config file), the admin's generators (“Generate "
@@ -153,5 +165,6 @@ def register_job_types() -> None:
             start_hint="Import: “Import h2e files” (here), POST /api/imports/, or manage.py import_h2e / "
             "import_bench.",
             start_link=("Import h2e files", "admin:judging_import"),
+            run_hint=import_command,
         )
     )

@@ -12,9 +12,11 @@ from typing import Any
 
 from django.db import transaction
 
+from h2e_site.embeddings.jobs import embed_after
 from h2e_site.llm.base import LLMResult
 from mining.models import Procedure
 
+from .embedding import JUDGE_FAILURES
 from .metrics import compute_generation_metrics
 from .models import CriticalFailure, Generation, Generator, Judge, JudgeError, Judgment
 from .parsing import ParsedFailure, extract_steps, parse_judge_output
@@ -114,6 +116,8 @@ def judgments_store(
             for row, failures in parsed
             for order, failure in enumerate(failures)
         )
+        if any(failures for _, failures in parsed):
+            embed_after(JUDGE_FAILURES)  # their vectors, for similar failures and failure patterns
     return rows
 
 

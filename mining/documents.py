@@ -18,6 +18,8 @@ from typing import Any
 
 from django.db import reset_queries, transaction
 
+from h2e_site.inputs import text_problem, text_problem_inside
+
 from .models import SourceDocument
 from .readers import ReadError, Record, iter_records
 from .services import FileReport, ImportProgress, ImportReport, InvalidRecord, TopicCache
@@ -114,23 +116,32 @@ def document_from_record(record: dict[str, Any], fields: DocumentFields) -> Docu
         raise InvalidRecord(fields.id, _problem(doc_id, "a non-empty string or integer id"))
     if len(doc_id.strip()) > 255:
         raise InvalidRecord(fields.id, "longer than 255 characters")
-    if "\x00" in doc_id:
-        raise InvalidRecord(fields.id, "contains a NUL character")
+    problem = text_problem(doc_id)
+    if problem is not None:
+        raise InvalidRecord(fields.id, problem)
     text = _lookup(record, fields.text)
     if not isinstance(text, str) or not text.strip():
         raise InvalidRecord(fields.text, _problem(text, "a non-empty string"))
+    problem = text_problem(text.replace("\x00", ""))  # NUL is removed from the text (below)
+    if problem is not None:
+        raise InvalidRecord(fields.text, problem)
     used = {
         fields.id.split(".")[0],
         fields.text.split(".")[0],
         fields.url.split(".")[0],
         fields.topic.split(".")[0],
     }
+    extra = {key: _jsonable(value) for key, value in record.items() if key not in used}
+    for key, value in extra.items():  # NUL is removed from them; a lone surrogate is not text
+        problem = text_problem_inside([key, value])
+        if problem is not None:
+            raise InvalidRecord(key, problem)
     return DocumentData(
         doc_id=doc_id.strip(),
         text=text.replace("\x00", ""),
         url=_optional_text(record, fields.url),
         topic=_optional_text(record, fields.topic).strip(),
-        extra={key: _jsonable(value) for key, value in record.items() if key not in used},
+        extra=extra,
     )
 
 
@@ -155,8 +166,9 @@ def _optional_text(record: dict[str, Any], name: str) -> str:
         return ""
     if not isinstance(value, str):
         raise InvalidRecord(name, f"expected a string, got {type(value).__name__}")
-    if "\x00" in value:
-        raise InvalidRecord(name, "contains a NUL character")
+    problem = text_problem(value)
+    if problem is not None:
+        raise InvalidRecord(name, problem)
     return value
 
 

@@ -14,6 +14,7 @@ import bz2
 import csv
 import gzip
 import io
+import json
 import lzma
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -130,14 +131,34 @@ def _parse_json_line(path: Path, line_no: int, raw: bytes) -> Iterator[Item]:
     if not raw.strip():
         return
     try:
-        obj = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
+        obj = json_loads(raw)
+    except ValueError as exc:
         yield ReadError(str(path), line_no, "", f"malformed JSON ({exc})")
         return
     if not isinstance(obj, dict):
         yield ReadError(str(path), line_no, "", f"expected a JSON object, got {type(obj).__name__}")
         return
     yield Record(line_no, obj)
+
+
+def json_loads(raw: bytes | str) -> Any:
+    """One JSON value (orjson). A text with a lone surrogate escape (\\ud800 without its pair), which orjson
+    refuses without saying where, is read by the standard library's parser, which keeps the surrogate in
+    its string: the importer's validation then refuses the record naming the field
+    (h2e_site.inputs.text_problem). ValueError when it is not JSON."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        if "surrogate" not in str(exc):
+            raise
+        try:
+            return json.loads(raw, parse_constant=_not_json)
+        except RecursionError:
+            raise ValueError(f"{exc}; nested too deeply") from None
+
+
+def _not_json(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _iter_csv(path: Path) -> Iterator[Item]:
@@ -163,8 +184,8 @@ def _csv_record(path: Path, line_no: int, row: dict[str | None, Any]) -> Item:
                 value = [] if key != "final_procedure" and key != "source_example" else {}
             else:
                 try:
-                    value = orjson.loads(value)
-                except orjson.JSONDecodeError:
+                    value = json_loads(value)
+                except ValueError:
                     return ReadError(str(path), line_no, key, "expected a JSON list in this CSV cell")
         data[key] = "" if value is None else value
     return Record(line_no, data)

@@ -17,6 +17,7 @@ from typing import Any
 from django.db import transaction
 
 from h2e_site.embeddings.jobs import embed_after
+from h2e_site.inputs import text_problem
 
 from .embedding import PROCEDURES
 from .models import Procedure, Split, Topic
@@ -168,8 +169,9 @@ MAX_TOPIC_CHARS = 200  # Topic.name
 def require_str(
     record: dict[str, Any], key: str, *, allow_empty: bool = False, default: str = "", max_length: int = 0
 ) -> str:
-    """A string field: refused when missing (unless allow_empty), not a string, holding a NUL (PostgreSQL's
-    text cannot) or, with max_length, longer than its column once stripped."""
+    """A string field: refused when missing (unless allow_empty), not a string, holding what no text column
+    can (a NUL or a lone surrogate: h2e_site.inputs.text_problem) or, with max_length, longer than its
+    column once stripped."""
     value = record.get(key, default)
     if value is None:
         if allow_empty:
@@ -181,8 +183,9 @@ def require_str(
         raise InvalidRecord(key, f"expected a string, got {type(value).__name__}")
     if not allow_empty and not value.strip():
         raise InvalidRecord(key, "missing or empty")
-    if "\x00" in value:
-        raise InvalidRecord(key, "contains a NUL character")
+    problem = text_problem(value)
+    if problem is not None:
+        raise InvalidRecord(key, problem)
     if max_length and len(value.strip()) > max_length:
         raise InvalidRecord(key, f"longer than {max_length} characters")
     return value
@@ -201,8 +204,9 @@ def require_str_list(record: dict[str, Any], key: str, *, non_empty: bool, defau
             raise InvalidRecord(f"{key}[{i}]", f"expected a string, got {type(item).__name__}")
         if non_empty and not item.strip():
             raise InvalidRecord(f"{key}[{i}]", "empty step")
-        if "\x00" in item:
-            raise InvalidRecord(f"{key}[{i}]", "contains a NUL character")
+        problem = text_problem(item)
+        if problem is not None:
+            raise InvalidRecord(f"{key}[{i}]", problem)
     return value
 
 

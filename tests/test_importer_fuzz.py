@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
+from django.test import Client
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
@@ -26,6 +28,8 @@ from hypothesis.control import currently_in_test_context
 from annotation.models import StepTypeClassifier, StepTypeLabel, StepTypeLabelSet, StepTypePrediction
 from goal_step.models import TaskExample, TaskSet
 from goal_step.options import MAX_CANDIDATES
+from h2e_site.jobs.models import Job, JobStatus
+from judging.import_jobs import import_job_run
 from judging.models import CriticalFailure, Generation, Judgment
 from mining.models import Procedure, SourceDocument, Topic
 from tests.factories import make_procedure
@@ -362,6 +366,10 @@ COLUMN_EDGES = [
     ("topic", "x" * 201, "topic: longer than 200 characters"),
     ("goal", "a\x00", "goal: contains a NUL character"),
     ("steps", ["a", "b\x00"], "steps[1]: contains a NUL character"),
+    # a lone surrogate, written by json.dumps as the escape \ud800 (orjson refuses the line without naming it)
+    ("goal", "How to x\ud800y", "goal: contains a lone surrogate (U+D800), which is not text"),
+    ("steps", ["a", "b\udc00"], "steps[1]: contains a lone surrogate (U+DC00), which is not text"),
+    ("topic", "\udbff", "topic: contains a lone surrogate (U+DBFF), which is not text"),
 ]
 
 
@@ -390,13 +398,16 @@ def test_import_bench_refuses_what_a_column_cannot_hold(
         ("extra_field", {"k\x00": 1}, "extra_field: contains a NUL character"),
         ("extra_field", DEEP_LIST, "extra_field: cannot be stored"),
         ("model_completion", "a\x00", "model_completion: contains a NUL character"),
+        ("extra_field", {"k\ud800": 1}, "extra_field: contains a lone surrogate (U+D800)"),
+        ("model_completion", "x\ud800", "model_completion: contains a lone surrogate (U+D800)"),
     ],
 )
 def test_import_h2e_refuses_what_a_column_cannot_hold(
     tmp_path: Path, field: str, value: Any, reason: str
 ) -> None:
     record = generation_record(FUZZ_GEN, EXAMPLES[0], completion="1. Do.", predicted=["Do."]) | {field: value}
-    run_dir = write_run(tmp_path / "run", FUZZ_GEN, [record], {})
+    run_dir = write_run(tmp_path / "run", FUZZ_GEN, [], {})
+    write_lines(run_dir / "generations.jsonl", [json.dumps(record)])  # a lone surrogate as its escape
     refused, stderr = _command("import_h2e", str(tmp_path / "run"))
     assert refused is not None and f"{run_dir / 'generations.jsonl'}:1: {reason}" in stderr, stderr
     assert not Generation.objects.exists() and not Procedure.objects.exists()
@@ -420,3 +431,37 @@ def test_import_documents_refuses_a_nul_where_it_cannot_be_stored(
     refused, stderr = _command("import_documents", str(path))
     assert refused is not None and f"{path}:1: {field}: contains a NUL character" in stderr
     assert not SourceDocument.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("id", "d\ud800"), ("text", "How to x\ud800y"), ("url", "\udfff"), ("topic", "t\ud800"),
+     ("source", {"k": ["\ud800"]})],
+)  # fmt: skip
+def test_import_documents_refuses_a_lone_surrogate_naming_the_field(
+    tmp_path: Path, field: str, value: Any
+) -> None:
+    record = {"id": "d-1", "text": "T.", field: value}
+    path = write_lines(
+        tmp_path / "docs.jsonl", [json.dumps({"id": "d-0", "text": "Fine."}), json.dumps(record)]
+    )
+    refused, stderr = _command("import_documents", str(path))
+    assert refused is not None and f"{path}:2: {field}: contains a lone surrogate (U+D" in stderr, stderr
+    assert list(SourceDocument.objects.values_list("doc_id", flat=True)) == ["d-0"]
+
+
+def test_an_upload_through_the_api_is_refused_naming_the_line_and_field(
+    boss: Client, settings: Any, tmp_path: Path
+) -> None:
+    """Uploads (the API's and the admin's "Import h2e files": one import job) read files as commands do."""
+    settings.VAR_DIR = tmp_path
+    record = {"source_example_id": "b-1", "topic": "T", "goal": "How to x\ud800y", "steps": ["a", "b"]}
+    upload = SimpleUploadedFile("bench.jsonl", (json.dumps(record) + "\n").encode())
+    response = boss.post("/api/imports/", {"files": [upload], "kind": "bench"})
+    assert response.status_code == 201, response.content
+    job = Job.objects.get(pk=response.json()["id"])
+    import_job_run(job=job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert "bench.jsonl:1: goal: contains a lone surrogate (U+D800), which is not text" in job.error
+    assert not Procedure.objects.exists()

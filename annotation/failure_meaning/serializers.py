@@ -18,7 +18,13 @@ class FailurePatternsJobCreateSerializer(serializers.Serializer):
 
     kind = serializers.ChoiceField(choices=[(FAILURE_PATTERNS, "failure patterns of a topic")])
     topic = serializers.CharField(max_length=200, help_text="the topic's name")
-    k = model_range(FailurePatternRun, "k").api_field(default=DEFAULT_K, help_text="clusters")
+    k = model_range(FailurePatternRun, "k").api_field(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text=f"clusters; absent or null: chosen from the topic's failures with a stored vector, n "
+        f"(⌊√(n/2)⌋, from 2 to {DEFAULT_K}). More than n is refused (400) with n in the message.",
+    )
     seed = model_range(FailurePatternRun, "seed").api_field(
         default=DEFAULT_SEED, help_text="faiss k-means' seed: the same seed gives the same clusters"
     )

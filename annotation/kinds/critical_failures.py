@@ -14,6 +14,7 @@ from django.db.models import Count, F, Q, QuerySet
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.urls import URLPattern, reverse
 
+from h2e_site.embeddings.jobs import embed_after
 from judging.models import Generation, Generator, Judge, Judgment
 
 from .. import calibration_sample, codebook
@@ -24,6 +25,7 @@ from ..critical_failures import api, exports, gold_api, posted
 from ..critical_failures.answer import check_answer
 from ..critical_failures.posted import Submission
 from ..critical_failures.questions import has_failure_question
+from ..embedding import HUMAN_FAILURES
 from ..models import (
     AnnotatedFailure,
     Annotation,
@@ -236,6 +238,8 @@ class CriticalFailures(StudyKindSpec):
             )
             for i, f in enumerate(failures)
         )
+        if failures and not item.is_attention_check:  # its similar failures and patterns need the vector
+            embed_after(HUMAN_FAILURES)
 
     def study_links(self, study: Study) -> list[tuple[str, str]]:
         return [("Adjudicate", reverse("annotation:adjudication_queue", args=[study.slug]))]

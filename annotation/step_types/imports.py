@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 from django.db import transaction
 
-from h2e_site.inputs import clean_text
+from h2e_site.inputs import clean_text, text_problem
 from h2e_site.web import CSV_FORMULA_STARTS
 from mining.models import Procedure
 from mining.readers import ReadError, Record, format_of, iter_records
@@ -474,6 +474,9 @@ def _text(data: dict[str, Any], name: str, *, required: bool, max_length: int, i
     if not isinstance(value, str):
         raise InvalidRecord(name, f"expected a string, got {type(value).__name__}")
     text = (_unneutralised(value) if in_csv else value).strip()
+    problem = text_problem(text)  # NUL or a lone surrogate: as every importer says it
+    if problem is not None:
+        raise InvalidRecord(name, problem)
     if _has_control(text):
         raise InvalidRecord(name, f"{_shown(text)} contains a control character")
     if len(text) > max_length:

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
 from h2e_site.bounds import OutOfRange
-from h2e_site.jobs.models import Job
+from h2e_site.jobs.models import Job, JobStatus
 from h2e_site.jobs.views import job_lines
 from h2e_site.web import HtmxHttpRequest, can_run_jobs, request_user, staff_required, wants_fragment
 from judging.models import CriticalFailure, Generator, Judge
@@ -25,7 +25,7 @@ from mining.models import Topic
 
 from .. import failures
 from ..failure_meaning.forms import FailurePatternsForm
-from ..failure_meaning.jobs import failure_patterns_job_create
+from ..failure_meaning.jobs import TooFewFailures, failure_patterns_job_create
 from ..failure_meaning.models import HUMAN, JUDGE, FailurePattern, FailurePatternRun, Share
 from ..job_kinds import FAILURE_PATTERNS
 from ..models import AnnotatedFailure
@@ -88,12 +88,17 @@ def _start(request: HtmxHttpRequest, topic: Topic) -> HttpResponse:
                 topic=topic, k=form.cleaned_data["k"], seed=form.cleaned_data["seed"],
                 created_by=request_user(request),
             )  # fmt: skip
-        except OutOfRange as refused:  # the form's bounds are the service's: only if they drift apart
+        except OutOfRange as refused:  # k above the topic's failures with a vector (the message says so)
             form.add_error(refused.field, refused.message)
+        except TooFewFailures as refused:
+            form.add_error(None, refused.message)
         else:
-            messages.success(
-                request, f"Started job #{job.pk}: {job.parameters['k']} patterns of {topic.name}."
-            )
+            chosen = " (k chosen from the data)" if job.parameters.get("k_chosen") else ""
+            job.refresh_from_db()
+            if job.status != JobStatus.FAILED:  # else not queued: JobsNotQueuedMiddleware says so
+                messages.success(
+                    request, f"Started job #{job.pk}: {job.parameters['k']} patterns of {topic.name}{chosen}."
+                )
             return redirect("failures:failure_patterns", topic=topic.pk)
     context = {**_patterns_context(request, topic), "form": form}
     return render(request, "annotation/failure_patterns.html", context, status=400)

@@ -14,6 +14,7 @@ from h2e_site.jobs.registry import JobDescription, JobLink, JobType, job_type_re
 from .job_kinds import EMBED
 from .jobs import embed_job_create
 from .sources import text_source_for
+from .specs import DEFAULT_EMBEDDING_MODEL
 from .tasks import run_embed_job
 
 if TYPE_CHECKING:
@@ -42,6 +43,14 @@ def _note(job: Job) -> str:
     return f"{job.parameters.get('model', '')}: {', '.join(job.parameters.get('sources', []))}"
 
 
+def embed_command(job: Job) -> str:
+    """The `embed` command that embeds what this job would have, in this process (no worker needed)."""
+    sources = " ".join(f"--source {name}" for name in job.parameters.get("sources", []))
+    model = job.parameters.get("model", "")
+    model_flag = f" --model {model}" if model and model != DEFAULT_EMBEDDING_MODEL else ""
+    return f"Run it with: python manage.py embed {sources}{model_flag} --inline".replace("  ", " ")
+
+
 def _api_create(data: dict[str, Any], created_by: User | None) -> Job:
     return embed_job_create(
         sources=data.get("sources"), model=data["model"], device=data["device"], created_by=created_by
@@ -59,6 +68,8 @@ def register_job_types() -> None:
             create_serializer="h2e_site.embeddings.serializers.EmbedJobCreateSerializer",
             api_create=_api_create,
             start_hint="Embed texts without a vector: the admin's Embedding models, POST /api/jobs/, or "
-            "manage.py embed; it also runs by itself after a bench import, an h2e import and a mining run.",
+            "manage.py embed; it also runs by itself after a bench import, an h2e import, a mining run, a "
+            "judge job and an annotation that stores failures.",
+            run_hint=embed_command,
         )
     )

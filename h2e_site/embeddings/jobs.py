@@ -8,8 +8,8 @@ batch), and a text stored twice is stored once; so a job redelivered after its w
 the dead one had not stored, and a second job over the same texts embeds nothing.
 
 Started by the `embed` command, the admin (Embedding models: "Embed the texts without a vector"), the API
-(POST /api/jobs/ {"kind": "embed"}), and by itself after a bench import, an h2e import and a mining run
-(embed_after()).
+(POST /api/jobs/ {"kind": "embed"}), and by itself after a bench import, an h2e import, a mining run, a batch
+of a judge job that stored failures and an annotation that stored failures (embed_after()).
 """
 
 from __future__ import annotations
@@ -64,8 +64,9 @@ def embed_job_create(
 
 def embed_after(*sources: str) -> None:
     """Queue an `embed` job of the default model over `sources` once the current transaction commits (after
-    an import or a mining run), unless one over the same sources is already queued (not started yet), or
-    settings.EMBED_AFTER_IMPORTS (H2E_EMBED_AFTER_IMPORTS) is off."""
+    an import, a mining run, or failures stored by a judge or an annotator), unless one over the same
+    sources is already queued (not started yet), or settings.EMBED_AFTER_IMPORTS (H2E_EMBED_AFTER_IMPORTS)
+    is off."""
     if not settings.EMBED_AFTER_IMPORTS:
         return
 

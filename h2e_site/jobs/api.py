@@ -56,9 +56,10 @@ class JobViewSet(
         request=PolymorphicProxySerializer(
             component_name="JobStart", serializers=_create_serializers, resource_type_field_name=None
         ),
-        responses={201: JobSerializer},
+        responses={201: JobSerializer, 503: OpenApiTypes.OBJECT},
         description="Start a job: the body's `kind` says which, and the rest of the body is that kind's (one "
-        "schema per kind below). It is queued for a worker at once.\n\nRules the schema cannot state (each "
+        "schema per kind below). It is queued for a worker at once. 503 when the job broker cannot be "
+        "reached: the job is stored as failed, never ran, and `detail` says how to run it.\n\nRules the schema cannot state (each "
         "a 400 naming its field): a row the body names must exist (a classifier, a study of the right kind, "
         "a topic, a goal-step model, a task set); a new task set's `name` must not be taken; and the kind's "
         "own checks must hold (e.g. a judge imported without a config to run with cannot run).",
@@ -80,9 +81,12 @@ class JobViewSet(
         form.is_valid(raise_exception=True)
         assert job_type.api_create is not None
         try:
-            job = job_type.api_create(form.validated_data, request_user(request))
+            with services.jobs_not_queued() as not_queued:
+                job = job_type.api_create(form.validated_data, request_user(request))
         except ValueError as exc:  # e.g. a model row imported without a config to run with
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        if not_queued:
+            return not_queued_response(not_queued)
         headers = {"Location": reverse("api:job-detail", args=[job.pk])}
         return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED, headers=headers)
 
@@ -112,6 +116,14 @@ class JobViewSet(
         except services.NothingToRetry as nothing:
             return Response({"detail": str(nothing)}, status=status.HTTP_409_CONFLICT)
         return Response(JobSerializer(retry).data, status=status.HTTP_201_CREATED)
+
+
+def not_queued_response(not_queued: list[Job]) -> Response:
+    """503 for a request whose job could not be queued (the broker unreachable): what was stored stays
+    (the job row, failed; an upload's files), and `detail` says the job never ran and how to run it."""
+    job = not_queued[0]
+    body = {"detail": job.error, "job": JobSerializer(job).data}
+    return Response(body, status=status.HTTP_503_SERVICE_UNAVAILABLE)
 
 
 # Mounted by h2e_site/urls.py on the one API router, under the "api" namespace: /api/jobs/.

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
@@ -47,6 +47,14 @@ def follow_job(command: BaseCommand, job: Job, *, disable: bool = False) -> Job:
     return job
 
 
+def warn_not_queued(command: BaseCommand, jobs: Sequence[Job], *, done: str) -> None:
+    """After a command stored what it was asked to (`done` says what), a warning on stderr for each job it
+    queued that could not be queued (services.jobs_not_queued: the broker unreachable), saying how to run
+    it. The exit status stays 0: what was stored is stored, and the job can be run later."""
+    for job in jobs:
+        command.stderr.write(command.style.WARNING(f"Warning: {done}, but {job.error}"))
+
+
 def run_or_follow(
     command: BaseCommand,
     job: Job,
@@ -67,6 +75,24 @@ def run_or_follow(
         follow_job(command, Job.objects.get(pk=job.pk), disable=True)
     elif wait:
         follow_job(command, job, disable=disable)
+    else:
+        refuse_not_queued(job)
 
 
-__all__ = ["POLL_SECONDS", "follow_job", "run_or_follow", "show_progress", "wait_for_job"]
+def refuse_not_queued(job: Job) -> None:
+    """CommandError when the job a command just created could not be queued (services.job_enqueue marked it
+    failed: the broker unreachable): the command's one task failed, and its message says how to run it."""
+    job.refresh_from_db()
+    if job.status == JobStatus.FAILED:
+        raise CommandError(job.error)
+
+
+__all__ = [
+    "POLL_SECONDS",
+    "follow_job",
+    "refuse_not_queued",
+    "run_or_follow",
+    "show_progress",
+    "wait_for_job",
+    "warn_not_queued",
+]

@@ -70,6 +70,9 @@ class JobType:
     create_serializer: str = ""  # dotted path of the serializer class (imported when the API needs it)
     api_create: Callable[[dict[str, Any], User | None], Job] | None = None
     start_hint: str = ""  # on the Jobs page: where jobs of this kind are started
+    # the command that does one job's work without a worker, for a job that could not be queued (the
+    # broker unreachable: services.job_not_queued_message); None: start_hint is shown
+    run_hint: Callable[[Job], str] | None = None
     start_link: tuple[str, str] | None = None  # (label, URL name) of a page that starts one, as a button
 
 

@@ -5,11 +5,15 @@ from __future__ import annotations
 import datetime
 import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerUnreachable
 
 from h2e_site.web import RUN_PERMISSION
 
@@ -57,11 +61,66 @@ def job_queue(job: Job) -> str:
     return GPU_QUEUE if wants_gpu else DEFAULT_QUEUE
 
 
-def job_enqueue(job: Job) -> None:
-    """Send the job to a worker through its kind's task; the task id is kept on the row."""
+def job_enqueue(job: Job) -> bool:
+    """Send the job to a worker through its kind's task; the task id is kept on the row (True).
+
+    With the broker unreachable (kombu's OperationalError once Celery's publish retries are spent), never an
+    exception: this runs after the caller's transaction committed, so what it stored is stored, and a
+    traceback from a commit hook would hide that (and skip the hooks after it). A queued job is then marked
+    failed with a message saying that it never ran and how to run it (job_not_queued_message; a running
+    one, which a worker's resume or sweep is sending again, is left to the next sweep), a warning is
+    logged, and the job is added to the enclosing jobs_not_queued() list, so that the command, page or API
+    call that caused it can say so (False)."""
     task = job_type_for(job.kind).task
-    result = task.apply_async(args=[job.pk], queue=job_queue(job))
+    try:
+        result = task.apply_async(args=[job.pk], queue=job_queue(job))
+    except BrokerUnreachable as unreachable:
+        _not_queued(job, unreachable)
+        return False
     Job.objects.filter(pk=job.pk).update(celery_task_id=result.id or "")
+    return True
+
+
+_NOT_QUEUED: ContextVar[list[Job] | None] = ContextVar("jobs_not_queued", default=None)
+NOT_QUEUED_PREFIX = "Not queued"
+
+
+@contextmanager
+def jobs_not_queued() -> Iterator[list[Job]]:
+    """The jobs that could not be queued inside the block (the broker unreachable), in order, each
+    refreshed (failed, its error saying how to run it): an import that queued its embed job, a page or an
+    API call that started one, says which were not queued and how to run them."""
+    found: list[Job] = []
+    token = _NOT_QUEUED.set(found)
+    try:
+        yield found
+    finally:
+        _NOT_QUEUED.reset(token)
+
+
+def job_not_queued_message(job: Job, reason: object) -> str:
+    """What a job that could not be queued says: it never ran, why, and how to run it (its kind's
+    run_hint, else where jobs of its kind are started)."""
+    job_type = job_type_for(job.kind)
+    how = job_type.run_hint(job) if job_type.run_hint else job_type.start_hint
+    return (
+        f"{NOT_QUEUED_PREFIX}: the job broker could not be reached ({str(reason)[:300]}), so "
+        f"{job.kind_label.lower()} job #{job.pk} never ran. {how}".strip()
+    )
+
+
+def _not_queued(job: Job, unreachable: BaseException) -> None:
+    message = job_not_queued_message(job, unreachable)
+    now = timezone.now()
+    failed = Job.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(
+        status=JobStatus.FAILED, error=message, finished_at=now, updated_at=now
+    )
+    logger.warning("%s", message)
+    if failed:
+        job.refresh_from_db()
+        found = _NOT_QUEUED.get()
+        if found is not None:
+            found.append(job)
 
 
 def job_cancel(*, job: Job) -> Job:

@@ -11,7 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 
-from h2e_site.jobs.models import Job
+from h2e_site.jobs.models import Job, JobStatus
 from h2e_site.web import RUN_PERMISSION, request_user
 from mining.models import Split
 
@@ -60,7 +60,9 @@ def import_view(request: HttpRequest, admin_site: admin.AdminSite) -> HttpRespon
     if request.method == "POST" and form.is_valid():
         job = _start_import(request, form)
         if job is not None:
-            messages.success(request, f"Import job #{job.pk} started.")
+            job.refresh_from_db()
+            if job.status != JobStatus.FAILED:  # else not queued: the middleware's warning says so
+                messages.success(request, f"Import job #{job.pk} started.")
             return redirect("jobs:job_detail", pk=job.pk)
     context = {
         **admin_site.each_context(request),

@@ -8,6 +8,9 @@ clusters are known; every expected figure is computed again by hand with numpy f
 from __future__ import annotations
 
 import hashlib
+import math
+import re
+from html import escape
 from io import StringIO
 from typing import Any
 
@@ -17,19 +20,31 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
 
-from annotation.failure_meaning.jobs import failure_patterns_job_create, failure_patterns_job_run
+from annotation.embedding import HUMAN_FAILURES
+from annotation.failure_meaning.jobs import (
+    failure_patterns_job_create,
+    failure_patterns_job_run,
+    k_from_failures,
+)
 from annotation.failure_meaning.models import FailurePattern, FailurePatternRun
 from annotation.failure_meaning.space import failure_seen, similar_failures
 from annotation.models import AnnotatedFailure
 from h2e_site.bounds import OutOfRange
+from h2e_site.embeddings.job_kinds import EMBED
+from h2e_site.embeddings.jobs import embed_job_run
+from h2e_site.embeddings.models import TextVector
 from h2e_site.embeddings.search import unit_rows
 from h2e_site.embeddings.specs import minilm_spec
 from h2e_site.embeddings.store import model_row, text_hash, vectors_read, vectors_save
 from h2e_site.jobs.models import Job, JobStatus
+from h2e_site.llm.base import LLMResult
+from judging.embedding import JUDGE_FAILURES
 from judging.models import CriticalFailure
+from judging.results import judgments_store
 from mining.models import Topic
 from tests.factories import make_generation, make_generator, make_judge, make_judgment, make_procedure
 from tests.judging.test_failures import make_annotation, make_study
+from tests.llm_server import failure, judge_json
 
 pytestmark = pytest.mark.django_db
 
@@ -389,7 +404,13 @@ def test_the_form_starts_a_job(world: dict[str, Any], runner: Client) -> None:
     response = runner.post(url, {"k": 3, "seed": 5})
     assert response.status_code == 302
     job = Job.objects.get()
-    assert job.parameters == {"topic": world["topic"].pk, "topic_name": "Health", "k": 3, "seed": 5}
+    assert job.parameters == {
+        "topic": world["topic"].pk,
+        "topic_name": "Health",
+        "k": 3,
+        "k_chosen": False,
+        "seed": 5,
+    }
     assert f"#{job.pk}" in runner.get(url).content.decode()
 
 
@@ -440,13 +461,83 @@ def test_the_command_runs_the_job_inline_with_a_progress_bar(
     assert (job.done, job.total, job.parameters["run"]) == (run.n_failures + 2, run.n_failures + 2, run.pk)
 
 
-def test_a_topic_with_fewer_vectors_than_clusters_fails_naming_k(world: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("n", "k"), [(2, 2), (3, 2), (8, 2), (18, 3), (50, 5), (288, 12), (289, 12), (600_000, 12)]
+)
+def test_k_from_the_data_is_the_floor_of_the_root_of_half_the_failures_from_2_to_12(n: int, k: int) -> None:
+    assert k_from_failures(n) == k
+
+
+def test_without_k_the_form_and_the_command_choose_it_from_the_failures(
+    world: dict[str, Any], runner: Client
+) -> None:
+    n = len(topic_rows(world["topic"]))
+    expected = max(2, min(12, math.isqrt(n // 2)))
+    url = reverse("failures:failure_patterns", args=[world["topic"].pk])
+    response = runner.post(url, {"k": "", "seed": "5"}, follow=True)
+    job = Job.objects.get()
+    assert (job.parameters["k"], job.parameters["k_chosen"]) == (expected, True)
+    assert f"{expected} patterns of Health (k chosen from the data)" in response.content.decode()
+    call_command("failure_patterns", "--topic", "Health", "--inline", stdout=StringIO(), stderr=StringIO())
+    assert FailurePatternRun.objects.get().k == expected
+
+
+def test_a_topic_with_too_few_failures_is_refused_before_starting_by_the_form_command_and_api(
+    world: dict[str, Any], runner: Client, boss: Client
+) -> None:
     religion = Topic.objects.get(name="Religion")
-    job = failure_patterns_job_create(topic=religion, k=2, seed=0, enqueue=False)
+    message = "topic 'Religion' has 1 failure with a stored vector (of 1): failure patterns need at least 2"
+    response = runner.post(reverse("failures:failure_patterns", args=[religion.pk]), {"k": "", "seed": "0"})
+    assert response.status_code == 400 and escape(message) in response.content.decode()
+    with pytest.raises(CommandError, match=re.escape(message)):
+        call_command("failure_patterns", "--topic", "Religion", stdout=StringIO())
+    api = boss.post(
+        "/api/jobs/", {"kind": "failure_patterns", "topic": "Religion"}, content_type="application/json"
+    )
+    assert api.status_code == 400 and message in api.json()["detail"]
+    assert not Job.objects.exists()
+
+
+def test_a_topic_whose_failures_have_no_vector_yet_is_told_to_run_the_embed_job(
+    world: dict[str, Any], runner: Client
+) -> None:
+    procedure = make_procedure(goal="Sail", topic="Sea")
+    make_judgment(generation=make_generation(procedure=procedure), failures=[("a", [], []), ("b", [], [])])
+    sea = Topic.objects.get(name="Sea")
+    response = runner.post(reverse("failures:failure_patterns", args=[sea.pk]), {"seed": "0"})
+    assert response.status_code == 400
+    assert "has 0 failures with a stored vector (of 2)" in response.content.decode()
+    assert "manage.py embed --source judge_failures --source human_failures" in response.content.decode()
+    assert not Job.objects.exists()
+
+
+def test_k_above_the_failures_with_a_vector_is_refused_saying_the_largest_that_works(
+    world: dict[str, Any], runner: Client, boss: Client
+) -> None:
+    n = len(topic_rows(world["topic"]))
+    url = reverse("failures:failure_patterns", args=[world["topic"].pk])
+    response = runner.post(url, {"k": str(n + 1), "seed": "0"})
+    assert response.status_code == 400
+    assert f"k: {n + 1} is not at most {n}: topic &#x27;Health&#x27; has {n} failures" in (
+        response.content.decode()
+    )
+    api = boss.post(
+        "/api/jobs/",
+        {"kind": "failure_patterns", "topic": "Health", "k": n + 1},
+        content_type="application/json",
+    )
+    assert api.status_code == 400 and f"is not at most {n}" in api.json()["detail"]
+    assert not Job.objects.exists()
+    assert runner.post(url, {"k": str(n), "seed": "0"}).status_code == 302
+
+
+def test_a_job_whose_vectors_went_away_before_it_ran_fails_naming_k(world: dict[str, Any]) -> None:
+    job = failure_patterns_job_create(topic=world["topic"], k=3, seed=0, enqueue=False)
+    TextVector.objects.all().delete()
     finished = failure_patterns_job_run(job_id=job.pk)
     assert finished is not None and finished.status == JobStatus.FAILED
     assert (
-        finished.error.startswith("k: 2 clusters need at least 2 failures")
+        finished.error.startswith("k: 3 clusters need at least 3 failures")
         and not FailurePattern.objects.exists()
     )
 
@@ -478,3 +569,43 @@ def test_the_topics_page_lists_topics_with_their_latest_patterns(
     run = run_patterns(world["topic"])
     html = staff.get(reverse("failures:pattern_topics")).content.decode()
     assert "Health" in html and "Religion" in html and f"?run={run.pk}" in html and "not computed yet" in html
+
+
+# --- a failure stored is embedded (#31 item 5) -------------------------------------------------------------
+
+
+def test_a_failure_annotated_a_moment_ago_is_embedded_by_the_job_its_answer_queued(
+    client: Client, staff: Client, settings: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    from tests.annotation.conftest import make_study as make_annotation_study
+    from tests.annotation.test_hardening import failure_post, ready_item
+    from tests.annotation.test_views import url
+
+    settings.EMBED_AFTER_IMPORTS = True
+    study = make_annotation_study(n_items=2)
+    assignment = ready_item(client, study)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert client.post(url("submit", study, assignment), failure_post()).status_code == 302
+    job = Job.objects.get(kind=EMBED)
+    assert job.parameters["sources"] == [HUMAN_FAILURES] and job.status == JobStatus.QUEUED
+    failure = AnnotatedFailure.objects.get()
+    similar = reverse("failures:similar_failures", args=[f"human-{failure.pk}"])
+    assert "Not embedded yet" in staff.get(similar).content.decode()
+    assert embed_job_run(job_id=job.pk).status == JobStatus.SUCCEEDED  # type: ignore[union-attr]
+    assert "Not embedded yet" not in staff.get(similar).content.decode()
+
+
+def test_a_judge_job_storing_failures_queues_their_embed_job(
+    settings: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    settings.EMBED_AFTER_IMPORTS = True
+    generation, judge = make_generation(), make_judge()
+    answer = judge_json([failure("Skips preheating.", l1=[1], l2=[1])], reasoning="Because.")
+    with django_capture_on_commit_callbacks(execute=True):
+        judgments_store(judge=judge, results=[(generation, LLMResult(key="k", text=answer))])
+    assert CriticalFailure.objects.get().description == "Skips preheating."
+    job = Job.objects.get(kind=EMBED)
+    assert job.parameters["sources"] == [JUDGE_FAILURES]
+    with django_capture_on_commit_callbacks(execute=True):
+        judgments_store(judge=judge, results=[(generation, LLMResult(key="k", text=judge_json([])))])
+    assert Job.objects.filter(kind=EMBED).count() == 1  # no failure stored: nothing more to embed

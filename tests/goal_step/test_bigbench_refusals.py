@@ -12,10 +12,14 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 from django.urls import URLPattern, URLResolver, get_resolver
+from hypothesis import given
+from hypothesis import strategies as st
 
+from goal_step.bigbench import _LoneSurrogate, _Surrogates
 from goal_step.exports import task_set_import_bigbench
 from goal_step.models import TaskExample, TaskSet
 from goal_step.names import RESERVED_NAMES
+from tests.fuzzing import fuzz_settings
 
 pytestmark = pytest.mark.django_db
 
@@ -109,6 +113,67 @@ def test_it_refuses_a_bad_file_in_one_line_naming_the_example_and_field(
     path = write(tmp_path, data)
     message = run(path)
     assert message.startswith(f"{path}: ") and where in message, message
+
+
+@pytest.mark.parametrize(
+    ("data", "where"),
+    [
+        (task(example("How to x\ud800y", "a", "b")), "examples[0].input: contains a lone surrogate (U+D800)"),
+        (
+            task(example("Bake bread", "Knead", "Swim"), example("Bake", "Kn\udc00ead", "Swim")),
+            r"examples[1].target_scores['Kn\udc00ead']: contains a lone surrogate (U+DC00)",
+        ),
+        (
+            task(*[example(f"Goal {i}", "a", "b") for i in range(3_000)], example("x\udbff", "a", "b")),
+            "examples[3000].input: contains a lone surrogate (U+DBFF), which is not text",
+        ),
+        (task(notes="\\ok \ud800"), r"not valid text: a lone surrogate escape (\ud800) at byte"),
+    ],
+)
+def test_it_refuses_a_lone_surrogate_naming_the_example_and_field_not_storing_a_question_mark(
+    tmp_path: Path, data: Any, where: str
+) -> None:
+    """ijson's C parser reads \\ud800 as "?" ("How to x?y" was stored): the import finds the escape itself."""
+    path = write(tmp_path, data)  # json.dumps writes the surrogate as the escape \ud800
+    assert "\\ud" in path.read_text()
+    message = run(path)
+    assert message.startswith(f"{path}: ") and where in message, message
+
+
+_TEXT = st.text(
+    alphabet=st.one_of(
+        st.sampled_from(
+            ["\\", "u", "d", "8", "0", "c", '"', "a", "\ud800", "\udbff", "\udc00", "\U0001f600"]
+        ),
+        st.characters(),
+    ),
+    max_size=30,
+)
+
+
+@given(texts=st.lists(_TEXT, min_size=1, max_size=4), cut=st.integers(1, 40))
+@fuzz_settings(300)
+def test_the_scan_finds_a_lone_surrogate_escape_exactly_when_the_json_holds_one(
+    texts: list[str], cut: int
+) -> None:
+    """Against the standard library's parser, which keeps lone surrogates: whatever the chunk size."""
+    data = json.dumps(texts).encode()
+    holds_one = any("\ud800" <= ch <= "\udfff" for text in json.loads(data) for ch in text)
+    scan = _Surrogates()
+    try:
+        for start in range(0, len(data) + 1, cut):
+            scan.feed(data[start : start + cut])
+        scan.feed(b"")
+    except _LoneSurrogate as lone:
+        assert holds_one and data[lone.offset : lone.offset + 6].decode().lower() == lone.escape
+    else:
+        assert not holds_one
+
+
+def test_a_surrogate_pair_and_an_escaped_backslash_are_text(tmp_path: Path) -> None:
+    path = write(tmp_path, task(example("Smile \U0001f600 at \\ud800", "a", "b"), example("B", "c", "d")))
+    call_command("import_bigbench", str(path), "--name", "pub", "--task", "step_inference", verbosity=0)
+    assert TaskExample.objects.get(position=0).prompt == "Smile \U0001f600 at \\ud800"
 
 
 def test_it_stores_nothing_when_the_bad_example_comes_after_a_stored_batch(tmp_path: Path) -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import json
+from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -13,11 +16,14 @@ from django.urls import reverse
 from goal_step.human_labels import HumanLabels, human_labels_register
 from goal_step.job_kinds import BUILD_TASKS
 from goal_step.models import TaskSet, TaskSplit
+from goal_step.selectors import task_funnels
 from h2e_site.jobs.models import Job
+from mining.models import Procedure
 from tests.factories import make_user
 from tests.goal_step.task_sets import build, make_procedures
 
 pytestmark = pytest.mark.django_db
+DEMO_BENCH = Path(__file__).resolve().parents[2] / "demo" / "paper-examples" / "bench.jsonl"
 
 
 @pytest.fixture
@@ -189,3 +195,25 @@ def test_the_names_of_before_the_move_still_resolve_to_the_same_pages() -> None:
     ]:
         assert reverse(f"mining:{name}", args=args) == reverse(f"goal_step:{name}", args=args)
     assert reverse("goal_step:task_set", args=["s"]) == "/tasks/s/"
+
+
+def test_the_demo_procedures_with_the_default_build_keep_step_ordering_test_and_train(staff: Client) -> None:
+    """#31 item 8: the demo's procedures (the paper's, How2Bench's: ordered) built with every default keep
+    Step Ordering examples on both sides; a task that keeps no train says why on the page."""
+    call_command("import_bench", str(DEMO_BENCH), stdout=io.StringIO(), stderr=io.StringIO())
+    task_set = build("demo-defaults")
+    counts = {funnel.task: (funnel.test, funnel.train) for funnel in task_funnels(task_set)}
+    assert counts["step_ordering"][0] > 0 and counts["step_ordering"][1] > 0, counts
+    page = staff.get(reverse("goal_step:task_set", args=[task_set.name])).content.decode()
+    for task, (_, train) in counts.items():
+        if not train:  # at 18 procedures every text recurs: the split by text leaves nothing to train on
+            assert "A split by procedure keeps every example of the training procedures" in page, task
+
+
+def test_a_task_that_keeps_nothing_says_why_on_the_page(staff: Client) -> None:
+    make_procedures()
+    Procedure.objects.update(ordered=None)
+    task_set = build("unordered")
+    page = staff.get(reverse("goal_step:task_set", args=[task_set.name])).content.decode()
+    assert 'data-warning="none"' in page
+    assert "Step Ordering uses ordered procedures only, and none of these is marked ordered" in page

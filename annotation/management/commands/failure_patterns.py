@@ -1,4 +1,4 @@
-"""python manage.py failure_patterns --topic NAME [--k 12] [--seed 0] [--wait | --inline]"""
+"""python manage.py failure_patterns --topic NAME [--k K] [--seed 0] [--wait | --inline]"""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from annotation.failure_meaning.jobs import (
     DEFAULT_K,
     DEFAULT_SEED,
+    TooFewFailures,
     failure_patterns_job_create,
     failure_patterns_job_run,
 )
@@ -27,7 +28,13 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--topic", required=True, metavar="NAME", help="the topic's name")
-        parser.add_argument("--k", type=int, default=DEFAULT_K, help=f"clusters (default {DEFAULT_K})")
+        parser.add_argument(
+            "--k",
+            type=int,
+            default=None,
+            help=f"clusters (default: chosen from the topic's failures with a vector, n: ⌊√(n/2)⌋, from 2 "
+            f"to {DEFAULT_K})",
+        )
         parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="faiss k-means' seed")
         mode = parser.add_mutually_exclusive_group()
         mode.add_argument("--wait", action="store_true", help="follow the job until it finishes")
@@ -41,7 +48,7 @@ class Command(BaseCommand):
             job = failure_patterns_job_create(
                 topic=topic, k=options["k"], seed=options["seed"], enqueue=not options["inline"]
             )
-        except OutOfRange as refused:
+        except (OutOfRange, TooFewFailures) as refused:
             raise CommandError(str(refused)) from refused
         self.stdout.write(f"failure_patterns job {job.pk}: topic {topic.name}, k={job.parameters['k']}")
         run_or_follow(

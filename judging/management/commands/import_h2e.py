@@ -7,6 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from h2e_site.jobs.services import jobs_not_queued
 from judging.h2e_import import h2e_import
 from mining.management.commands.import_bench import print_import_report
 from mining.services import TqdmProgress
@@ -28,11 +29,12 @@ class Command(BaseCommand):
         out_root: Path = options["out_root"]
         if not out_root.is_dir():
             raise CommandError(f"{out_root}: not a directory")
-        report = h2e_import(
-            out_root=out_root,
-            skip_invalid=options["skip_invalid"],
-            progress=TqdmProgress(desc="import_h2e", disable=options["verbosity"] == 0),
-        )
+        with jobs_not_queued() as not_queued:
+            report = h2e_import(
+                out_root=out_root,
+                skip_invalid=options["skip_invalid"],
+                progress=TqdmProgress(desc="import_h2e", disable=options["verbosity"] == 0),
+            )
         if not report.files:
             raise CommandError(f"{out_root}: no <run>/generations.jsonl found")
-        print_import_report(self, report, skip_invalid=options["skip_invalid"])
+        print_import_report(self, report, skip_invalid=options["skip_invalid"], not_queued=not_queued)

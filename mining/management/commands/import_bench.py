@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from h2e_site.jobs.follow import warn_not_queued
+from h2e_site.jobs.models import Job
+from h2e_site.jobs.services import jobs_not_queued
 from mining.models import Split
 from mining.services import ImportReport, TqdmProgress, bench_import
 
 
-def print_import_report(command: BaseCommand, report: ImportReport, *, skip_invalid: bool) -> None:
-    """Summary per file, then conflicts and rejected records; CommandError when a file was rejected."""
+def print_import_report(
+    command: BaseCommand, report: ImportReport, *, skip_invalid: bool, not_queued: Sequence[Job] = ()
+) -> None:
+    """Summary per file, then conflicts and rejected records, then a warning for each job the import queued
+    that could not be queued (its embed job, with the broker unreachable: exit status 0, the import is
+    stored); CommandError when a file was rejected."""
     for line in report.summary_lines():
         command.stdout.write(line)
     conflicts = report.conflict_lines()
@@ -26,6 +34,7 @@ def print_import_report(command: BaseCommand, report: ImportReport, *, skip_inva
         command.stderr.write(command.style.WARNING(title) if skip_invalid else command.style.ERROR(title))
         for line in errors:
             command.stderr.write(f"  {line}")
+    warn_not_queued(command, not_queued, done="the import succeeded (what is listed above is stored)")
     if not report.ok:
         rejected = sum(1 for f in report.files if not f.imported)
         raise CommandError(
@@ -51,10 +60,11 @@ class Command(BaseCommand):
         missing = [str(p) for p in options["paths"] if not p.is_file()]
         if missing:
             raise CommandError(f"not a file: {', '.join(missing)}")
-        report = bench_import(
-            paths=options["paths"],
-            split=options["split"],
-            skip_invalid=options["skip_invalid"],
-            progress=TqdmProgress(desc="import_bench", disable=options["verbosity"] == 0),
-        )
-        print_import_report(self, report, skip_invalid=options["skip_invalid"])
+        with jobs_not_queued() as not_queued:
+            report = bench_import(
+                paths=options["paths"],
+                split=options["split"],
+                skip_invalid=options["skip_invalid"],
+                progress=TqdmProgress(desc="import_bench", disable=options["verbosity"] == 0),
+            )
+        print_import_report(self, report, skip_invalid=options["skip_invalid"], not_queued=not_queued)

@@ -7,6 +7,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from h2e_site.jobs.follow import refuse_not_queued, warn_not_queued
+from h2e_site.jobs.services import jobs_not_queued
 from h2e_site.llm.config import ConfigError
 from mining.config import load_run_config
 from mining.runs import mine_job_run, mining_run_create
@@ -34,8 +36,11 @@ class Command(BaseCommand):
         run = mining_run_create(config=config, name=options["name"], enqueue=not options["inline"])
         self.stdout.write(f"mining run #{run.pk} over {run.documents.count()} document(s), job #{run.job_id}")
         if not options["inline"]:
+            if run.job is not None:
+                refuse_not_queued(run.job)  # the broker unreachable: nothing will run it
             return
-        job = mine_job_run(job_id=run.job_id or 0)
+        with jobs_not_queued() as not_queued:
+            job = mine_job_run(job_id=run.job_id or 0)
         self.stdout.write(f"job #{run.job_id}: {job.status if job else 'not run'}")
         funnel = run_funnel(run)
         for row in [*funnel.rows, funnel.total]:
@@ -48,3 +53,4 @@ class Command(BaseCommand):
             self.stdout.write(f"{reused} answer(s) reused from identical requests of earlier runs: not sent")
         for unstored in run_unstored(run):
             self.stdout.write(f"not stored: {unstored.source_example_id}: {unstored.reason}")
+        warn_not_queued(self, not_queued, done="the run's procedures are stored")

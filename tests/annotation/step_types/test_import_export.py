@@ -237,6 +237,20 @@ def test_it_names_every_bad_row_by_file_line_and_field(tmp_path: Path, procedure
     assert not StepTypeLabelSet.objects.filter(name="bad").exists()  # nothing imported
 
 
+@pytest.mark.parametrize(
+    ("field", "value"), [("annotator", "ann\ud800"), ("source_example_id", "bad\udc00-p")]
+)
+def test_it_refuses_a_lone_surrogate_naming_the_line_and_field(
+    tmp_path: Path, procedure: Procedure, field: str, value: str
+) -> None:
+    path = tmp_path / "s.jsonl"  # json.dumps writes the surrogate as its escape
+    path.write_text("".join(json.dumps(row) + "\n" for row in (label_row(), label_row(**{field: value}))))
+    errors = step_type_labels_import(path=path, label_set="lone").error_lines()
+    code = f"{ord(value[-1] if field == 'annotator' else value[3]):04X}"
+    assert errors == [f"{path}:2: {field}: contains a lone surrogate (U+{code}), which is not text"]
+    assert not StepTypeLabelSet.objects.filter(name="lone").exists()
+
+
 def test_it_imports_the_good_rows_with_skip_invalid(tmp_path: Path, procedure: Procedure) -> None:
     report = step_type_labels_import(path=bad_file(tmp_path, procedure), label_set="bad", skip_invalid=True)
     assert report.ok and report.files[0].created == 2 and report.files[0].skipped == 8
