@@ -60,10 +60,9 @@ class JobViewSet(
         description="Start a job: the body's `kind` says which, and the rest of the body is that kind's (one "
         "schema per kind below). It is queued for a worker at once. 503 when the job broker cannot be "
         "reached: the job is stored as failed, never ran, and `detail` says how to run it.\n\n"
-        "Rules the schema cannot state (each a 400 naming its field): a row the body names must exist (a "
-        "classifier, a study of the right kind, "
-        "a topic, a goal-step model, a task set); a new task set's `name` must not be taken; and the kind's "
-        "own checks must hold (e.g. a judge imported without a config to run with cannot run).",
+        "Rules the schema cannot state (each a 400 naming its field): a row the body names must exist; a "
+        "new row's name must not be taken; and the kind's own checks must hold (e.g. a model imported "
+        "without a config to run with cannot run). Each kind's schema below says what it names.",
     )
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         creatable = _creatable()
