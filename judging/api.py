@@ -210,9 +210,9 @@ class ImportView(generics.GenericAPIView):
         description="Upload bench files, or a .zip/.tar of an h2e out_root, and start an import job. 503 "
         "when the job broker cannot be reached: the files are saved, the job is stored as failed and never "
         "ran, and `detail` gives the command that imports them.\n\nRules the schema cannot state (a 400 "
-        "naming `files`): at least one file; with `kind` h2e, each file a readable .zip or .tar(.gz) of an out_root "
-        "whose members stay inside it. What the files hold is checked by the import job, which reports each "
-        "line it refuses.",
+        "naming `files`): at least one file; with `kind` h2e, each file a readable .zip or .tar(.gz) of an "
+        "out_root whose members stay inside it. What the files hold is checked by the import job, which "
+        "reports each line it refuses.",
     )
     def post(self, request: Request) -> Response:
         form = ImportRequestSerializer(data=request.data)
