@@ -88,6 +88,7 @@ class Pairwise(StudyKindSpec):
     kind = KIND
     label = "Pairwise"
     description = "Pairwise (two L2s of one goal side by side: which has fewer critical failures)"
+    summary = "where they say which of two L2s of one goal has fewer critical failures"
     item_template = "annotation/item_pairwise.html"
     study_items_template = "annotation/kinds/_items_pairwise.html"
     study_page_template = "annotation/kinds/_study_pairwise.html"

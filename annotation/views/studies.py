@@ -32,7 +32,7 @@ from ..study_types import kind_choices
 @require_GET
 def study_list(request: HttpRequest) -> HttpResponse:
     studies = selectors.studies_with_progress()[:200]
-    return render(request, "annotation/study_list.html", {"studies": studies})
+    return render(request, "annotation/study_list.html", {"studies": studies, "kinds": list(KINDS.items())})
 
 
 def _kind(request: HttpRequest) -> str:
