@@ -231,9 +231,11 @@ def _allow_runs(username: str = "researcher") -> None:
     User.objects.get(username=username).user_permissions.add(Permission.objects.get(codename="add_job"))
 
 
-def test_it_keeps_a_running_jobs_row_and_updates_it_for_ten_seconds(staff_page: Any, live_server: Any) -> None:
-    """#31 item 3: each row's poll inherited the lists' hx-select="#job-lists", so its answer (one row) swapped
-    in nothing and the row vanished from "Running and queued" on its first poll, 2 s after the page loaded."""
+def test_it_keeps_a_running_jobs_row_and_updates_it_for_ten_seconds(
+    staff_page: Any, live_server: Any
+) -> None:
+    """#31 item 3: each row's poll inherited the lists' hx-select="#job-lists", so its answer (one row)
+    swapped in nothing and the row vanished from "Running and queued" on its first poll, 2 s after loading."""
     from h2e_site.jobs.models import Job
 
     job = _running_judge_job(total=120, done=40)
