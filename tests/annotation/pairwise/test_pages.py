@@ -50,14 +50,16 @@ def test_the_item_page_shows_l1_and_both_l2s_and_takes_the_form() -> None:
     page = client.get(reverse("annotator:item", args=[study.slug]))
     text = page.content.decode()
     assert page.status_code == 200
-    assert "Left L2" in text and "Right L2" in text and "Boil water." in text
+    # #31 item 8: "first" and "second" hold side by side and stacked (a phone); "left"/"right" did not
+    assert "First L2" in text and "Second L2" in text and "Boil water." in text
+    assert "left l2" not in text.lower() and "right l2" not in text.lower()
     assert "gen-a" not in text and "gen-b" not in text  # the generators are not named to participants
     assignment = read_all(client, study)
     submit = reverse("annotator:submit", args=[study.slug, assignment.pk])
     refused = client.post(submit, {"verdict": "left"})
     assert (
         refused.status_code == 400
-        and "list the critical failures of the right L2" in refused.content.decode()
+        and "list the critical failures of the second L2" in refused.content.decode()
     )
     assert not Annotation.objects.exists()
     data = {
