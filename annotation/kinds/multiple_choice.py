@@ -103,8 +103,7 @@ class MultipleChoice(StudyKindSpec):
     label = "Multiple choice"
     description = "Multiple choice (goal-step inference and step ordering examples)"
     summary = (
-        "where they answer a task set's goal-step inference and step-ordering examples, "
-        "to validate them"
+        "where they answer a task set's goal-step inference and step-ordering examples, to validate them"
     )
     item_template = "annotation/item_multiple_choice.html"
     study_items_template = "annotation/kinds/_items_multiple_choice.html"

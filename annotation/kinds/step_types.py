@@ -160,8 +160,7 @@ class StepTypes(StudyKindSpec):
     label = "Step types"
     description = "Step types (sequential, interchangeable, optional steps of a procedure)"
     summary = (
-        "where they mark which steps of a procedure must stay in order, can be swapped "
-        "or can be skipped"
+        "where they mark which steps of a procedure must stay in order, can be swapped or can be skipped"
     )
     on_overview = True
     agreement_api = "step-types-agreement-api"

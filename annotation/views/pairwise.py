@@ -5,6 +5,7 @@ twin's recent jobs."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django import forms
@@ -22,6 +23,8 @@ from h2e_site.jobs.views import JobLine, job_lines
 from h2e_site.llm.config import ConfigError
 from h2e_site.web import can_run_jobs, request_user, staff_required
 from judging.job_kinds import PAIRWISE_JUDGE
+from judging.pairwise_figures import BradleyTerry, Strength
+from judging.selectors import generator_names
 
 from ..beyond_majority import question_estimates
 from ..models import Study
@@ -35,15 +38,31 @@ KIND = "pairwise"
 RECENT_JOBS = 5
 
 
+@dataclass(frozen=True)
+class RankedGenerator:
+    """A line of a Bradley-Terry ranking as the page shows it: the generator by name, not by its hex id."""
+
+    line: Strength
+    name: str
+
+
+def _named(ranking: BradleyTerry, names: dict[str, str]) -> list[RankedGenerator]:
+    return [RankedGenerator(line, names.get(line.generator, line.generator)) for line in ranking.strengths]
+
+
 def agreement_page(
     request: HttpRequest, study: Study, form: PairwiseJudgeForm | None = None, status: int = 200
 ) -> HttpResponse:
     """The study's figures and its LLM twin's form (the caller checked staff and found the study); `form`:
     the twin's form refused, shown with its errors."""
     figures = study_figures(study)
+    rankings = [figures.humans.ranking, *(j.ranking for j in figures.judges)]
+    names = generator_names(line.generator for ranking in rankings for line in ranking.strengths)
     context = {
         "study": study,
         "figures": figures,
+        "human_ranking": _named(figures.humans.ranking, names),
+        "judge_rankings": [(j, _named(j.ranking, names)) for j in figures.judges],
         "twin_form": form or PairwiseJudgeForm(),
         "twin_jobs": _twin_jobs(study),
         "beyond_majority": question_estimates([outcome_question(study)]),

@@ -103,7 +103,23 @@ def test_the_study_page_lists_the_pairs(staff: Client) -> None:
     page = staff.get(reverse("annotation:study_detail", args=[study.slug]))
     text = page.content.decode()
     assert page.status_code == 200
-    assert "Generator A" in text and text.count("<td>gen-a</td>") == 2 and "LLM twin" in text
+    assert "Generator A" in text and text.count(">model gen-a</td>") == 2 and "LLM twin" in text
+    assert "<td>gen-a</td>" not in text  # #31 item 6: named, not by generator_id
+
+
+def test_the_figures_page_names_the_generators_it_ranks(staff: Client) -> None:
+    """#31 item 6: the rankings showed generator_ids (hex in practice); they show the generators' names."""
+    study = make_pairwise_study(n_goals=1, k=1, items_per_participant=3)
+    client = participant_client(study)
+    for _ in range(3):
+        assignment = read_all(client, study)
+        client.post(reverse("annotator:submit", args=[study.slug, assignment.pk]), {"verdict": "both_none"})
+    assert Annotation.objects.count() == 3
+    page = staff.get(reverse("agreement:study", args=[study.slug])).content.decode()
+    ranking = page.split("Ranking of the generators")[1].split("</table>")[0]
+    for name in ("a", "b", "c"):
+        assert f'<td title="generator_id gen-{name}">model gen-{name}</td>' in ranking
+    assert ">gen-a<" not in ranking
 
 
 def test_the_figures_page_the_api_and_the_export(staff: Client, user_client: Client) -> None:
