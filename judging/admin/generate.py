@@ -34,7 +34,7 @@ def generator_config_files() -> list[Path]:
     return sorted(p for p in GENERATOR_CONFIG_DIR.iterdir() if p.suffix in {".yaml", ".yml"} and p.is_file())
 
 
-DEMO_NOTE = " - demo model (the embedded SmolLM2-135M): its L2 are not meaningful"
+DEMO_NOTE = " - demo model (embedded), L2 not meaningful"
 
 
 def _config_file(path: Path) -> tuple[str, bool] | None:
