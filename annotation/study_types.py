@@ -24,9 +24,11 @@ class Refused(Exception):
 
 @dataclass(frozen=True)
 class KindEntry:
-    """What a module below the kinds may know of a registered kind: Study.kind's choice text, its name in a
-    sentence, and the URL name of its agreement endpoint ("" for none)."""
+    """What a module below the kinds may know of a registered kind: its label ("Step types", the one every
+    page shows), Study.kind's choice text, its name in a sentence, and the URL name of its agreement endpoint
+    ("" for none)."""
 
+    label: str
     description: str
     noun: str
     agreement_api: str = ""
@@ -37,6 +39,12 @@ class KindEntry:
 # the others (the agreement endpoint refusing a study of another kind) reads them here, not in the registry
 # that imports it.
 KINDS_INDEX: dict[str, KindEntry] = {}
+
+
+def kind_label(kind: str) -> str:
+    """A kind's label as every page shows it (the registry's); an unregistered name as it is stored."""
+    entry = KINDS_INDEX.get(kind)
+    return entry.label if entry is not None else kind
 
 
 def kind_choices() -> list[tuple[str, str]]:

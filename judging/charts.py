@@ -326,6 +326,11 @@ class SvgBar:
     href: str
     value_x: int
 
+    @property
+    def percent(self) -> float:
+        """Its length as a share of the longest bar's, in % (a bar drawn in HTML, as wide as its card)."""
+        return round(100 * self.width / _BAR_W, 1)
+
 
 @dataclass(frozen=True)
 class BarChartSvg:

@@ -71,6 +71,8 @@ def _description(job: Job, generator: Generator | None, judge: Judge | None) -> 
             links.append(
                 JobLink("The generator's L2", reverse("judging:generator_detail", args=[generator.pk]))
             )
+            if job.done:  # the next step once it has written L2
+                links.append(JobLink("Judge these", reverse("judging:generator_judge", args=[generator.pk])))
     if job.parameters.get("mode"):
         facts.append(("Mode", mode_label(job)))
     if job.parameters.get("retry_of"):

@@ -473,3 +473,16 @@ __all__ = [
     "leaderboard_metrics_json",
     "leaderboard_with_metrics",
 ]
+
+
+def generator_names(generator_ids: Iterable[str]) -> dict[str, str]:
+    """generator_id -> the name the pages show for it: its model, with the id's first 8 characters when two
+    of the generators share a model (an id no row has stays as it is)."""
+    rows = list(
+        Generator.objects.filter(generator_id__in=set(generator_ids)).values_list("generator_id", "model")
+    )
+    models = [model for _, model in rows]
+    return {
+        generator_id: model if models.count(model) == 1 else f"{model} ({generator_id[:8]})"
+        for generator_id, model in rows
+    }

@@ -12,4 +12,5 @@ urlpatterns = [
     path("compare/", views.compare_generators, name="compare"),
     path("compare/examples/<int:procedure_pk>/", views.compare_example, name="compare_example"),
     path("generators/<int:pk>/", views.generator_detail, name="generator_detail"),
+    path("generators/<int:pk>/judge/", views.generator_judge, name="generator_judge"),
 ]

@@ -12,24 +12,30 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
-from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_GET
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
 from h2e_site.web import (
     HtmxHttpRequest,
     SafeDictWriter,
+    can_run_jobs,
     query_ids,
     query_string,
+    request_user,
     staff_required,
     wants_fragment,
 )
 from mining.models import Procedure
 
 from . import charts, compare, paired, rankings, selectors
+from .admin.actions import JudgeWithForm
+from .judge_jobs import judge_job_create
 from .models import Generation, Generator, Judge, Judgment
 
 # --- Leaderboard ---
@@ -376,6 +382,7 @@ def generator_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "page": page,
         "rows": rows,
         "scores": scores,
+        "can_run": can_run_jobs(request),
     }
     return render(request, "judging/generator.html", context)
 
@@ -389,3 +396,26 @@ def _judge_pks_of(generator: Generator) -> list[int]:
 def _verdicts_by_judge(generation: Generation, judges: list[Judge]) -> list[Judgment | None]:
     by_judge = {j.judge_id: j for j in generation.judgments.all()}
     return [by_judge.get(judge.pk) for judge in judges]
+
+
+@staff_required
+@require_http_methods(["GET", "POST"])
+def generator_judge(request: HttpRequest, pk: int) -> HttpResponse:
+    """ "Judge these": one judge job over the generator's L2 that the chosen judge has not judged yet (from
+    the generator page and a generate job's page); it goes to the job's page, which follows its progress."""
+    generator = get_object_or_404(Generator, pk=pk)
+    if not can_run_jobs(request):
+        raise PermissionDenied("Judging needs the 'add job' permission.")
+    form = JudgeWithForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        judge = form.cleaned_data["judge"]
+        try:
+            job = judge_job_create(judge=judge, generator=generator, created_by=request_user(request))
+        except ValueError as refused:  # an imported judge, a changed prompt file, nothing left to judge
+            form.add_error("judge", str(refused))
+        else:
+            messages.success(request, f"Job #{job.pk} started: {judge.model} judges {job.total} L2.")
+            return redirect("jobs:job_detail", pk=job.pk)
+    n_generations = Generation.objects.filter(generator=generator, error="").count()
+    context = {"generator": generator, "form": form, "n_generations": n_generations}
+    return render(request, "judging/generator_judge.html", context, status=400 if form.errors else 200)

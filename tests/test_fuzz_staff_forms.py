@@ -332,7 +332,7 @@ def _site_forms() -> list[FormTarget]:
     from annotation.calibration_forms import CalibrationRoundForm
     from annotation.failure_meaning.forms import FailurePatternsForm
     from annotation.models import CalibrationRound, ProlificBonus
-    from annotation.pairwise.forms import PairwiseJudgeForm
+    from annotation.pairwise.forms import AttachJudgeConfigForm, PairwiseJudgeForm
     from annotation.views.planner import PlanForm
     from annotation.views.prolific import BonusForm, DraftForm
     from goal_step.admin import RebuildForm
@@ -393,6 +393,16 @@ def _site_forms() -> list[FormTarget]:
             PairwiseJudgeForm,
             lambda: Job.objects.count(),
             context_key="twin_form",
+        ),
+        FormTarget(
+            "the pairwise twin's config for an imported judge",
+            lambda c: c.get(reverse("agreement:study", args=["fuzz-pairwise"])),
+            lambda c, data: c.post(
+                reverse("annotation:pairwise_attach_config", args=["fuzz-pairwise"]), data
+            ),
+            AttachJudgeConfigForm,
+            lambda: list(Judge.objects.exclude(config={}).values_list("judge_id", flat=True)),
+            context_key="attach_form",
         ),
         FormTarget(
             "answer a task set with a model",

@@ -31,7 +31,10 @@ KINDS: dict[str, StudyKindSpec] = {
     Pairwise.kind: Pairwise(),
 }
 KINDS_INDEX.update(
-    {name: KindEntry(spec.description, spec.noun, spec.agreement_api) for name, spec in KINDS.items()}
+    {
+        name: KindEntry(spec.label, spec.description, spec.noun, spec.agreement_api)
+        for name, spec in KINDS.items()
+    }
 )
 
 

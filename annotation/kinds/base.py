@@ -85,6 +85,7 @@ class StudyKindSpec(ABC):
     kind: str
     label: str
     description: str  # the builder's tab and Study.kind's choice: what the kind asks, in a line
+    summary: str  # the studies list's lede: "where people ...", what a participant does, in a clause
     item_template: str  # the participant's item page; it has a {% partialdef reading %} the engine swaps
     nothing_selected: str  # why a selection can have no item, for the builder's refusal
     reading: ReadingTexts  # the reading gate's refusals, in the kind's words

@@ -53,6 +53,7 @@ class CriticalFailures(StudyKindSpec):
     kind = "critical_failures"
     label = "Critical failures"
     description = "Critical failures (How2Score, an L1/L2 pair)"
+    summary = "where people label L1/L2 pairs the way the judges do (any critical failure, and which ones)"
     agreement_api = api.AGREEMENT_API
     on_overview = True
     item_template = "annotation/item.html"

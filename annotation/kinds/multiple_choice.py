@@ -102,6 +102,9 @@ class MultipleChoice(StudyKindSpec):
     kind = "multiple_choice"
     label = "Multiple choice"
     description = "Multiple choice (goal-step inference and step ordering examples)"
+    summary = (
+        "where they answer a task set's goal-step inference and step-ordering examples, to validate them"
+    )
     item_template = "annotation/item_multiple_choice.html"
     study_items_template = "annotation/kinds/_items_multiple_choice.html"
     # An item is a task set's example: its prompt and candidates.

@@ -31,7 +31,7 @@ from .. import codebook
 from ..beyond_majority import CategoricalQuestion
 from ..models import Annotation, Assignment, Study, StudyItem
 from ..pairwise import api, data, guidelines
-from ..pairwise.guidelines import VERDICTS
+from ..pairwise.guidelines import SIDE_WORDS, VERDICTS
 from ..pairwise.models import PairwiseItem, pair_of
 from ..pairwise.questions import outcome_question
 from ..posted import posted_active_seconds
@@ -88,6 +88,7 @@ class Pairwise(StudyKindSpec):
     kind = KIND
     label = "Pairwise"
     description = "Pairwise (two L2s of one goal side by side: which has fewer critical failures)"
+    summary = "where they say which of two L2s of one goal has fewer critical failures"
     item_template = "annotation/item_pairwise.html"
     study_items_template = "annotation/kinds/_items_pairwise.html"
     study_page_template = "annotation/kinds/_study_pairwise.html"
@@ -117,7 +118,7 @@ class Pairwise(StudyKindSpec):
     )
     reading = ReadingTexts(
         before_goal="Confirm that you have read the goal before reading the two L2s.",
-        out_of_order="Read the steps in order, the left L2 first: the next one is step {next}.",
+        out_of_order="Read the steps in order, the first L2 first: the next one is step {next}.",
         unacknowledged="Confirm that you have read the goal before submitting.",
         unread="Read every step of both L2s before submitting ({read} of {total} read).",
     )
@@ -413,7 +414,7 @@ def check_answer(submission: PairSubmission, *, n_l1: int, n_steps: dict[str, in
 def _check_failure(n: int, failure: PairFailure, *, n_l1: int, n_steps: dict[str, int]) -> None:
     field = f"failure:{n}"
     if failure.side not in SIDES:
-        raise Refused(f"Critical failure {n}: say whether it is in the left or the right L2.", field=field)
+        raise Refused(f"Critical failure {n}: say whether it is in the first or the second L2.", field=field)
     if not failure.description.strip():
         raise Refused(f"Critical failure {n} needs a description.", field=field)
     if len(failure.description) > MAX_DESCRIPTION_CHARS:
@@ -448,8 +449,8 @@ def check_consistent(submission: PairSubmission) -> None:
         other = "right" if verdict == "left" else "left"
         if counts[other] == 0 or counts[verdict] >= counts[other]:
             raise Refused(
-                f"You chose the {verdict} L2: list the critical failures of the {other} L2 (more than "
-                f"the {verdict} one has).",
+                f"You chose the {SIDE_WORDS[verdict]} L2: list the critical failures of the "
+                f"{SIDE_WORDS[other]} L2 (more than the {SIDE_WORDS[verdict]} one has).",
                 field="verdict",
             )
 

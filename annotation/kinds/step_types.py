@@ -159,6 +159,9 @@ class StepTypes(StudyKindSpec):
     kind = "step_types"
     label = "Step types"
     description = "Step types (sequential, interchangeable, optional steps of a procedure)"
+    summary = (
+        "where they mark which steps of a procedure must stay in order, can be swapped or can be skipped"
+    )
     on_overview = True
     agreement_api = "step-types-agreement-api"
     item_template = "annotation/item_step_types.html"

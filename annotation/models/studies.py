@@ -24,7 +24,7 @@ from mining.models import Procedure
 
 from .. import codebook
 from ..comprehension import comprehension_questions_validate
-from ..study_types import kind_choices
+from ..study_types import kind_choices, kind_label
 
 
 class StudyKind(models.TextChoices):
@@ -151,6 +151,11 @@ class Study(models.Model):
 
     def __str__(self) -> str:
         return f"{self.title} ({self.slug})"
+
+    @property
+    def kind_label(self) -> str:
+        """The kind's label from the kind registry ("Pairwise"), as every page shows it."""
+        return kind_label(self.kind)
 
     def clean(self) -> None:
         """A study's kind is fixed once it has items: they are of that kind (generations, procedures or

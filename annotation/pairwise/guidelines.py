@@ -9,6 +9,7 @@ __all__ = [
     "GOAL_ACKNOWLEDGEMENT",
     "GUIDELINES",
     "QUESTION",
+    "SIDE_WORDS",
     "TRAINING",
     "VERDICTS",
     "default_comprehension_questions",
@@ -18,9 +19,12 @@ QUESTION = "Which L2 has fewer critical failures?"
 GOAL_ACKNOWLEDGEMENT = (
     "I've read the goal and understand that my assessment should focus on how well each L2 achieves the goal."
 )
+# The two L2s are "first" and "second", words true of both layouts: side by side on a wide screen (first on
+# the left), one above the other on a phone (first above). The stored values stay "left" and "right".
+SIDE_WORDS = {"left": "first", "right": "second"}
 VERDICTS = {
-    "left": "The left L2 has fewer critical failures",
-    "right": "The right L2 has fewer critical failures",
+    "left": "The first L2 has fewer critical failures",
+    "right": "The second L2 has fewer critical failures",
     "both_none": "Neither L2 has a critical failure",
     "both_fail": "Both L2s fail equally (as many critical failures each)",
 }
@@ -34,13 +38,14 @@ GUIDELINES = "\n".join(
         "Aim to spend 2-3 minutes per instance.",
         "Please don't use AI, we appreciate your best judgment.",
         "Judge each L2 against the goal and L1, not against the other L2.",
-        "Which side an L2 is shown on means nothing: it is drawn at random.",
+        "Which L2 is shown first means nothing: the order is drawn at random.",
     ]
 )
 
 TRAINING = """## What you will do
 For each instance you get a goal, a reference procedure L1 that is guaranteed to achieve it, and two \
-candidate procedures (two L2s) shown side by side. Read every step of both L2s. Then say which L2 has fewer \
+candidate procedures (two L2s): the first and the second, side by side on a wide screen, one above the \
+other on a phone. Read every step of both L2s. Then say which L2 has fewer \
 critical failures, and list each critical failure you found, in the L2 it belongs to.
 
 ## What counts as a critical failure
@@ -58,7 +63,7 @@ the goal?"
 - Additional steps that are neutral or practical; actions implied by another step.
 
 ## Your answer
-- The left (or right) L2 has fewer critical failures: list the failures of both; the other L2 has more.
+- The first (or second) L2 has fewer critical failures: list the failures of both; the other L2 has more.
 - Neither L2 has a critical failure: list none.
 - Both fail equally: list as many critical failures for each L2.
 """
@@ -67,14 +72,14 @@ the goal?"
 def default_comprehension_questions() -> list[dict[str, Any]]:
     return [
         {
-            "question": "The left L2 misses a critical action; the right L2 only uses other words than L1. "
+            "question": "The first L2 misses a critical action; the second L2 only uses other words than L1. "
             "What do you answer?",
             "choices": [VERDICTS["left"], VERDICTS["right"], VERDICTS["both_none"]],
             "answer": 1,
         },
         {
-            "question": "Does the side an L2 is shown on tell you anything about its quality?",
-            "choices": ["Yes: the better one is on the left", "No: the side is drawn at random"],
+            "question": "Does the order the L2s are shown in tell you anything about their quality?",
+            "choices": ["Yes: the better one comes first", "No: the order is drawn at random"],
             "answer": 1,
         },
     ]

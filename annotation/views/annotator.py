@@ -156,11 +156,14 @@ def _check_entry_params(request: HttpRequest, study: Study) -> tuple[str, str, s
 
 @never_cache
 @staff_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def preview(request: HttpRequest, slug: str) -> HttpResponse:
     """A staff member walks the study as a participant would, from the consent on (open or closed): a new
-    preview participant each time, whose answers are checked but never stored (services.preview_submit)."""
+    preview participant each time, whose answers are checked but never stored (services.preview_submit).
+    The URL opened directly (GET) shows what a preview does and its button; only the POST starts one."""
     study = get_object_or_404(Study, slug=slug)
+    if request.method == "GET":
+        return render(request, "annotation/preview_start.html", {"study": study})
     participant = services.participant_preview_start(
         study=study, replacing=request.session.get(_session_key(slug))
     )

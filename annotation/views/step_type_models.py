@@ -6,7 +6,7 @@ the Jobs endpoint; when one finishes the figures reload (htmx, the same fragment
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from django.contrib import messages
@@ -72,6 +72,8 @@ class ConfigChoice:
     model: str = ""
     is_demo_model: bool = False
     problem: str = ""
+    is_embedded: bool = False  # the embedded model (backend local): runs without a key or a GPU
+    is_default: bool = False  # the choice the form starts on
 
 
 def _study(slug: str) -> Study:
@@ -88,6 +90,8 @@ def _topic_tables(table: StepTypeModelsTable) -> list[TopicTable]:
 
 
 def _config_choices() -> list[ConfigChoice]:
+    """The configs of configs/step_types/; the form starts on the embedded model's (it needs no API key),
+    else on the first valid one."""
     choices = []
     for path in step_type_configs():
         try:
@@ -95,8 +99,11 @@ def _config_choices() -> list[ConfigChoice]:
         except ConfigError as problem:
             choices.append(ConfigChoice(path.name, problem=str(problem)))
             continue
-        choices.append(ConfigChoice(path.name, config.model, config.is_demo_model))
-    return choices
+        embedded = config.backend == "local"
+        choices.append(ConfigChoice(path.name, config.model, config.is_demo_model, is_embedded=embedded))
+    valid = [c for c in choices if not c.problem]
+    default = next((c for c in valid if c.is_embedded), valid[0] if valid else None)
+    return [replace(c, is_default=True) if c is default else c for c in choices]
 
 
 def _recent_jobs(study: Study) -> list[JobLine]:

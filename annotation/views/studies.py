@@ -30,7 +30,7 @@ from .prolific import prolific_page_context
 @require_GET
 def study_list(request: HttpRequest) -> HttpResponse:
     studies = selectors.studies_with_progress()[:200]
-    return render(request, "annotation/study_list.html", {"studies": studies})
+    return render(request, "annotation/study_list.html", {"studies": studies, "kinds": list(KINDS.items())})
 
 
 def _kind(request: HttpRequest) -> str:

@@ -34,33 +34,45 @@ def generator_config_files() -> list[Path]:
     return sorted(p for p in GENERATOR_CONFIG_DIR.iterdir() if p.suffix in {".yaml", ".yml"} and p.is_file())
 
 
-def _config_file_generator_id(path: Path) -> str | None:
-    """The generator_id a config file would make (None when the file does not load: choosing it says why)."""
+DEMO_NOTE = " - demo model (embedded), L2 not meaningful"
+
+
+def _config_file(path: Path) -> tuple[str, bool] | None:
+    """The generator_id a config file would make and whether it is a demo model (None when the file does
+    not load: choosing it says why)."""
 
     try:
-        return generator_id_of(load_config(path, role="generator"))
+        config = load_config(path, role="generator")
+        return generator_id_of(config), _is_demo(config.is_demo_model, config.backend)
     except (ValueError, OSError):
         return None
 
 
+def _is_demo(is_demo_model: object, backend: object) -> bool:
+    """A demo model: marked so in its config, or the embedded model (backend local), which always is one."""
+    return bool(is_demo_model) or backend == "local"
+
+
 def generator_choices() -> list[tuple[str, list[tuple[str, str]]]]:
     """Generators that can run (rows with a config), named with the files they were made from, then the
-    config files no row was made from yet (a row is made on first use)."""
+    config files no row was made from yet (a row is made on first use); a demo model says so."""
     rows = list(Generator.objects.exclude(config={}).order_by("model", "generator_id"))
     known = {row.generator_id for row in rows}
     files_of: dict[str, list[str]] = {}
     new_files = []
     for path in generator_config_files():
-        generator_id = _config_file_generator_id(path)
+        generator_id, demo = _config_file(path) or (None, False)
+        note = DEMO_NOTE if demo else ""
         if generator_id in known:
             files_of.setdefault(str(generator_id), []).append(f"configs/generators/{path.name}")
         else:
-            new_files.append((f"file:{path.name}", f"configs/generators/{path.name} (new generator)"))
+            new_files.append((f"file:{path.name}", f"configs/generators/{path.name} (new generator){note}"))
     generators = [
         (
             f"generator:{row.pk}",
             f"{row.model} ({row.generator_id})"
-            + (f" · {', '.join(files_of[row.generator_id])}" if row.generator_id in files_of else ""),
+            + (f" · {', '.join(files_of[row.generator_id])}" if row.generator_id in files_of else "")
+            + (DEMO_NOTE if _is_demo(row.config.get("is_demo_model"), row.backend) else ""),
         )
         for row in rows
     ]

@@ -108,10 +108,27 @@ def test_it_keeps_previews_to_staff(staff: Client) -> None:
     participant = Client()
     participant.force_login(make_user(username="outsider"))
     assert participant.post(url).status_code == 403
-    assert staff.get(url).status_code == 405
     assert not Participant.objects.filter(study=study).exists()
     page = staff.get(reverse("annotation:study_detail", args=[study.slug])).content.decode()
     assert f'action="{url}"' in page and "Preview as a participant" in page
+
+
+def test_it_answers_the_preview_url_opened_directly_with_its_button(staff: Client) -> None:
+    """#31 item 6: the URL opened directly (GET) answered a blank 405; it shows a page whose button POSTs,
+    and starts nothing itself."""
+    study = make_study(n_items=1)
+    url = reverse("annotator:preview", args=[study.slug])
+    page = staff.get(url)
+    text = page.content.decode()
+    assert page.status_code == 200 and "Start the preview" in text
+    assert (
+        re.search(rf'<form method="post" action="{re.escape(url)}"', text) and "csrfmiddlewaretoken" in text
+    )
+    assert not Participant.objects.filter(study=study).exists()
+    assert staff.put(url).status_code == 405
+    outsider = Client()
+    outsider.force_login(make_user(username="outsider"))
+    assert outsider.get(url).status_code == 403
 
 
 def test_it_never_stores_an_annotation_for_a_preview_nor_gives_back_a_slot_it_did_not_take() -> None:

@@ -384,6 +384,22 @@ def test_it_lists_studies_in_a_fixed_number_of_queries(staff: Client, django_ass
     assert page.status_code == 200 and b"0 / 6" in page.content
 
 
+def test_it_labels_each_study_by_its_kind_and_counts_the_kinds_in_the_lede(staff: Client) -> None:
+    """#31 item 4: a pairwise study was listed as "Critical failures" and the lede said "two kinds"."""
+    from django.utils.html import escape
+
+    from annotation.kinds import KINDS
+
+    for name in KINDS:
+        Study.objects.create(slug=f"study-{name.replace('_', '-')}", title=f"A {name} study", kind=name)
+    page = staff.get(reverse("annotation:study_list")).content.decode()
+    rows = {row.split('class="id">')[1].split("<")[0]: row for row in page.split("<tr>")[2:]}
+    for name, kind in KINDS.items():
+        assert f"<td>{escape(kind.label)}</td>" in rows[f"study-{name.replace('_', '-')}"], name
+        assert f"<strong>{escape(kind.label.lower())}</strong>, {escape(kind.summary)}" in page
+    assert "Prolific studies of four kinds:" in page and len(KINDS) == 4
+
+
 def test_it_exports_jsonl_and_csv(staff: Client) -> None:
     study = make_study(n_items=1)
     annotator = Client()

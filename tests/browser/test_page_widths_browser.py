@@ -6,6 +6,7 @@ on screen; a step-types candidate row stays short in the phone's column layout."
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -107,6 +108,12 @@ def test_the_leaderboard_fits_1440_px_and_shows_how2score_on_a_phone(
     assert not errors, errors
 
 
+def _researcher() -> Any:
+    from django.contrib.auth.models import User
+
+    return User.objects.get(username="researcher")
+
+
 def test_the_heatmap_compare_and_jobs_pages_fit_a_phone(staff_page: Any, live_server: Any) -> None:
     world = research_world()
     judge, (a, b) = world["judges"][0], world["generators"][:2]
@@ -135,12 +142,45 @@ def test_the_heatmap_compare_and_jobs_pages_fit_a_phone(staff_page: Any, live_se
         parameters={"judge": world["judges"][2].pk},
         error="Connection refused: http://127.0.0.1:8080/v1/chat/completions " * 3,
     )
-    Job.objects.create(kind=JUDGE, status=JobStatus.SUCCEEDED, total=60, done=60, parameters={})
+    Job.objects.create(
+        kind=JUDGE, status=JobStatus.SUCCEEDED, total=60, done=60, parameters={}, created_by=_researcher()
+    )
     _both_widths(staff_page, f"{base}/jobs/", "jobs")
     statuses = _on_screen(staff_page, ".jobs-table .status", "jobs")
     assert len(statuses) == 3
+    created = staff_page.locator(".jobs-table .job-created", has_text="researcher").inner_text()
+    assert re.fullmatch(r"\S.*\S\s+by researcher", created), created  # #31 item 8: not "agoby researcher"
     _both_widths(staff_page, f"{base}/jobs/{failed.pk}/", "job-detail")
     _on_screen(staff_page, ".jobs-table .status", "job detail")
+    _phone_navigation_folds(staff_page)
+
+    # #31 item 8: the per-topic bars and their counts stay inside their card on a phone
+    staff_page.goto(f"{base}/failures/")
+    overflow = staff_page.evaluate(BOX_OVERFLOW, ".failure-counts .chart-wrap")
+    assert overflow <= 0, f"the per-topic bars run {overflow} px past their card"
+    counts = _on_screen(staff_page, ".topic-bar-value", "failures")
+    assert [int(n) for n in staff_page.locator(".topic-bar-value").all_inner_texts()] == [19, 16, 16, 13, 13]
+    assert len(counts) == 5
+
+    # a table wider than the phone shows its hidden columns' edge: shades drawn by the box's background
+    staff_page.goto(f"{base}/generators/{a.pk}/")
+    assert staff_page.evaluate(BOX_OVERFLOW, ".table-wrap") > 0
+    shades = staff_page.evaluate(
+        "getComputedStyle(document.querySelector('.table-wrap')).backgroundImage.split('gradient').length - 1"
+    )
+    assert shades == 4, f"the wide table has {shades} gradients: no sign of its hidden columns"
+
+
+def _phone_navigation_folds(page: Any) -> None:
+    """#31 item 8: at 390 px the navigation took four rows; it folds under a Menu button, which opens it."""
+    bar = page.locator(".topbar").bounding_box()
+    assert bar is not None and bar["height"] <= 70, f"the top bar is {bar} at 390 px"
+    assert not page.locator("#main-nav").is_visible()
+    page.locator(".nav-toggle").click()
+    assert page.locator("#main-nav a", has_text="Jobs").is_visible()
+    assert page.locator(".nav-toggle").get_attribute("aria-expanded") == "true"
+    page.locator(".nav-toggle").click()
+    assert not page.locator("#main-nav").is_visible()
 
 
 def test_a_step_types_candidate_row_stays_short_on_a_phone(

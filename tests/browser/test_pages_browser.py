@@ -231,6 +231,27 @@ def _allow_runs(username: str = "researcher") -> None:
     User.objects.get(username=username).user_permissions.add(Permission.objects.get(codename="add_job"))
 
 
+def test_it_keeps_a_running_jobs_row_and_updates_it_for_ten_seconds(
+    staff_page: Any, live_server: Any
+) -> None:
+    """#31 item 3: each row's poll inherited the lists' hx-select="#job-lists", so its answer (one row)
+    swapped in nothing and the row vanished from "Running and queued" on its first poll, 2 s after loading."""
+    from h2e_site.jobs.models import Job
+
+    job = _running_judge_job(total=120, done=40)
+    staff_page.goto(f"{live_server.url}/jobs/")
+    row = f"#job-lists #job-{job.pk}"
+    for second in range(1, 11):
+        Job.objects.filter(pk=job.pk).update(done=40 + 6 * second)  # a worker's progress, once a second
+        staff_page.wait_for_timeout(1000)
+        assert staff_page.locator(row).count() == 1, f"the running job's row is gone after {second} s"
+    staff_page.wait_for_function(  # the last progress reached the row: it is still polled, not a stale copy
+        f"document.querySelector('{row} progress')?.getAttribute('value') === '86'", timeout=4000
+    )
+    assert staff_page.locator(row).get_attribute("hx-trigger") == "every 2s"
+    assert "100 / 120" in staff_page.locator(row).inner_text()
+
+
 def test_it_shows_a_running_jobs_progress_and_cancels_it(staff_page: Any, live_server: Any) -> None:
     _allow_runs()
     job = _running_judge_job()

@@ -200,6 +200,35 @@ def test_it_links_a_generate_job_to_its_generator(admin_client: Client) -> None:
     assert job.kind == GENERATE and "Queued" in page
 
 
+def test_it_offers_to_judge_what_a_generate_job_wrote(runner: Client, staff: Client) -> None:
+    """#31 item 6: after a generate job, "Judge these" on its page and on the generator's page leads to a
+    page that starts judging the generator's L2 (the run permission needed; GET starts nothing)."""
+    procedure = make_procedure()
+    generator = make_runnable_generator()
+    job = generate_job_create(generator=generator, enqueue=False)
+    judge_page = reverse("judging:generator_judge", args=[generator.pk])
+    assert judge_page not in runner.get(reverse("jobs:job_detail", args=[job.pk])).content.decode()
+    make_generation(generator=generator, procedure=procedure)
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.SUCCEEDED, done=1)
+    assert (
+        f'href="{judge_page}">Judge these</a>'
+        in runner.get(reverse("jobs:job_detail", args=[job.pk])).content.decode()
+    )
+    generator_page = reverse("judging:generator_detail", args=[generator.pk])
+    assert f'href="{judge_page}">Judge these</a>' in runner.get(generator_page).content.decode()
+    assert judge_page not in staff.get(generator_page).content.decode()  # no run permission, no button
+
+    form = runner.get(judge_page).content.decode()
+    assert form.count('value="file:smollm2-local.yaml"') == 1 and not Job.objects.exclude(pk=job.pk).exists()
+    assert staff.get(judge_page).status_code == 403 and staff.post(judge_page).status_code == 403
+    assert runner.put(judge_page).status_code == 405
+    assert runner.post(judge_page, {"judge": "file:nope.yaml"}).status_code == 400
+    started = runner.post(judge_page, {"judge": "file:smollm2-local.yaml"})
+    judging = Job.objects.exclude(pk=job.pk).get()
+    assert started.status_code == 302 and started["Location"] == reverse("jobs:job_detail", args=[judging.pk])
+    assert judging.parameters["generator"] == generator.pk and judging.total == 1
+
+
 # --- leaderboard metrics columns ---
 
 

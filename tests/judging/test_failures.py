@@ -192,7 +192,7 @@ def test_it_counts_failures_per_topic_under_the_filters(world: dict) -> None:
 
 def test_it_shows_the_failure_browser(admin_client: Client, world: dict) -> None:
     html = admin_client.get(reverse("failures:failure_list")).content.decode()
-    assert "<html" in html and 'id="failure-results"' in html and "<svg" in html
+    assert "<html" in html and 'id="failure-results"' in html and 'class="topic-bar"' in html
     assert "Human says add compost" in html and "study pilot" in html
     token = world["human_on"].judgments.filter(judge=world["judges"][0]).get().failures.first().pk
     href = reverse("failures:generation_detail", args=[world["human_on"].pk])

@@ -3,6 +3,7 @@ generate job from the UI, as "Judge with..." does for judges; it needs jobs.add_
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,21 @@ def test_it_offers_every_shipped_generator_config_and_each_one_loads(admin_clien
     assert f'value="generator:{made.pk}"' in html and "configs/generators/smollm2-local.yaml" in html
     assert 'value="file:smollm2-local.yaml"' not in html and "imported-model" not in html
     assert imported.config == {}
+
+
+def test_it_marks_the_demo_model_in_the_menu(admin_client: Client) -> None:
+    """#31 item 6: the embedded SmolLM2 was offered like any model; it says it is a demo model, as a file and
+    as the generator made from it, and no other choice does."""
+    options = re.findall(
+        r"<option value=\"([^\"]+)\"[^>]*>([^<]*)</option>", admin_client.get(URL).content.decode()
+    )
+    demo = {value for value, label in options if "demo model" in label}
+    assert demo == {"file:smollm2-local.yaml"}, options
+    made = generate_page.generator_from_choice("file:smollm2-local.yaml")
+    options = re.findall(
+        r"<option value=\"([^\"]+)\"[^>]*>([^<]*)</option>", admin_client.get(URL).content.decode()
+    )
+    assert {value for value, label in options if "demo model" in label} == {f"generator:{made.pk}"}
 
 
 def test_it_starts_a_generate_job_from_a_config_file_and_follows_it(admin_client: Client, bench: Any) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from annotation.models import Annotation, Assignment
+from annotation.pairwise.guidelines import SIDE_WORDS
 from tests.annotation.conftest import pid
 from tests.browser.conftest import DESKTOP, PAGE_OVERFLOW, PHONE, PROLIFIC, screenshot
 
@@ -63,6 +64,17 @@ def test_a_pairwise_participant_from_prolific_to_the_completion_code(
     overflow = page.evaluate(PAGE_OVERFLOW)
     assert overflow <= 0, f"the item page scrolls sideways by {overflow} px at {width} px"
 
+    # #31 item 8: "first" and "second" name the L2s, true side by side and stacked (a phone) alike
+    first, second = (page.locator(f"#{side}-heading").bounding_box() for side in ("left", "right"))
+    assert first is not None and second is not None
+    stacked = second["y"] > first["y"] + first["height"]
+    assert stacked == (width < 700), f"at {width} px: {first}, {second}"
+    assert [page.inner_text(f"#{side}-heading") for side in ("left", "right")] == [
+        "First L2 (to compare)",
+        "Second L2 (to compare)",
+    ]
+    assert not re.search(r"\b(left|right) L2", page.inner_text("#item-form"), re.IGNORECASE)
+
     # gen-a (steps like L1) is better; gen-b pours cold water. Its side was drawn for this participant.
     left = Assignment.objects.get().presentation["left"]
     better, worse = ("left", "right") if left == "a" else ("right", "left")
@@ -70,7 +82,7 @@ def test_a_pairwise_participant_from_prolific_to_the_completion_code(
     screenshot(page, f"pairwise/02-verdict-{width}")
     page.wait_for_function("!document.getElementById('submit-button').disabled", timeout=10_000)
     page.get_by_role("button", name="Submit & Continue").click()
-    page.get_by_text(f"list the critical failures of the {worse} L2").first.wait_for()
+    page.get_by_text(f"list the critical failures of the {SIDE_WORDS[worse]} L2").first.wait_for()
     assert page.locator(f"input[name=verdict][value={better}]").is_checked()  # kept on refusal
     screenshot(page, f"pairwise/03-refused-{width}")
 

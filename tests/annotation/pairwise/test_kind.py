@@ -119,10 +119,10 @@ def test_the_reading_gate_covers_both_l2s() -> None:
 REFUSED: list[tuple[str, list[tuple[str, list[int]]], str, str]] = [
     ("", [], "verdict", "Choose which L2"),
     ("both_none", [("left", [1])], "verdict", "You listed critical failures"),
-    ("left", [], "verdict", "list the critical failures of the right L2"),
-    ("left", [("left", [1]), ("right", [1])], "verdict", "more than the left one has"),
+    ("left", [], "verdict", "list the critical failures of the second L2"),
+    ("left", [("left", [1]), ("right", [1])], "verdict", "more than the first one has"),
     ("both_fail", [("left", [1])], "verdict", "as many critical failures for each L2"),
-    ("right", [("left", [1]), ("", [1])], "failure:2", "left or the right L2"),
+    ("right", [("left", [1]), ("", [1])], "failure:2", "first or the second L2"),
     ("right", [("left", [99])], "failure:1", "does not have"),
     ("right", [("left", [])], "failure:1", "select the L1 and/or L2 step"),
 ]

@@ -574,6 +574,9 @@ def test_starting_a_classification_needs_the_run_permission_and_shows_the_live_j
     assert staff.post(classify, {"config": "smollm2-local.yaml"}).status_code == 403
     runner_html = runner.get(page_url(study)).content.decode()
     assert 'value="smollm2-local.yaml"' in runner_html and 'value="gpt-4.1-openai.yaml"' in runner_html
+    # #31 item 6: the form starts on the embedded model, not on a config that needs an API key
+    selected = re.findall(r'<option value="([^"]+)"[^>]* selected', runner_html)
+    assert selected == ["smollm2-local.yaml"], selected
     assert runner.post(classify, {"config": "../judges/smollm2-local.yaml"}).status_code == 400
 
     response = runner.post(classify, {"config": "smollm2-local.yaml"}, follow=True)
