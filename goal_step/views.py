@@ -129,7 +129,7 @@ def _page_context(request: HttpRequest, task_set: TaskSet, answer_form: AnswerTa
         "task_set": task_set,
         **task_models_context(task_set, only=validated),
         "models_on_validated": validated is not None,
-        "job_line": job_lines([task_set.job])[0] if task_set.job else None,
+        "build_job_lines": job_lines([task_set.job]) if task_set.job else [],
         "funnels": task_funnels(task_set),
         "artifacts": artifact_lines(task_set),
         "counts": example_counts(task_set),

@@ -118,7 +118,7 @@ def run_page(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         "run": run,
         "funnel": funnel,
         "drops": run_stage_drops(run, funnel),
-        "job_line": job_lines([run.job])[0] if run.job else None,
+        "run_job_lines": job_lines([run.job]) if run.job else [],
         "polling": run.status in ACTIVE,
         "can_run": can_run_jobs(request),
     }
