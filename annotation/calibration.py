@@ -48,7 +48,7 @@ from judging.calibration import (
     stratified_score,
 )
 from judging.calibration_bias import MeanDifference
-from judging.models import Generation, Generator, Judge, Judgment
+from judging.models import Generator, Judge, Judgment
 from judging.sampling import inclusion_after_rounds
 from judging.selectors import How2Score, how2score_leaderboard
 
@@ -293,17 +293,19 @@ def generator_samples() -> dict[int, Sample]:
 
 def _study_samples(study: Study) -> dict[int, Sample]:
     probabilities: dict[int, list[float]] = defaultdict(list)
-    for generation_id, p in CalibrationDraw.objects.filter(round__study=study).values_list(
-        "generation_id", "probability"
-    ):
-        probabilities[generation_id].append(p)
-    frame = Generation.objects.filter(pk__in=list(probabilities)).values_list(
-        "pk", "generator_id", "procedure__topic__name"
+    frame: dict[int, tuple[int, str | None]] = {}
+    # One join (a frame of 140,000 generations is not sent back as a list of ids).
+    draws = CalibrationDraw.objects.filter(round__study=study).values_list(
+        "generation_id", "probability", "generation__generator_id", "generation__procedure__topic__name"
     )
+    for generation_id, p, generator, topic_name in draws:
+        probabilities[generation_id].append(p)
+        frame[generation_id] = (generator, topic_name)
     humans, pending, gold = _human_majorities(study)
     by_generator: dict[int, list[Example]] = defaultdict(list)
     pending_by_generator: dict[int, int] = defaultdict(int)
-    for generation_id, generator_pk, topic in frame.order_by("pk"):
+    for generation_id in sorted(frame):
+        generator_pk, topic = frame[generation_id]
         by_generator[generator_pk].append(
             Example(
                 generation_id,

@@ -3,3 +3,4 @@ core. Names alone, so that the job modules and job_types.py, which imports them,
 
 CLASSIFY_STEPS = "classify_steps"
 FAILURE_PATTERNS = "failure_patterns"
+CALIBRATION_ROUND = "calibration_round"

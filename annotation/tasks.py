@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from .calibration_jobs import calibration_round_job_run
 from .failure_meaning.jobs import failure_patterns_job_run
 from .step_types.classify import classify_job_run
 
@@ -19,3 +20,9 @@ def run_failure_patterns_job(job_id: int) -> None:
     """Run a failure_patterns Job (a redelivered message computes the same clusters again, or finds them
     stored)."""
     failure_patterns_job_run(job_id=job_id)
+
+
+@shared_task(name="annotation.run_calibration_round_job", acks_late=True, reject_on_worker_lost=True)
+def run_calibration_round_job(job_id: int) -> None:
+    """Run a calibration_round Job (a redelivered message finds its round stored, or draws it whole)."""
+    calibration_round_job_run(job_id=job_id)

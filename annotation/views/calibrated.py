@@ -21,6 +21,7 @@ from judging.views import ALL_JUDGES, _leaderboard_judges
 
 from .. import calibration
 from ..calibration import CalibratedLine
+from ..calibration_cache import calibrated_board
 
 
 @dataclass(frozen=True)
@@ -108,8 +109,8 @@ def calibrated_leaderboard(request: HttpRequest) -> HttpResponse:
     judges, judge_ids, asked = _judges(request)
     known = {j.judge_id for j in judges}
     unknown = [j for j in judge_ids if j not in known]
-    samples = calibration.generator_samples()
-    lines = [] if unknown else calibration.calibrated_lines(judge_ids=judge_ids or None, samples=samples)
+    board = calibrated_board(None if unknown else judge_ids)
+    lines = [] if unknown else board.lines
     rows, axis = _rows(lines)
     by_id = {judge.judge_id: judge for judge in judges}
     context = {
@@ -122,7 +123,7 @@ def calibrated_leaderboard(request: HttpRequest) -> HttpResponse:
         "all_judges": ALL_JUDGES,
         "unknown_judges": unknown,
         "has_calibration_study": bool(calibration.calibration_studies()),
-        "unused": calibration.unused_studies(samples),
+        "unused": board.unused,
         "empty_reason": "" if lines else selectors.leaderboard_empty_reason(judge_ids=judge_ids),
         "min_topic_labels": calibration.MIN_TOPIC_LABELS,
         "n_calibrated": sum(row.calibrated is not None for row in rows),
@@ -148,7 +149,7 @@ def calibrated_generator(request: HttpRequest, generator_id: str) -> HttpRespons
     judge = get_object_or_404(Judge, judge_id=judge_ids[0])
     lines = [
         line
-        for line in calibration.calibrated_lines(judge_ids=[judge.judge_id])
+        for line in calibrated_board([judge.judge_id]).lines
         if line.generator_id == generator.generator_id
     ]
     if not lines:
