@@ -17,19 +17,22 @@ so a decision can be reviewed and undone.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Hashable, Iterable
+from collections import OrderedDict, defaultdict
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
+from typing import TypeVar
+
+from django.db.models import Count, Max
 
 from judging.models import Judge, Judgment
-from judging.versions import cached
+from judging.versions import judgments_version
 
 from ..agreement import majority
 from ..dawid_skene import UnitEstimate, dawid_skene
 from ..label_versions import study_labels_version
 from ..models import Annotation, Study, StudyItem
 from .gold import CriticalGold, gold_items
-from .questions import FAILURE, has_failure_question
+from .questions import FAILURE, has_failure_labels
 
 OPEN, DECIDED, ALL = "open", "decided", "all"
 SHOWN = (OPEN, DECIDED, ALL)
@@ -42,9 +45,19 @@ class JudgeVerdict:
     has_failure: bool
 
 
+@dataclass(frozen=True)
+class ItemRef:
+    """An item as the queue reads it: its id, position and generation. The queue of a 10,000-item study holds
+    thousands; with_subjects() loads the StudyItem (goal, generator) of the few a page shows."""
+
+    pk: int
+    position: int
+    generation_id: int | None
+
+
 @dataclass
 class QueueEntry:
-    item: StudyItem
+    item: StudyItem | ItemRef
     labels: list[bool]  # the annotators' verdicts (True: a critical failure), in submission order
     judges: list[JudgeVerdict] = field(default_factory=list)
     gold: CriticalGold | None = None
@@ -77,14 +90,13 @@ class QueueEntry:
         return self.annotators_disagree or bool(self.judges_against)
 
     def sort_key(self) -> tuple[bool, bool, int, float, int]:
+        return (self.gold is not None, *self.rank())
+
+    def rank(self) -> tuple[bool, int, float, int]:
+        """The order among the open (or among the decided) items: humans tied, most judges against, the
+        widest split, then the study's order."""
         split = abs(self.n_say_failure / len(self.labels) - 0.5) if self.labels else 0.5
-        return (
-            self.gold is not None,
-            self.majority is not None,
-            -len(self.judges_against),
-            split,
-            self.item.position,
-        )
+        return (self.majority is not None, -len(self.judges_against), split, self.item.position)
 
 
 @dataclass(frozen=True)
@@ -103,10 +115,14 @@ class Queue:
 def review_queue(study: Study, shown: str = OPEN, *, with_dawid_skene: bool = True) -> Queue:
     """The study's queue (module docstring); `shown`: open, decided or all of it. Its items are loaded with
     their position and generation only: with_subjects() loads the goal and generator of those shown."""
-    entries = _entries(study, with_dawid_skene=with_dawid_skene)
-    queued = sorted((e for e in entries.values() if e.in_queue), key=QueueEntry.sort_key)
+    subjects = _study_subjects(study)
+    entries = _entries_of(study, subjects, with_dawid_skene=with_dawid_skene)
+    queued = sorted(
+        (e for pk, e in entries.items() if subjects[pk].queued),
+        key=lambda e: (e.gold is not None, subjects[e.item.pk].rank),
+    )
     n_decided = sum(e.gold is not None for e in queued)
-    gold_outside = sum(e.gold is not None and not e.in_queue for e in entries.values())
+    gold_outside = sum(e.gold is not None and not subjects[pk].queued for pk, e in entries.items())
     keep = {OPEN: lambda e: e.gold is None, DECIDED: lambda e: e.gold is not None}.get(shown, lambda e: True)
     return Queue([e for e in queued if keep(e)], len(queued) - n_decided, n_decided, gold_outside)
 
@@ -136,12 +152,56 @@ def queue_entry(item: StudyItem) -> QueueEntry:
 def next_open(study: Study, after: StudyItem) -> StudyItem | None:
     """The first open item of the queue other than `after` (where a reviewer goes after deciding)."""
     queue = review_queue(study, OPEN, with_dawid_skene=False)  # the order does not depend on it
-    return next((e.item for e in queue.entries if e.item.pk != after.pk), None)
+    following = next((e.item for e in queue.entries if e.item.pk != after.pk), None)
+    return None if following is None else StudyItem.objects.filter(pk=following.pk).first()
 
 
 def _entries(
     study: Study, item_ids: list[int] | None = None, *, with_dawid_skene: bool = True
 ) -> dict[int, QueueEntry]:
+    """The entries of the study's items that have labels or gold (of `item_ids` only, when given): their
+    labels and judges' verdicts are remembered for the study (_SUBJECTS), their gold read each time."""
+    subjects = _study_subjects(study) if item_ids is None else _subjects(study, item_ids)
+    return _entries_of(study, subjects, with_dawid_skene=with_dawid_skene)
+
+
+def _entries_of(
+    study: Study, subjects: dict[int, _Subject], *, with_dawid_skene: bool = True
+) -> dict[int, QueueEntry]:
+    golds = gold_items(study)
+    entries = {
+        pk: QueueEntry(s.item, list(s.labels), list(s.judges), gold=golds.get(pk))
+        for pk, s in subjects.items()
+        if s.labels or pk in golds
+    }
+    if with_dawid_skene:
+        _add_dawid_skene(study, entries)
+    return entries
+
+
+def _study_subjects(study: Study) -> dict[int, _Subject]:
+    """_subjects(study), remembered for the version of what it reads."""
+    return _remembered(_SUBJECTS, study.pk, _subjects_version(study), lambda: _subjects(study))
+
+
+@dataclass(frozen=True)
+class _Subject:
+    """A regular item as the queue reads it, without its gold: whether it is queued, and its rank there."""
+
+    item: ItemRef
+    labels: tuple[bool, ...]  # the annotators' verdicts, in submission order
+    judges: tuple[JudgeVerdict, ...]  # by judge model and id
+    queued: bool
+    rank: tuple[bool, int, float, int]
+
+    @classmethod
+    def of(cls, item: ItemRef, labels: list[bool], judges: list[JudgeVerdict]) -> _Subject:
+        entry = QueueEntry(item, labels, judges)
+        return cls(item, tuple(labels), tuple(judges), entry.in_queue, entry.rank())
+
+
+def _subjects(study: Study, item_ids: list[int] | None = None) -> dict[int, _Subject]:
+    """Every regular item of the study (of `item_ids` only, when given), with its labels and judges."""
     items = StudyItem.objects.filter(study=study).not_attention_checks()
     if item_ids is not None:
         items = items.filter(pk__in=item_ids)
@@ -151,43 +211,60 @@ def _entries(
         "item_id", "has_failure"
     ):
         labels[item_id].append(bool(has_failure))
-    golds = gold_items(study)
-    light = items.only("pk", "study_id", "generation_id", "position")
-    entries = {
-        item.pk: QueueEntry(item, labels.get(item.pk, []), gold=golds.get(item.pk))
-        for item in light
-        if item.pk in labels or item.pk in golds
-    }
-    _add_judges(entries, study if item_ids is None else None)
-    if with_dawid_skene:
-        _add_dawid_skene(study, entries)
-    return entries
+    refs = [ItemRef(*row) for row in items.values_list("pk", "position", "generation_id")]
+    judges = _judge_verdicts({r.generation_id for r in refs if r.generation_id is not None}, study, item_ids)
+    return {r.pk: _Subject.of(r, labels.get(r.pk, []), judges.get(r.generation_id, [])) for r in refs}
+
+
+def _subjects_version(study: Study) -> str:
+    """Changes with the study's labels, its items and any judgment (what _subjects reads)."""
+    items = StudyItem.objects.filter(study=study).aggregate(n=Count("pk"), last=Max("pk"))
+    return f"{study_labels_version(study)}|{items['n']}:{items['last']}|{judgments_version()}"
+
+
+T = TypeVar("T")
+MAX_KEPT = 8  # studies whose last subjects and fit this process keeps
+_SUBJECTS: OrderedDict[int, tuple[str, dict[int, _Subject]]] = OrderedDict()
+_FITS: OrderedDict[int, tuple[str, dict[Hashable, UnitEstimate]]] = OrderedDict()
+
+
+def _remembered(
+    store: OrderedDict[int, tuple[str, T]], study_pk: int, version: str, compute: Callable[[], T]
+) -> T:
+    """compute(), or what it gave for this study and version in this process. Kept in memory, not in
+    Django's cache: reading 10,000 entries back from a pickle took longer than the page."""
+    found = store.get(study_pk)
+    if found is None or found[0] != version:
+        found = (version, compute())
+        store.pop(study_pk, None)
+        store[study_pk] = found  # the newest last: the oldest are dropped first
+        while len(store) > MAX_KEPT:
+            store.popitem(last=False)
+    return found[1]
 
 
 def _add_dawid_skene(study: Study, entries: dict[int, QueueEntry]) -> None:
-    """Each entry's Dawid-Skene estimate, the model fitted on the whole study's labels (cached for the
-    labels' version: a gold decision changes no label, so deciding item after item fits once)."""
-    estimates = cached(
-        f"adjudication-dawid-skene:{study.pk}",
-        lambda: _dawid_skene_units(study),
-        version=study_labels_version(study),
-    )
+    """Each entry's Dawid-Skene estimate, the model fitted on the whole study's labels: fitted once per
+    version of those labels (label_versions.study_labels_version), so a reviewer deciding item after item (a
+    gold decision changes no label) is not kept waiting for the same fit again."""
+    estimates = _remembered(_FITS, study.pk, study_labels_version(study), lambda: _dawid_skene_units(study))
     for entry in entries.values():
         entry.dawid_skene = estimates.get(entry.item.generation_id)
 
 
 def _dawid_skene_units(study: Study) -> dict[Hashable, UnitEstimate]:
-    labels = has_failure_question(study).labels
+    labels = has_failure_labels(study)
     return {estimate.unit: estimate for estimate in dawid_skene(labels).units} if labels else {}
 
 
-def _add_judges(entries: dict[int, QueueEntry], study: Study | None = None) -> None:
-    """The judges' usable verdicts on the entries' generations (`study`: all its items' generations, read
-    through a join rather than sent as a list of ids)."""
-    by_generation = {e.item.generation_id: e for e in entries.values() if e.item.generation_id is not None}
+def _judge_verdicts(
+    generation_ids: set[int], study: Study, item_ids: list[int] | None
+) -> dict[int, list[JudgeVerdict]]:
+    """The judges' usable verdicts on these generations, by judge model and id (the whole study's items:
+    read through a join rather than sent as a list of ids)."""
     judgments = Judgment.objects.filter(parse_failed=False)
-    if study is None:
-        judgments = judgments.filter(generation_id__in=list(by_generation))
+    if item_ids is not None:
+        judgments = judgments.filter(generation_id__in=list(generation_ids))
     else:
         judgments = judgments.filter(  # one join: a generation is one regular item of a study at most
             generation__study_items__study=study, generation__study_items__is_attention_check=False
@@ -195,15 +272,12 @@ def _add_judges(entries: dict[int, QueueEntry], study: Study | None = None) -> N
     names = {
         pk: (model, judge_id) for pk, judge_id, model in Judge.objects.values_list("pk", "judge_id", "model")
     }
-    verdicts = sorted(
-        (names[judge], generation_id, has_failure)
-        for generation_id, judge, has_failure in judgments.values_list(
-            "generation_id", "judge_id", "has_failure"
-        )
-        if generation_id in by_generation
-    )
-    for (model, judge_id), generation_id, has_failure in verdicts:
-        by_generation[generation_id].judges.append(JudgeVerdict(judge_id, model, has_failure))
+    rows = judgments.values_list("judge_id", "generation_id", "has_failure")
+    verdicts: dict[int, list[JudgeVerdict]] = defaultdict(list)
+    for (model, judge_id), generation_id, has_failure in sorted((names[j], g, f) for j, g, f in rows):
+        if generation_id in generation_ids:
+            verdicts[generation_id].append(JudgeVerdict(judge_id, model, has_failure))
+    return verdicts
 
 
 __all__ = [
@@ -211,6 +285,7 @@ __all__ = [
     "DECIDED",
     "OPEN",
     "SHOWN",
+    "ItemRef",
     "JudgeVerdict",
     "Queue",
     "QueueEntry",

@@ -82,7 +82,8 @@ def test_the_calibrated_board_is_computed_once_per_version(
 
 def test_the_queue_fits_dawid_skene_once_per_version_of_the_labels(monkeypatch: pytest.MonkeyPatch) -> None:
     study, items = labelled({0: [True, True, False], 1: [True, False, False], 2: [False, False, False]})
-    cache.clear()
+    adjudication._FITS.clear()
+    adjudication._SUBJECTS.clear()
     fits = counting(monkeypatch, adjudication, "dawid_skene")
     client = Client()
     client.force_login(study.created_by or _staff())
