@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, Generic, TypeVar
 
 from django.db.models import Count, Max
 
@@ -55,9 +55,12 @@ class ItemRef:
     generation_id: int | None
 
 
+Item = TypeVar("Item", StudyItem, ItemRef)
+
+
 @dataclass
-class QueueEntry:
-    item: StudyItem | ItemRef
+class QueueEntry(Generic[Item]):
+    item: Item  # an ItemRef in the queue (with_subjects() loads the StudyItem), a StudyItem on its page
     labels: list[bool]  # the annotators' verdicts (True: a critical failure), in submission order
     judges: list[JudgeVerdict] = field(default_factory=list)
     gold: CriticalGold | None = None
@@ -101,13 +104,13 @@ class QueueEntry:
 
 @dataclass(frozen=True)
 class Queue:
-    entries: list[QueueEntry]  # those shown (by `shown`), in the queue's order
+    entries: list[QueueEntry[Any]]  # those shown (by `shown`), in the queue's order
     n_open: int
     n_decided: int
     n_gold_outside: int  # items with gold that no longer meet the queue's rule (e.g. a later annotation)
 
     @staticmethod
-    def with_subjects(entries: Iterable[QueueEntry]) -> list[QueueEntry]:
+    def with_subjects(entries: Iterable[QueueEntry[Any]]) -> list[QueueEntry[Any]]:
         """with_subjects(): the entries a page shows, with their goal and generator loaded."""
         return with_subjects(entries)
 
@@ -127,7 +130,7 @@ def review_queue(study: Study, shown: str = OPEN, *, with_dawid_skene: bool = Tr
     return Queue([e for e in queued if keep(e)], len(queued) - n_decided, n_decided, gold_outside)
 
 
-def with_subjects(entries: Iterable[QueueEntry]) -> list[QueueEntry]:
+def with_subjects(entries: Iterable[QueueEntry[Any]]) -> list[QueueEntry[Any]]:
     """The entries with their items' generation, procedure and generator loaded (one query: the page's
     entries, not the whole queue)."""
     entries = list(entries)
@@ -139,14 +142,13 @@ def with_subjects(entries: Iterable[QueueEntry]) -> list[QueueEntry]:
     return entries
 
 
-def queue_entry(item: StudyItem) -> QueueEntry:
+def queue_entry(item: StudyItem) -> QueueEntry[StudyItem]:
     """One item's labels, judges' verdicts and gold (whether or not it is in the queue); its item is `item`
     as given."""
     entry = _entries(item.study, item_ids=[item.pk]).get(item.pk)
     if entry is None:
         return QueueEntry(item, [], gold=gold_items(item.study).get(item.pk))
-    entry.item = item
-    return entry
+    return QueueEntry(item, entry.labels, entry.judges, entry.gold, entry.dawid_skene)
 
 
 def next_open(study: Study, after: StudyItem) -> StudyItem | None:
@@ -158,7 +160,7 @@ def next_open(study: Study, after: StudyItem) -> StudyItem | None:
 
 def _entries(
     study: Study, item_ids: list[int] | None = None, *, with_dawid_skene: bool = True
-) -> dict[int, QueueEntry]:
+) -> dict[int, QueueEntry[ItemRef]]:
     """The entries of the study's items that have labels or gold (of `item_ids` only, when given): their
     labels and judges' verdicts are remembered for the study (_SUBJECTS), their gold read each time."""
     subjects = _study_subjects(study) if item_ids is None else _subjects(study, item_ids)
@@ -167,7 +169,7 @@ def _entries(
 
 def _entries_of(
     study: Study, subjects: dict[int, _Subject], *, with_dawid_skene: bool = True
-) -> dict[int, QueueEntry]:
+) -> dict[int, QueueEntry[ItemRef]]:
     golds = gold_items(study)
     entries = {
         pk: QueueEntry(s.item, list(s.labels), list(s.judges), gold=golds.get(pk))
@@ -213,7 +215,7 @@ def _subjects(study: Study, item_ids: list[int] | None = None) -> dict[int, _Sub
         labels[item_id].append(bool(has_failure))
     refs = [ItemRef(*row) for row in items.values_list("pk", "position", "generation_id")]
     judges = _judge_verdicts({r.generation_id for r in refs if r.generation_id is not None}, study, item_ids)
-    return {r.pk: _Subject.of(r, labels.get(r.pk, []), judges.get(r.generation_id, [])) for r in refs}
+    return {r.pk: _Subject.of(r, labels.get(r.pk, []), judges.get(r.generation_id or 0, [])) for r in refs}
 
 
 def _subjects_version(study: Study) -> str:
@@ -243,7 +245,7 @@ def _remembered(
     return found[1]
 
 
-def _add_dawid_skene(study: Study, entries: dict[int, QueueEntry]) -> None:
+def _add_dawid_skene(study: Study, entries: dict[int, QueueEntry[ItemRef]]) -> None:
     """Each entry's Dawid-Skene estimate, the model fitted on the whole study's labels: fitted once per
     version of those labels (label_versions.study_labels_version), so a reviewer deciding item after item (a
     gold decision changes no label) is not kept waiting for the same fit again."""
