@@ -30,6 +30,7 @@ from django.db.models import Max, QuerySet
 from h2e_site.bounds import SEED, OutOfRange
 from judging import sampling
 from judging.models import Generation, Judge, Judgment
+from judging.versions import cached
 
 from .models import CalibrationDesign, CalibrationDraw, CalibrationRound, Study, StudyItem, StudyKind
 from .study_types import SAMPLE_SIZE, Selection, subject_key
@@ -436,20 +437,14 @@ def calibration_summary(study: Study) -> CalibrationSummary | None:
     rounds = list(study.calibration_rounds.order_by("number"))
     if not rounds:
         return None
-    per_generation: dict[int, list[float]] = defaultdict(list)
-    drawn: set[int] = set()
-    rows = CalibrationDraw.objects.filter(round__study=study).values_list(
-        "generation_id", "probability", "drawn"
-    )
-    for generation_id, probability, was_drawn in rows:
-        per_generation[generation_id].append(probability)
-        if was_drawn:
-            drawn.add(generation_id)
-    inclusion = [sampling.inclusion_after_rounds(p) for p in per_generation.values()] or [0.0]
+    # The draws of every round (140,000 a round at the benchmark's size) are read once per set of rounds:
+    # they are written with their round and never change.
+    version = ":".join(str(r.pk) for r in rounds)
+    inclusion = cached(f"calibration-inclusion:{study.pk}", lambda: _inclusion(study), version=version)
     names = dict(Judge.objects.values_list("pk", "judge_id"))
     return CalibrationSummary(
         design=rounds[0].get_design_display(),
-        frame_size=len(per_generation),
+        frame_size=inclusion.frame_size,
         rounds=[
             RoundRow(
                 r.number,
@@ -462,12 +457,36 @@ def calibration_summary(study: Study) -> CalibrationSummary | None:
             )
             for r in rounds
         ],
-        pi_min=min(inclusion),
-        pi_max=max(inclusion),
-        expected_drawn=sum(inclusion),
-        n_drawn=len(drawn),
+        pi_min=inclusion.pi_min,
+        pi_max=inclusion.pi_max,
+        expected_drawn=inclusion.expected_drawn,
+        n_drawn=inclusion.n_drawn,
         judges=[names.get(j, f"#{j}") for j in study_judges(study)],
     )
+
+
+@dataclass(frozen=True)
+class _Inclusion:
+    frame_size: int
+    pi_min: float
+    pi_max: float
+    expected_drawn: float
+    n_drawn: int
+
+
+def _inclusion(study: Study) -> _Inclusion:
+    """Every frame example's inclusion probability after the study's rounds: their range and sum."""
+    per_generation: dict[int, list[float]] = defaultdict(list)
+    drawn: set[int] = set()
+    rows = CalibrationDraw.objects.filter(round__study=study).values_list(
+        "generation_id", "probability", "drawn"
+    )
+    for generation_id, probability, was_drawn in rows:
+        per_generation[generation_id].append(probability)
+        if was_drawn:
+            drawn.add(generation_id)
+    inclusion = [sampling.inclusion_after_rounds(p) for p in per_generation.values()] or [0.0]
+    return _Inclusion(len(per_generation), min(inclusion), max(inclusion), sum(inclusion), len(drawn))
 
 
 __all__ = [

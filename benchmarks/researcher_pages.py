@@ -723,6 +723,7 @@ def run_pages() -> tuple[list[Timing], dict[str, int], str]:
     django.setup()
     from django.conf import settings
     from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Permission
     from django.test import Client
 
     from annotation.models import AnnotatedFailure, Study
@@ -736,6 +737,8 @@ def run_pages() -> tuple[list[Timing], dict[str, int], str]:
         print(f"  calibration study: {add_calibration_study(n_items=CALIBRATION_ITEMS)}", file=sys.stderr)
     settings.DEBUG = False  # no SQL logging while timing
     user, _ = get_user_model().objects.get_or_create(username="bench-staff", defaults={"is_staff": True})
+    user.user_permissions.add(Permission.objects.get(codename="add_job", content_type__app_label="jobs"))
+    user = get_user_model().objects.get(pk=user.pk)  # the permission cache read again
     client = Client()
     client.force_login(user)
     counts = {
@@ -744,7 +747,11 @@ def run_pages() -> tuple[list[Timing], dict[str, int], str]:
         "human_failures": AnnotatedFailure.objects.count(),
     }
     pages = [page for page in PAGES if not ONLY or page.__name__ in ONLY]
-    timings = [t for page in pages for t in page(client)]
+    timings = []
+    for page in pages:
+        timings += (done := page(client))
+        for t in done:  # as they come: a run stopped later keeps these
+            print(f"  {t.median_ms:8.0f} ms median {t.p95_ms:8.0f} ms p95  {t.name}", file=sys.stderr)
     return timings, counts, explain_first_page()
 
 

@@ -10,7 +10,8 @@ from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
-from django.db.models import Count, F, Q, QuerySet
+from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.urls import URLPattern, reverse
 
@@ -96,7 +97,14 @@ class CriticalFailures(StudyKindSpec):
         calibration_sample.check_selection(selection)
 
     def annotate_items(self, items: QuerySet[StudyItem, StudyItem]) -> QuerySet[StudyItem, StudyItem]:
-        return items.annotate(n_with_failure=_n_with_failure(distinct=True))
+        failing = (
+            Annotation.objects.filter(item=OuterRef("pk"), has_failure=True)
+            .order_by()
+            .values("item")
+            .annotate(n=Count("pk"))
+            .values("n")
+        )  # a subquery per item shown (the study page shows a page of them)
+        return items.annotate(n_with_failure=Coalesce(Subquery(failing), 0))
 
     def annotate_participants(self, participants: QuerySet[Participant, Participant]) -> QuerySet[Any, Any]:
         return participants.annotate(n_with_failure=_n_with_failure(distinct=False))

@@ -10,6 +10,7 @@ import orjson
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import ImproperlyConfigured, ValidationError
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -26,6 +27,8 @@ from ..models import Study
 from ..prolific_api import ProlificClient, retries_note
 from ..prolific_bonuses import bonuses_for_finished
 from ..study_types import kind_choices
+
+ITEMS_PER_PAGE = 100  # the study page's item table (a calibration study has thousands: issue #31 item 22)
 
 
 @staff_required
@@ -107,7 +110,7 @@ def _detail_context(request: HttpRequest, study: Study, refused: forms.Form | No
         "kind": spec,
         "kind_links": spec.study_links(study),
         "progress": selectors.study_progress(study=study),
-        "items": spec.annotate_items(items),
+        "items": Paginator(spec.annotate_items(items), ITEMS_PER_PAGE).get_page(request.GET.get("page")),
         "participants": [_with_kind_values(p, spec.participant_columns) for p in participants],
         "entry_path": request.build_absolute_uri(reverse("annotator:entry", kwargs={"slug": study.slug})),
         "bonus_form": BonusForm(),
