@@ -502,7 +502,7 @@ class CalibrationRoundView(ComputedView):
     """Draw the next round of a calibration study: every frame generation's inclusion probability from the
     judges' verdicts only, a systematic PPS draw, and an item for each generation drawn that the study does
     not have yet (annotation/calibration_sample.py; the README defines the designs). A frame of more than
-    20,000 examples is drawn by a calibration_round job: 202 with the job (which needs the 'add job'
+    10,000 examples is drawn by a calibration_round job: 202 with the job (which needs the 'add job'
     permission, else 403); a smaller one in the request: 201 with the round."""
 
     serializer_class = CalibrationRoundSerializer

@@ -24,7 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Max, QuerySet
 
 from h2e_site.bounds import SEED, OutOfRange
@@ -36,9 +36,10 @@ from .models import CalibrationDesign, CalibrationDraw, CalibrationRound, Study,
 from .study_types import SAMPLE_SIZE, Selection, subject_key
 
 BATCH = 2000  # CalibrationDraw rows per INSERT
-# A round over a frame larger than this is drawn by a job (calibration_jobs.py), not inside the request:
-# at 140,000 frame examples a round takes seconds (docs/benchmarks.md, researcher pages, issue #31 item 22).
-ROUND_JOB_FRAME = 20_000
+# A round over a frame larger than this is drawn by a job (calibration_jobs.py), not inside the request: a
+# round takes ~10 ms per 1,000 frame examples (70 ms at 7,000, 2-3 s at 140,000 on the 2 shared cores;
+# docs/benchmarks.md, researcher pages, issue #31 item 22), so one at the threshold stays near 100 ms.
+ROUND_JOB_FRAME = 10_000
 # The steps of a later round, as its progress counts them: the frame read, the probabilities and the draw,
 # the draws stored, the new items added.
 ROUND_STEPS = 4
@@ -117,17 +118,20 @@ def frame_of(selection: Selection) -> dict[int, Hashable]:
     return dict(generations.order_by("pk").values_list("pk", "procedure__topic_id"))
 
 
-def study_frame(study: Study) -> dict[int, Hashable]:
-    """A calibration study's frame: the generations of its round 1's draws, with their topics."""
-    return dict(
-        _first_draws(study)
-        .order_by("generation_id")
-        .values_list("generation_id", "generation__procedure__topic_id")
-    )
+def study_frame(study: Study, *, with_topics: bool = True) -> dict[int, Hashable]:
+    """A calibration study's frame: the generations of its round 1's draws, with their topics (None without
+    `with_topics`: the designs other than stratified read no topic, and the join costs most of the read)."""
+    draws = _first_draws(study).order_by("generation_id")
+    if not with_topics:
+        return dict.fromkeys(draws.values_list("generation_id", flat=True))
+    return dict(draws.values_list("generation_id", "generation__procedure__topic_id"))
 
 
 def _first_draws(study: Study) -> QuerySet[CalibrationDraw, CalibrationDraw]:
-    return CalibrationDraw.objects.filter(round__study=study, round__number=1)
+    """Round 1's draws, by its id: the unique (round, generation) index then gives them in generation order
+    (through the join, PostgreSQL walked every draw of every study in that order)."""
+    first = CalibrationRound.objects.filter(study=study, number=1).values_list("pk", flat=True).first()
+    return CalibrationDraw.objects.filter(round_id=first)
 
 
 def study_frame_ids(study: Study) -> QuerySet[Any, Any]:
@@ -247,6 +251,22 @@ def draw_round(
 def _draws_store(
     calibration_round: CalibrationRound, probabilities: Mapping[int, float], drawn: set[int]
 ) -> None:
+    """One CalibrationDraw per frame example: on PostgreSQL one INSERT from arrays (140,000 rows in well
+    under a second, where batches of model rows took ~5 s), elsewhere in batches of BATCH."""
+    if connection.vendor == "postgresql":
+        ids = list(probabilities)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {CalibrationDraw._meta.db_table} (round_id, generation_id, probability, drawn) "
+                "SELECT %s, g, p, d FROM unnest(%s::bigint[], %s::float8[], %s::boolean[]) AS t(g, p, d)",
+                [
+                    calibration_round.pk,
+                    ids,
+                    [min(1.0, probabilities[g]) for g in ids],
+                    [g in drawn for g in ids],
+                ],
+            )
+        return
     rows = [
         CalibrationDraw(round=calibration_round, generation_id=g, probability=min(1.0, p), drawn=g in drawn)
         for g, p in probabilities.items()
@@ -366,7 +386,7 @@ def next_round(
     numbers), and `on_stored(round)` runs in that transaction (a job records its round there).
     ValidationError naming the field ("study", "size", "design", "judge_ids", "seed")."""
     resolved = request if isinstance(request, ResolvedRound) else resolve_round(study=study, request=request)
-    frame = study_frame(study)
+    frame = study_frame(study, with_topics=resolved.design == CalibrationDesign.STRATIFIED)
     _step(on_progress)
     planned = plan_round(resolved.design, resolved.size, resolved.judge_ids, resolved.seed, frame=frame,
                          frame_ids=study_frame_ids(study))  # fmt: skip

@@ -140,9 +140,9 @@ def test_the_study_page_shows_its_items_a_page_at_a_time(admin_client: Client) -
     study = make_study(n_items=ITEMS_PER_PAGE + 3)
     url = reverse("annotation:study_detail", args=[study.slug])
     first = admin_client.get(url).content.decode()
-    assert f"Items 1–{ITEMS_PER_PAGE} of {ITEMS_PER_PAGE + 3}" in first
+    assert f"Items 1\u2013{ITEMS_PER_PAGE} of {ITEMS_PER_PAGE + 3}" in first
     assert first.count("Do oil pulling, variant") == ITEMS_PER_PAGE
     last = admin_client.get(url, {"page": "2"}).content.decode()
-    assert f"Items {ITEMS_PER_PAGE + 1}–{ITEMS_PER_PAGE + 3} of {ITEMS_PER_PAGE + 3}" in last
+    assert f"Items {ITEMS_PER_PAGE + 1}\u2013{ITEMS_PER_PAGE + 3} of {ITEMS_PER_PAGE + 3}" in last
     assert last.count("Do oil pulling, variant") == 3
     assert admin_client.get(url, {"page": "x"}).status_code == 200  # a page that is not one: the first
