@@ -81,8 +81,13 @@ def test_a_round_job_needs_the_run_permission_and_a_valid_round(
     assert not Job.objects.exists() and large_frame.calibration_rounds.count() == 1
 
 
-def test_the_api_answers_202_with_the_job_over_a_large_frame(runner: Client, large_frame: Study) -> None:
+def test_the_api_answers_202_with_the_job_over_a_large_frame(
+    staff: Client, runner: Client, large_frame: Study
+) -> None:
     api = reverse("api:study-calibration-rounds", args=[large_frame.slug])
+    refused = staff.post(api, {"size": 2, "seed": 5}, content_type="application/json")
+    assert refused.status_code == 403 and "add job" in refused.json()["detail"]
+    assert not Job.objects.exists()
     response = runner.post(api, {"size": 2, "seed": 5}, content_type="application/json")
     assert response.status_code == 202, response.content
     job = Job.objects.get(pk=response.json()["job"])
