@@ -66,6 +66,7 @@ from .calibration import (
     with_judge_labels,
 )
 from .critical_failures.gold import gold_by_generation
+from .label_versions import calibration_version
 from .models import Study, StudyKind
 from .selectors import study_unlabelled_reason
 
@@ -199,14 +200,19 @@ class ReportCard:
 
 
 def report_card(judge: Judge) -> ReportCard:
+    version = versions.judgments_version(judge_ids=[judge.judge_id])
     instrument, length_bias, other_judges, flips = versions.cached(
-        f"judge-figures:{judge.pk}",
-        lambda: _judgment_figures(judge),
-        version=versions.judgments_version(judge_ids=[judge.judge_id]),
+        f"judge-figures:{judge.pk}", lambda: _judgment_figures(judge), version=version
     )
     judged = _studies_judged(judge)
     rows = [study_card(judge, study) for study in judged]
-    bias = calibration_bias(judge)
+    # Over a 10,000-item calibration study of a 140,000-generation frame: seconds; cached for the version
+    # of what it reads (the judgments and the human side: label_versions.calibration_version).
+    bias = versions.cached(
+        f"judge-calibration-bias:{judge.pk}",
+        lambda: calibration_bias(judge),
+        version=f"{version}|{calibration_version()}",
+    )
     return ReportCard(
         judge=judge,
         instrument=instrument,
@@ -298,8 +304,9 @@ def calibration_bias(judge: Judge) -> CalibrationBias | str:
         )
     items: list[Example] = []
     n_no_verdict = 0
-    for sample in samples.values():
-        examples = [e for e in with_judge_labels(judge, sample.examples) if e.human is not None]
+    for generator_pk, sample in samples.items():
+        labelled = with_judge_labels(judge, sample.examples, generator_pk=generator_pk)
+        examples = [e for e in labelled if e.human is not None]
         n_no_verdict += sum(e.imputed for e in examples)
         items.extend(e for e in examples if not e.imputed)
     if not items:

@@ -146,3 +146,21 @@ def test_the_study_page_shows_its_items_a_page_at_a_time(admin_client: Client) -
     assert f"Items {ITEMS_PER_PAGE + 1}\u2013{ITEMS_PER_PAGE + 3} of {ITEMS_PER_PAGE + 3}" in last
     assert last.count("Do oil pulling, variant") == 3
     assert admin_client.get(url, {"page": "x"}).status_code == 200  # a page that is not one: the first
+
+
+def test_the_report_cards_bias_is_cached_until_a_label_or_gold_changes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from annotation import report_card
+
+    world = small_world()
+    cache.clear()
+    computed = counting(monkeypatch, report_card, "calibration_bias")
+    judge = world["judge"]
+    first = report_card.report_card(judge).bias  # type: ignore[arg-type]
+    assert report_card.report_card(judge).bias == first  # type: ignore[arg-type]
+    assert len(computed) == 1
+    item = StudyItem.objects.get(study=world["study_a"], generation=world["frame_a"][1])  # type: ignore[index]
+    gold_decide(item=item, verdict={"has_failure": True, "failures": []}, reason="checked")
+    after = report_card.report_card(judge).bias  # type: ignore[arg-type]
+    assert len(computed) == 2 and after != first
