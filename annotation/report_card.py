@@ -204,14 +204,17 @@ def report_card(judge: Judge) -> ReportCard:
     instrument, length_bias, other_judges, flips = versions.cached(
         f"judge-figures:{judge.pk}", lambda: _judgment_figures(judge), version=version
     )
-    judged = _studies_judged(judge)
-    rows = [study_card(judge, study) for study in judged]
-    # Over a 10,000-item calibration study of a 140,000-generation frame: seconds; cached for the version
-    # of what it reads (the judgments and the human side: label_versions.calibration_version).
+    # The studies' figures and the bias on the calibration samples take seconds over a 10,000-item study
+    # (its agreement's bootstrap, a 140,000-generation frame): cached for the version of what they read (the
+    # judge's judgments and the human side: label_versions.calibration_version).
+    humans = f"{version}|{calibration_version()}"
+    rows = versions.cached(
+        f"judge-studies:{judge.pk}",
+        lambda: [study_card(judge, study) for study in _studies_judged(judge)],
+        version=humans,
+    )
     bias = versions.cached(
-        f"judge-calibration-bias:{judge.pk}",
-        lambda: calibration_bias(judge),
-        version=f"{version}|{calibration_version()}",
+        f"judge-calibration-bias:{judge.pk}", lambda: calibration_bias(judge), version=humans
     )
     return ReportCard(
         judge=judge,
@@ -222,7 +225,7 @@ def report_card(judge: Judge) -> ReportCard:
         flips=flips,
         studies=[row for row in rows if isinstance(row, StudyCard)],
         skipped=[row for row in rows if isinstance(row, SkippedStudy)],
-        no_study_reason="" if judged else no_study_reason(judge),
+        no_study_reason="" if rows else no_study_reason(judge),  # a row per study judged
         bias=bias if isinstance(bias, CalibrationBias) else None,
         no_bias_reason=bias if isinstance(bias, str) else "",
     )
