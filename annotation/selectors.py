@@ -131,7 +131,7 @@ def study_participants_progress(*, study: Study) -> QuerySet[Participant, Partic
             n_attention=Count("annotations", filter=Q(annotations__attention_passed__isnull=False)),
             n_attention_passed=Count("annotations", filter=Q(annotations__attention_passed=True)),
         )
-        .order_by("created_at")
+        .order_by("created_at", "pk")  # a stable order for the pages
     )
 
 

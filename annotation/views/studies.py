@@ -29,6 +29,7 @@ from ..prolific_bonuses import bonuses_for_finished
 from ..study_types import kind_choices
 
 ITEMS_PER_PAGE = 100  # the study page's item table (a calibration study has thousands: issue #31 item 22)
+ANNOTATORS_PER_PAGE = 100  # and its annotators (600 for a 10,000-item study)
 
 
 @staff_required
@@ -111,11 +112,18 @@ def _detail_context(request: HttpRequest, study: Study, refused: forms.Form | No
         "kind_links": spec.study_links(study),
         "progress": selectors.study_progress(study=study),
         "items": Paginator(spec.annotate_items(items), ITEMS_PER_PAGE).get_page(request.GET.get("page")),
-        "participants": [_with_kind_values(p, spec.participant_columns) for p in participants],
+        "participants": _annotators_page(request, participants, spec.participant_columns),
         "entry_path": request.build_absolute_uri(reverse("annotator:entry", kwargs={"slug": study.slug})),
         "bonus_form": BonusForm(),
         **spec.study_page_context(request, study, refused),
     }
+
+
+def _annotators_page(request: HttpRequest, participants: Any, columns: tuple[tuple[str, str], ...]) -> Any:
+    """A page of the study's annotators (?annotators=<n>), each with its kind's values."""
+    page = Paginator(participants, ANNOTATORS_PER_PAGE).get_page(request.GET.get("annotators"))
+    page.object_list = [_with_kind_values(p, columns) for p in page.object_list]
+    return page
 
 
 def _with_kind_values(participant: Any, columns: tuple[tuple[str, str], ...]) -> Any:

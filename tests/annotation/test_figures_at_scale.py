@@ -164,3 +164,19 @@ def test_the_report_cards_bias_is_cached_until_a_label_or_gold_changes(
     gold_decide(item=item, verdict={"has_failure": True, "failures": []}, reason="checked")
     after = report_card.report_card(judge).bias  # type: ignore[arg-type]
     assert len(computed) == 2 and after != first
+
+
+def test_the_study_page_shows_its_annotators_a_page_at_a_time(admin_client: Client) -> None:
+    from annotation.models import Participant
+    from annotation.views.studies import ANNOTATORS_PER_PAGE
+    from tests.annotation.conftest import make_study
+
+    study = make_study(n_items=1)
+    n = ANNOTATORS_PER_PAGE + 2
+    Participant.objects.bulk_create(Participant(study=study, prolific_pid=f"pid-{i:04d}") for i in range(n))
+    url = reverse("annotation:study_detail", args=[study.slug])
+    first = admin_client.get(url).content.decode()
+    assert first.count('<td class="id">pid-') == ANNOTATORS_PER_PAGE
+    assert f"Annotators 1\u2013{ANNOTATORS_PER_PAGE} of {n}" in first and "pid-0000" in first
+    last = admin_client.get(url, {"annotators": "2"}).content.decode()
+    assert last.count('<td class="id">pid-') == 2 and f"pid-{n - 1:04d}" in last
