@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import RegexValidator
 from django.urls import path
@@ -30,6 +31,8 @@ from judging.api import JudgeQuerySerializer
 from judging.models import Judge
 
 from . import calibration, calibration_sample, failures, planner
+from .calibration_cache import calibrated_board
+from .calibration_jobs import calibration_round_job_create
 from .kinds import KINDS
 from .models import CalibrationDesign, CalibrationRound, Study
 from .report_card import report_card
@@ -457,15 +460,11 @@ class CalibratedLeaderboardView(ComputedView):
         unknown = [j for j in judge_ids if j not in known]
         if unknown:
             raise NotFound(f"judge: no judge with judge_id {', '.join(map(repr, unknown))}")
-        samples = calibration.generator_samples()
-        lines = calibration.calibrated_lines(judge_ids=judge_ids or None, samples=samples)
+        board = calibrated_board(judge_ids)
         data = {
             "min_topic_labels": calibration.MIN_TOPIC_LABELS,
-            "lines": [line.as_json() for line in lines],
-            "unused_studies": [
-                {"study": u.slug, "title": u.title, "reason": u.reason}
-                for u in calibration.unused_studies(samples)
-            ],
+            "lines": [line.as_json() for line in board.lines],
+            "unused_studies": [{"study": u.slug, "title": u.title, "reason": u.reason} for u in board.unused],
         }
         return Response(data)
 
@@ -510,17 +509,24 @@ class CalibrationRoundSerializer(serializers.Serializer):
         return calibration_round.draws.count()
 
 
+class RoundJobSerializer(serializers.Serializer):
+    job = serializers.IntegerField(help_text="the calibration_round job drawing the round (/api/jobs/<id>/)")
+    status = serializers.CharField()
+
+
 class CalibrationRoundView(ComputedView):
     """Draw the next round of a calibration study: every frame generation's inclusion probability from the
     judges' verdicts only, a systematic PPS draw, and an item for each generation drawn that the study does
-    not have yet (annotation/calibration_sample.py; the README defines the designs)."""
+    not have yet (annotation/calibration_sample.py; the README defines the designs). A frame of more than
+    10,000 examples is drawn by a calibration_round job: 202 with the job (which needs the 'add job'
+    permission, else 403); a smaller one in the request: 201 with the round."""
 
     serializer_class = CalibrationRoundSerializer
     parser_classes = [ObjectJSONParser]  # a JSON object: a list of judges has no unambiguous form encoding
 
     @extend_schema(
         request=CalibrationRoundRequestSerializer,
-        responses={201: CalibrationRoundSerializer},
+        responses={201: CalibrationRoundSerializer, 202: RoundJobSerializer},
         operation_id="study_calibration_round_create",
     )
     def post(self, request: Request, slug: str) -> Response:
@@ -535,6 +541,12 @@ class CalibrationRoundView(ComputedView):
             data["size"], data.get("design"), judges, data.get("seed")
         )
         try:
+            if calibration_sample.round_in_job(study):
+                user = request.user
+                job = calibration_round_job_create(
+                    study=study, request=round_request, created_by=user if isinstance(user, User) else None
+                )
+                return Response({"job": job.pk, "status": job.status}, status=status.HTTP_202_ACCEPTED)
             drawn = calibration_sample.next_round(study=study, request=round_request)
         except DjangoValidationError as refused:
             raise ValidationError(refused.message_dict) from None

@@ -7,3 +7,4 @@ PROLIFIC_SYNC = "prolific_sync"
 PROLIFIC_REVIEW = "prolific_review"
 PROLIFIC_BONUSES = "prolific_bonuses"
 PROLIFIC_KINDS = (PROLIFIC_SYNC, PROLIFIC_REVIEW, PROLIFIC_BONUSES)
+CALIBRATION_ROUND = "calibration_round"

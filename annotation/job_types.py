@@ -1,6 +1,8 @@
 """The annotation app's kinds of job as the core (h2e_site.jobs) runs and shows them: classify_steps (a model
-answers the step-type candidates of a study; annotation/step_types/classify.py) and failure_patterns (a
-topic's failure descriptions clustered; annotation/failure_meaning/)."""
+answers the step-type candidates of a study; annotation/step_types/classify.py), failure_patterns (a
+topic's failure descriptions clustered; annotation/failure_meaning/), calibration_round (a calibration
+study's next round over a large frame; annotation/calibration_jobs.py) and the Prolific jobs (sync, review,
+bonuses; annotation/prolific_jobs.py)."""
 
 from __future__ import annotations
 
@@ -14,10 +16,18 @@ from h2e_site.jobs.models import Job
 from h2e_site.jobs.registry import JobDescription, JobLink, JobSubject, JobType, job_type_register
 
 from .failure_meaning.jobs import failure_patterns_job_create
-from .job_kinds import CLASSIFY_STEPS, FAILURE_PATTERNS, PROLIFIC_BONUSES, PROLIFIC_REVIEW, PROLIFIC_SYNC
+from .job_kinds import (
+    CALIBRATION_ROUND,
+    CLASSIFY_STEPS,
+    FAILURE_PATTERNS,
+    PROLIFIC_BONUSES,
+    PROLIFIC_REVIEW,
+    PROLIFIC_SYNC,
+)
 from .models import StepTypeClassifier, Study
 from .step_types.classify import classify_job_create, classify_job_retry
 from .tasks import (
+    run_calibration_round_job,
     run_classify_job,
     run_failure_patterns_job,
     run_prolific_bonuses_job,
@@ -117,6 +127,30 @@ def describe_prolific_jobs(jobs: Sequence[Job]) -> dict[int, JobDescription]:
     return descriptions
 
 
+def describe_round_jobs(jobs: Sequence[Job]) -> dict[int, JobDescription]:
+    """The study of each calibration_round job (its page's calibration section) and the round's design."""
+    descriptions = {}
+    for job in jobs:
+        parameters = job.parameters
+        slug = str(parameters.get("study_slug", ""))
+        url = reverse("annotation:study_detail", args=[slug]) + "#calibration" if slug else ""
+        facts = [("size (n)", str(parameters.get("size", ""))), ("design", str(parameters.get("design", ""))),
+                 ("seed", str(parameters.get("seed", "")))]  # fmt: skip
+        if parameters.get("round"):
+            facts.append(("round", f"{parameters['round']}: {parameters.get('new_items', 0)} new items"))
+        descriptions[job.pk] = JobDescription(
+            subjects=(JobSubject("study", slug, url, slug),) if slug else (),
+            links=(JobLink("The study's calibration sample", url, "Study"),) if url else (),
+            facts=tuple(facts),
+        )
+    return descriptions
+
+
+def _round_note(job: Job) -> str:
+    parameters = job.parameters
+    return f"{parameters.get('study_slug', '')}: n={parameters.get('size')}, {parameters.get('design')}"
+
+
 PROLIFIC_JOB_LABELS = {
     PROLIFIC_SYNC: ("Prolific: sync submissions", run_prolific_sync_job),
     PROLIFIC_REVIEW: ("Prolific: review submissions", run_prolific_review_job),
@@ -161,5 +195,16 @@ def register_job_types() -> None:
             run_hint=_pattern_command,
             start_hint="Cluster a topic's failure descriptions: the failure browser's “Failure patterns” "
             "page, POST /api/jobs/, or manage.py failure_patterns --topic NAME.",
+        )
+    )
+    job_type_register(
+        JobType(
+            CALIBRATION_ROUND,
+            run_calibration_round_job,
+            label="Calibration round",
+            note=_round_note,
+            describe=describe_round_jobs,
+            start_hint="Draw a calibration study's next round over a large frame: the study page's "
+            "“Draw the next round”, or POST /api/studies/<slug>/calibration-rounds/.",
         )
     )

@@ -66,6 +66,7 @@ from .calibration import (
     with_judge_labels,
 )
 from .critical_failures.gold import gold_by_generation
+from .label_versions import calibration_version
 from .models import Study, StudyKind
 from .selectors import study_unlabelled_reason
 
@@ -199,14 +200,22 @@ class ReportCard:
 
 
 def report_card(judge: Judge) -> ReportCard:
+    version = versions.judgments_version(judge_ids=[judge.judge_id])
     instrument, length_bias, other_judges, flips = versions.cached(
-        f"judge-figures:{judge.pk}",
-        lambda: _judgment_figures(judge),
-        version=versions.judgments_version(judge_ids=[judge.judge_id]),
+        f"judge-figures:{judge.pk}", lambda: _judgment_figures(judge), version=version
     )
-    judged = _studies_judged(judge)
-    rows = [study_card(judge, study) for study in judged]
-    bias = calibration_bias(judge)
+    # The studies' figures and the bias on the calibration samples take seconds over a 10,000-item study
+    # (its agreement's bootstrap, a 140,000-generation frame): cached for the version of what they read (the
+    # judge's judgments and the human side: label_versions.calibration_version).
+    humans = f"{version}|{calibration_version()}"
+    rows = versions.cached(
+        f"judge-studies:{judge.pk}",
+        lambda: [study_card(judge, study) for study in _studies_judged(judge)],
+        version=humans,
+    )
+    bias = versions.cached(
+        f"judge-calibration-bias:{judge.pk}", lambda: calibration_bias(judge), version=humans
+    )
     return ReportCard(
         judge=judge,
         instrument=instrument,
@@ -216,7 +225,7 @@ def report_card(judge: Judge) -> ReportCard:
         flips=flips,
         studies=[row for row in rows if isinstance(row, StudyCard)],
         skipped=[row for row in rows if isinstance(row, SkippedStudy)],
-        no_study_reason="" if judged else no_study_reason(judge),
+        no_study_reason="" if rows else no_study_reason(judge),  # a row per study judged
         bias=bias if isinstance(bias, CalibrationBias) else None,
         no_bias_reason=bias if isinstance(bias, str) else "",
     )
@@ -298,8 +307,9 @@ def calibration_bias(judge: Judge) -> CalibrationBias | str:
         )
     items: list[Example] = []
     n_no_verdict = 0
-    for sample in samples.values():
-        examples = [e for e in with_judge_labels(judge, sample.examples) if e.human is not None]
+    for generator_pk, sample in samples.items():
+        labelled = with_judge_labels(judge, sample.examples, generator_pk=generator_pk)
+        examples = [e for e in labelled if e.human is not None]
         n_no_verdict += sum(e.imputed for e in examples)
         items.extend(e for e in examples if not e.imputed)
     if not items:

@@ -10,7 +10,7 @@ from typing import Any
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 
-from .models import Annotation, AssignmentStatus, Participant, Stage, Study, StudyItem
+from .models import Annotation, Assignment, AssignmentStatus, Participant, Stage, Study, StudyItem
 
 
 @dataclass(frozen=True)
@@ -105,18 +105,20 @@ def studies_with_progress() -> QuerySet[Study, Study]:
 def study_items_progress(*, study: Study, listed: tuple[str, ...] = ()) -> QuerySet[StudyItem, StudyItem]:
     """Items with the relations the study page's list shows (`listed`: its kind's `item_listed`), in position
     order; counters are on the rows."""
+    active = (
+        Assignment.objects.filter(
+            item=OuterRef("pk"), status=AssignmentStatus.ACTIVE, participant__is_preview=False
+        )
+        .order_by()
+        .values("item")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    # A subquery per item shown, not a join grouped over every item (a study of 10,000 items shows a page).
     return (
         StudyItem.objects.filter(study=study)
         .select_related(*listed)
-        .annotate(
-            n_active=Count(
-                "assignments",
-                filter=Q(
-                    assignments__status=AssignmentStatus.ACTIVE, assignments__participant__is_preview=False
-                ),
-                distinct=True,
-            ),
-        )
+        .annotate(n_active=Coalesce(Subquery(active), 0))
         .order_by("is_attention_check", "position")
     )
 
@@ -129,7 +131,7 @@ def study_participants_progress(*, study: Study) -> QuerySet[Participant, Partic
             n_attention=Count("annotations", filter=Q(annotations__attention_passed__isnull=False)),
             n_attention_passed=Count("annotations", filter=Q(annotations__attention_passed=True)),
         )
-        .order_by("created_at")
+        .order_by("created_at", "pk")  # a stable order for the pages
     )
 
 

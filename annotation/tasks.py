@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from .calibration_jobs import calibration_round_job_run
 from .failure_meaning.jobs import failure_patterns_job_run
 from .job_kinds import PROLIFIC_BONUSES, PROLIFIC_REVIEW, PROLIFIC_SYNC
 from .prolific_jobs import prolific_job_run
@@ -39,3 +40,9 @@ def run_prolific_review_job(job_id: int) -> None:
 def run_prolific_bonuses_job(job_id: int) -> None:
     """Pay a study's bonuses of one reason through Prolific, each once (annotation/prolific_jobs.py)."""
     prolific_job_run(job_id=job_id, kind=PROLIFIC_BONUSES)
+
+
+@shared_task(name="annotation.run_calibration_round_job", acks_late=True, reject_on_worker_lost=True)
+def run_calibration_round_job(job_id: int) -> None:
+    """Run a calibration_round Job (a redelivered message finds its round stored, or draws it whole)."""
+    calibration_round_job_run(job_id=job_id)

@@ -282,6 +282,8 @@ class Timing:
 
 RUNS = 20
 WARMUP = 3
+CALIBRATION_ITEMS = 10_000
+ONLY: set[str] = set()  # --only: the page functions timed (all when empty)
 SEARCH_COMMON = "failure browser: text search q=step (a common word), counts included"
 SEARCH_ABSENT = "failure browser: text search q=temperature (a word no failure has), counts included"
 
@@ -308,11 +310,22 @@ def timed(
     for _ in range(runs):
         if cold:
             cache.clear()
+            _forget_remembered()
         start = time.perf_counter()
         response = client.get(url, params or {}, **headers)
         times.append(time.perf_counter() - start)
     query = "&".join(f"{k}={v}" for k, v in (params or {}).items())
     return Timing(name, url + (f"?{query}" if query else ""), times, len(response.content))
+
+
+def _forget_remembered() -> None:
+    """What pages remember in this process besides Django's cache (the adjudication queue's subjects and
+    Dawid-Skene fits): forgotten for the timings "computed afresh"."""
+    from annotation.critical_failures import adjudication
+
+    for name in ("_SUBJECTS", "_FITS"):
+        if hasattr(adjudication, name):
+            getattr(adjudication, name).clear()
 
 
 def leaderboard_page(client: Any) -> list[Timing]:
@@ -474,6 +487,181 @@ def adjudication_pages(client: Any) -> list[Timing]:
     return [Timing(t.name, t.url, t.times, t.bytes, note=shape) for t in timings]
 
 
+# --- the calibration study at scale (issue #31 item 22) ---------------------------------------------------
+
+CALIBRATED = "calibrated leaderboard (default judge)"
+CALIBRATED_ALL = "calibrated leaderboard (all judges)"
+CALIBRATED_GENERATOR = "calibrated leaderboard: one generator's topics"
+CALIBRATION_QUEUE = "adjudication queue of the calibration study (open, first page)"
+CALIBRATION_ITEM = "adjudication: an item's page (calibration study)"
+CALIBRATION_DECIDE = "adjudication: a gold decision (POST, then the next open item found)"
+CALIBRATION_STUDY = "calibration study page (items, rounds, the round form)"
+ROUND_SMALL = "calibration round drawn in the request (7,000-example frame)"
+ROUND_LARGE = "calibration round over the 140,000-example frame (POST)"
+CALIBRATION_RUNS = 5  # the pages that compute afresh or write: fewer timed requests
+
+
+def _calibration_shape() -> str:
+    from annotation.models import Annotation, CalibrationDraw, Study
+    from benchmarks.calibration_data import CALIBRATION_SLUG
+
+    study = Study.objects.get(slug=CALIBRATION_SLUG)
+    frame = CalibrationDraw.objects.filter(round__study=study, round__number=1).count()
+    labels = Annotation.objects.filter(study=study).count()
+    return f"{study.items.count():,} items, {labels:,} labels, frame {frame:,}"
+
+
+def calibrated_pages(client: Any) -> list[Timing]:
+    """The calibrated leaderboard over the calibration study (every generator x judge), its API, one
+    generator's topics; cached figures and computed afresh."""
+    from django.urls import reverse
+
+    from judging.models import Generator, Judge
+
+    url = reverse("calibrated:leaderboard")
+    judge = Judge.objects.order_by("judge_id").first()
+    generator = Generator.objects.order_by("generator_id").first()
+    assert judge is not None and generator is not None
+    one = reverse("calibrated:generator", args=[generator.generator_id])
+    shape = _calibration_shape()
+    timings = [
+        timed(client, CALIBRATED, url),
+        timed(client, CALIBRATED_ALL, url, {"judge": "all"}),
+        timed(client, "calibrated leaderboard, computed afresh (cache cleared)", url, {"judge": "all"},
+              runs=CALIBRATION_RUNS, cold=True),
+        timed(client, "API /api/leaderboard/calibrated/", reverse("api:calibrated-leaderboard")),
+        timed(client, CALIBRATED_GENERATOR, one, {"judge": judge.judge_id}),
+    ]  # fmt: skip
+    return [Timing(t.name, t.url, t.times, t.bytes, note=shape) for t in timings]
+
+
+def calibration_adjudication_pages(client: Any) -> list[Timing]:
+    """The calibration study's adjudication queue (10,000 items, Dawid-Skene on every label), an item's
+    page, and gold decisions (each POST decides another open item; removed afterwards)."""
+    from django.urls import reverse
+
+    from annotation.critical_failures.adjudication import review_queue
+    from annotation.models import GoldEvent, Study
+    from benchmarks.calibration_data import CALIBRATION_SLUG
+
+    study = Study.objects.get(slug=CALIBRATION_SLUG)
+    queue = review_queue(study, "open")
+    shape = f"{_calibration_shape()}; {queue.n_open:,} open, {queue.n_decided:,} decided"
+    queue_url = reverse("annotation:adjudication_queue", args=[study.slug])
+    timings = [
+        timed(client, CALIBRATION_QUEUE, queue_url),
+        timed(client, "adjudication queue of the calibration study (all, page 20)", queue_url,
+              {"show": "all", "page": "20"}),
+        timed(client, "adjudication queue, computed afresh (cache cleared)", queue_url,
+              runs=CALIBRATION_RUNS, cold=True),
+    ]  # fmt: skip
+    items = [entry.item for entry in queue.entries[: WARMUP + CALIBRATION_RUNS + 1]]
+    if items:
+        url = reverse("annotation:adjudicate", args=[study.slug, items[0].pk])
+        timings.append(timed(client, CALIBRATION_ITEM, url))
+        started = GoldEvent.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
+        try:
+            timings.append(_decisions(client, study.slug, items))
+        finally:
+            GoldEvent.objects.filter(pk__gt=started, reason=BENCH_REASON).delete()
+    return [Timing(t.name, t.url, t.times, t.bytes, note=shape) for t in timings]
+
+
+BENCH_REASON = "benchmark decision (removed after the run)"
+
+
+def _decisions(client: Any, slug: str, items: list[Any]) -> Timing:
+    from django.urls import reverse
+
+    times = []
+    response = None
+    for n, item in enumerate(items):
+        url = reverse("annotation:adjudicate", args=[slug, item.pk])
+        start = time.perf_counter()
+        response = client.post(url, {"has_failure": "no", "reason": BENCH_REASON})
+        if n >= min(WARMUP, len(items) - 1):
+            times.append(time.perf_counter() - start)
+        assert response.status_code == 302, (url, response.status_code, response.content[:500])
+    assert response is not None
+    return Timing(CALIBRATION_DECIDE, reverse("annotation:adjudicate", args=[slug, items[0].pk]), times,
+                  len(response.content))  # fmt: skip
+
+
+def calibration_round_pages(client: Any) -> list[Timing]:
+    """The calibration study's page, a round drawn in the request over a one-generator frame, and a round
+    over the 140,000-example frame (a job above the threshold: the POST that starts it, then the job run in
+    this process, timed as its own line). Every round drawn here is removed afterwards."""
+    from django.urls import reverse
+
+    from annotation.models import CalibrationRound, Study
+    from benchmarks.calibration_data import CALIBRATION_SLUG, SMALL_SLUG
+
+    study = Study.objects.get(slug=CALIBRATION_SLUG)
+    small = Study.objects.get(slug=SMALL_SLUG)
+    timings = [timed(client, CALIBRATION_STUDY, reverse("annotation:study_detail", args=[study.slug]),
+                     runs=CALIBRATION_RUNS)]  # fmt: skip
+    rounds = set(CalibrationRound.objects.values_list("pk", flat=True))
+    items = {
+        s.pk: s.items.order_by("-position").values_list("position", flat=True).first() for s in (study, small)
+    }
+    try:
+        timings.append(_round_posts(client, small, ROUND_SMALL, runs=CALIBRATION_RUNS))
+        timings += _round_posts_large(client, study)
+    finally:
+        CalibrationRound.objects.exclude(pk__in=rounds).delete()
+        for s in (study, small):
+            s.items.filter(position__gt=items[s.pk] or 0).delete()
+    return timings
+
+
+def _round_posts(client: Any, study: Any, name: str, *, runs: int) -> Timing:
+    from django.urls import reverse
+
+    from annotation.models import CalibrationDraw
+
+    url = reverse("annotation:study_calibration_round", args=[study.slug])
+    times = []
+    response = None
+    for n in range(runs):
+        start = time.perf_counter()
+        response = client.post(url, {"size": "10", "design": "uniform", "seed": str(n)})
+        times.append(time.perf_counter() - start)
+        assert response.status_code == 302, (url, response.status_code, response.content[:500])
+    assert response is not None
+    frame = CalibrationDraw.objects.filter(round__study=study, round__number=1).count()
+    return Timing(name, url, times, len(response.content), note=f"frame {frame:,}")
+
+
+def _round_posts_large(client: Any, study: Any) -> list[Timing]:
+    """POSTs of rounds over the large frame; where they start jobs, the jobs run here (timed)."""
+    from annotation import calibration_sample
+    from h2e_site.jobs.models import Job
+
+    before = Job.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
+    threshold = getattr(calibration_sample, "ROUND_JOB_FRAME", None)
+    if threshold is not None:  # a tiny run (the smoke test) takes the job's path too
+        calibration_sample.ROUND_JOB_FRAME = min(threshold, calibration_sample.study_frame_size(study) - 1)
+    try:
+        post = _round_posts(client, study, ROUND_LARGE, runs=2)
+    finally:
+        if threshold is not None:
+            calibration_sample.ROUND_JOB_FRAME = threshold
+    jobs = list(Job.objects.filter(pk__gt=before, kind="calibration_round").order_by("pk"))
+    if not jobs:
+        return [post]
+    from annotation.calibration_jobs import calibration_round_job_run
+
+    times = []
+    for job in jobs:
+        start = time.perf_counter()
+        done = calibration_round_job_run(job_id=job.pk)
+        times.append(time.perf_counter() - start)
+        assert done is not None and done.status == "succeeded", (done and done.status, done and done.error)
+    job_line = Timing("calibration round job over the 140,000-example frame (the job's run, not a page)",
+                      "", times, 0, note=post.note)  # fmt: skip
+    return [post, job_line]
+
+
 PAGES: list[Callable[[Any], list[Timing]]] = [
     leaderboard_page,
     failure_browser_page,
@@ -483,8 +671,20 @@ PAGES: list[Callable[[Any], list[Timing]]] = [
     report_card_pages,
     agreement_page,
     adjudication_pages,
+    calibrated_pages,
+    calibration_adjudication_pages,
+    calibration_round_pages,
 ]
 TARGETS_MS = {
+    CALIBRATED: 300.0,
+    CALIBRATED_ALL: 300.0,
+    CALIBRATED_GENERATOR: 300.0,
+    CALIBRATION_QUEUE: 300.0,
+    CALIBRATION_ITEM: 300.0,
+    CALIBRATION_DECIDE: 300.0,
+    CALIBRATION_STUDY: 300.0,
+    ROUND_SMALL: 300.0,
+    ROUND_LARGE: 300.0,
     SEARCH_COMMON: 300.0,
     SEARCH_ABSENT: 300.0,
     "leaderboard page (all judges)": 300.0,
@@ -523,6 +723,7 @@ def run_pages() -> tuple[list[Timing], dict[str, int], str]:
     django.setup()
     from django.conf import settings
     from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Permission
     from django.test import Client
 
     from annotation.models import AnnotatedFailure, Study
@@ -530,8 +731,14 @@ def run_pages() -> tuple[list[Timing], dict[str, int], str]:
 
     if not Study.objects.filter(slug="bench-study").exists():
         add_human_study()
+    from benchmarks.calibration_data import CALIBRATION_SLUG, add_calibration_study
+
+    if not Study.objects.filter(slug=CALIBRATION_SLUG).exists():
+        print(f"  calibration study: {add_calibration_study(n_items=CALIBRATION_ITEMS)}", file=sys.stderr)
     settings.DEBUG = False  # no SQL logging while timing
     user, _ = get_user_model().objects.get_or_create(username="bench-staff", defaults={"is_staff": True})
+    user.user_permissions.add(Permission.objects.get(codename="add_job", content_type__app_label="jobs"))
+    user = get_user_model().objects.get(pk=user.pk)  # the permission cache read again
     client = Client()
     client.force_login(user)
     counts = {
@@ -539,12 +746,17 @@ def run_pages() -> tuple[list[Timing], dict[str, int], str]:
         "critical_failures": CriticalFailure.objects.count(),
         "human_failures": AnnotatedFailure.objects.count(),
     }
-    timings = [t for page in PAGES for t in page(client)]
+    pages = [page for page in PAGES if not ONLY or page.__name__ in ONLY]
+    timings = []
+    for page in pages:
+        timings += (done := page(client))
+        for t in done:  # as they come: a run stopped later keeps these
+            print(f"  {t.median_ms:8.0f} ms median {t.p95_ms:8.0f} ms p95  {t.name}", file=sys.stderr)
     return timings, counts, explain_first_page()
 
 
 def main() -> None:
-    global RUNS, WARMUP
+    global RUNS, WARMUP, CALIBRATION_ITEMS, ONLY
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -552,13 +764,24 @@ def main() -> None:
     parser.add_argument("--generators", type=int, default=20)
     parser.add_argument("--examples", type=int, default=7000)
     parser.add_argument("--judges", type=int, default=2)
+    parser.add_argument(
+        "--calibration-items", type=int, default=CALIBRATION_ITEMS, help="items of the calibration study"
+    )
+    parser.add_argument(
+        "--only",
+        default="",
+        help="comma-separated page functions to time (e.g. calibrated_pages); all by default",
+    )
     parser.add_argument("--reuse", action="store_true", help="keep the database if it is already filled")
     parser.add_argument("--runs", type=int, default=RUNS, help="timed requests per page")
     parser.add_argument("--warmup", type=int, default=WARMUP, help="untimed requests per page first")
     parser.add_argument("--append-doc", action="store_true", help=f"append the figures to {DOC}")
     parser.add_argument("--note", default="")
     args = parser.parse_args()
-    RUNS, WARMUP = args.runs, args.warmup
+    RUNS, WARMUP, CALIBRATION_ITEMS = args.runs, args.warmup, args.calibration_items
+    ONLY = {name for name in args.only.split(",") if name}
+    if unknown := ONLY - {page.__name__ for page in PAGES}:
+        parser.error(f"--only: no page function {', '.join(sorted(unknown))}")
 
     env = {**os.environ, "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{args.db}", "DEBUG": "1"}
     os.environ.update({"DATABASE_URL": env["DATABASE_URL"], "DEBUG": "1", "ALLOWED_HOSTS": "testserver"})

@@ -23,7 +23,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = ROOT / "benchmarks"
-HELPERS = {"databases.py", "results_doc.py"}  # imported by the scripts, not run
+HELPERS = {"calibration_data.py", "databases.py", "results_doc.py"}  # imported by the scripts, not run
 
 # Script -> its arguments at a tiny size; {db}, {tmp}, {port}, {redis_db} and {tree} are filled in.
 SMOKE: dict[str, list[str]] = {
@@ -46,7 +46,7 @@ SMOKE: dict[str, list[str]] = {
     "reference_leaderboard.py": ["{tree}"],
     "researcher_pages.py": [
         "--db", "{db}", "--generators", "2", "--examples", "30", "--judges", "2", "--runs", "1",
-        "--warmup", "1",
+        "--warmup", "1", "--calibration-items", "24",
     ],
 }  # fmt: skip
 
@@ -61,7 +61,18 @@ EXPECTED = {
     "judge_throughput.py": '"rpm_observed"',
     "mining_scale.py": '"peak_rss_mb"',
     "reference_leaderboard.py": "generator-model-01",
-    "researcher_pages.py": "failure browser: text search q=step",
+    "researcher_pages.py": "calibration round job over",  # the last page of item 22 (issue #31)
+}
+# Further lines a run must print (the pages each script times).
+ALSO_EXPECTED = {
+    "researcher_pages.py": [
+        "failure browser: text search q=step",
+        "calibrated leaderboard (default judge)",
+        "calibrated leaderboard, computed afresh",
+        "adjudication queue of the calibration study (open, first page)",
+        "adjudication: a gold decision",
+        "calibration round drawn in the request",
+    ],
 }
 
 
@@ -150,6 +161,8 @@ def test_it_runs_the_benchmark_at_a_tiny_size(
     )
     assert done.returncode == 0, f"{script} {' '.join(argv)}\n{done.stderr[-3000:]}"
     assert EXPECTED[script] in done.stdout, done.stdout[-2000:]
+    for line in ALSO_EXPECTED.get(script, []):
+        assert line in done.stdout, (line, done.stdout[-2000:])
     if script == "import_scale.py":
         figures = json.loads(done.stdout)
         assert figures["judgments"] == 2 * 15 and figures["whole_processes"]["runs"] == 1

@@ -34,3 +34,15 @@ def has_failure_question(study: Study) -> CategoricalQuestion:
         labels.append(CrowdLabel(generation_id, pid, FAILURE if has_failure else NO_FAILURE))
         units[generation_id] = UnitRef(goal, reverse("failures:generation_detail", args=[generation_id]))
     return CategoricalQuestion("has_failure", "Does L2 have a critical failure?", labels, units)
+
+
+def has_failure_labels(study: Study) -> list[CrowdLabel]:
+    """The labels of has_failure_question() alone (no goal, no link per unit): what the adjudication queue
+    fits Dawid-Skene on, read in one query without the join to the procedures."""
+    rows = (
+        Annotation.objects.filter(study=study, has_failure__isnull=False)
+        .not_attention_checks()
+        .order_by("pk")
+        .values_list("item__generation_id", "participant__prolific_pid", "has_failure")
+    )
+    return [CrowdLabel(g, pid, FAILURE if has_failure else NO_FAILURE) for g, pid, has_failure in rows]

@@ -10,11 +10,15 @@ from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
-from django.db.models import Count, F, Q, QuerySet
+from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.urls import URLPattern, reverse
 
 from h2e_site.embeddings.jobs import embed_after
+from h2e_site.jobs.models import Job
+from h2e_site.jobs.views import job_lines
+from h2e_site.web import can_run_jobs
 from judging.models import Generation, Generator, Judge, Judgment
 
 from .. import calibration_sample, codebook
@@ -26,6 +30,7 @@ from ..critical_failures.answer import check_answer
 from ..critical_failures.posted import Submission
 from ..critical_failures.questions import has_failure_question
 from ..embedding import HUMAN_FAILURES
+from ..job_kinds import CALIBRATION_ROUND
 from ..models import (
     AnnotatedFailure,
     Annotation,
@@ -47,6 +52,8 @@ from .base import (
     failure_entry_field,
     refused_entry_field,
 )
+
+RECENT_ROUND_JOBS = 5  # calibration_round jobs listed on the study page
 
 
 class CriticalFailures(StudyKindSpec):
@@ -93,7 +100,14 @@ class CriticalFailures(StudyKindSpec):
         calibration_sample.check_selection(selection)
 
     def annotate_items(self, items: QuerySet[StudyItem, StudyItem]) -> QuerySet[StudyItem, StudyItem]:
-        return items.annotate(n_with_failure=_n_with_failure(distinct=True))
+        failing = (
+            Annotation.objects.filter(item=OuterRef("pk"), has_failure=True)
+            .order_by()
+            .values("item")
+            .annotate(n=Count("pk"))
+            .values("n")
+        )  # a subquery per item shown (the study page shows a page of them)
+        return items.annotate(n_with_failure=Coalesce(Subquery(failing), 0))
 
     def annotate_participants(self, participants: QuerySet[Participant, Participant]) -> QuerySet[Any, Any]:
         return participants.annotate(n_with_failure=_n_with_failure(distinct=False))
@@ -103,10 +117,17 @@ class CriticalFailures(StudyKindSpec):
     ) -> dict[str, Any]:
         """The calibration sample's section: its rounds and the form of the next (refused: with errors)."""
         summary = calibration_sample.calibration_summary(study)
+        jobs = Job.objects.select_related("created_by").filter(
+            kind=CALIBRATION_ROUND, parameters__study=study.pk
+        )
         return {
             "calibration": summary,
             "round_form": refused or (CalibrationRoundForm() if summary else None),
             "not_calibration": not_calibration_reason(study) if summary is None else "",
+            "round_in_job": summary is not None and summary.frame_size > calibration_sample.ROUND_JOB_FRAME,
+            "round_job_frame": calibration_sample.ROUND_JOB_FRAME,
+            "round_job_lines": job_lines(list(jobs[:RECENT_ROUND_JOBS])) if summary else [],
+            "can_run": can_run_jobs(request),
         }
 
     def study_page_post(self, request: HttpRequest, study: Study) -> HttpResponse | forms.Form:

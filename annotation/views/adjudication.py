@@ -52,6 +52,7 @@ def adjudication_queue(request: HttpRequest, slug: str) -> HttpResponse:
         return HttpResponseBadRequest(f"show: {shown!r} is not one of {', '.join(SHOWN)}")
     queue = review_queue(study, shown)
     page = Paginator(queue.entries, PER_PAGE).get_page(request.GET.get("page"))
+    page.object_list = queue.with_subjects(page.object_list)  # goal and generator of the page's items only
     context = {"study": study, "queue": queue, "page": page, "shown": shown, "choices": SHOWN}
     return render(request, "annotation/adjudication_queue.html", context)
 

@@ -24,6 +24,7 @@ from judging.views import ALL_JUDGES, _leaderboard_judges
 
 from .. import calibration
 from ..calibration import CalibratedLine
+from ..calibration_cache import calibratable_judges, calibrated_board
 
 
 @dataclass(frozen=True)
@@ -105,12 +106,9 @@ def _judges(request: HttpRequest) -> tuple[list[Judge], list[str], str]:
     return judges, judge_ids, asked
 
 
-def _calibrated_default(
-    judges: list[Judge], judge_ids: list[str], samples: dict[int, calibration.Sample]
-) -> list[str]:
+def _calibrated_default(judges: list[Judge], judge_ids: list[str], calibratable: frozenset[int]) -> list[str]:
     """The judge ids shown when none was asked for (module docstring): the leaderboard's default judge, or
     the default among the judges that judged a generator with human labels in its calibration sample."""
-    calibratable = calibration.judges_with_labelled_samples(samples)
     if not calibratable or any(j.judge_id in judge_ids and j.pk in calibratable for j in judges):
         return judge_ids
     default = selectors.default_judge([j for j in judges if j.pk in calibratable])
@@ -123,10 +121,10 @@ def calibrated_leaderboard(request: HttpRequest) -> HttpResponse:
     judges, judge_ids, asked = _judges(request)
     known = {j.judge_id for j in judges}
     unknown = [j for j in judge_ids if j not in known]
-    samples = calibration.generator_samples()
     if not asked:
-        judge_ids = _calibrated_default(judges, judge_ids, samples)
-    lines = [] if unknown else calibration.calibrated_lines(judge_ids=judge_ids or None, samples=samples)
+        judge_ids = _calibrated_default(judges, judge_ids, calibratable_judges())
+    board = calibrated_board(None if unknown else judge_ids)
+    lines = [] if unknown else board.lines
     rows, axis = _rows(lines)
     by_id = {judge.judge_id: judge for judge in judges}
     context = {
@@ -139,7 +137,7 @@ def calibrated_leaderboard(request: HttpRequest) -> HttpResponse:
         "all_judges": ALL_JUDGES,
         "unknown_judges": unknown,
         "has_calibration_study": bool(calibration.calibration_studies()),
-        "unused": calibration.unused_studies(samples),
+        "unused": board.unused,
         "empty_reason": "" if lines else selectors.leaderboard_empty_reason(judge_ids=judge_ids),
         "min_topic_labels": calibration.MIN_TOPIC_LABELS,
         "n_calibrated": sum(row.calibrated is not None for row in rows),
@@ -165,7 +163,7 @@ def calibrated_generator(request: HttpRequest, generator_id: str) -> HttpRespons
     judge = get_object_or_404(Judge, judge_id=judge_ids[0])
     lines = [
         line
-        for line in calibration.calibrated_lines(judge_ids=[judge.judge_id])
+        for line in calibrated_board([judge.judge_id]).lines
         if line.generator_id == generator.generator_id
     ]
     if not lines:

@@ -16,6 +16,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 
+from h2e_site.web import request_user
 from judging.models import CriticalFailure, Generation, Judge, Judgment
 from judging.stats import wilson_interval
 
@@ -24,6 +25,7 @@ from ..agreement import majority
 from ..agreement_data import StudyAgreement, studies_agreement, study_agreement
 from ..beyond_majority import question_estimates
 from ..calibration_forms import CalibrationRoundForm
+from ..calibration_jobs import calibration_round_job_create
 from ..charts import Bar, BarChart, bar_chart
 from ..critical_failures.questions import has_failure_question
 from ..kinds.base import refusal_on_form
@@ -256,10 +258,19 @@ def calibration_round_post(request: HttpRequest, study: Study) -> HttpResponse |
     design = data["design"] or None
     round_request = calibration_sample.RoundRequest(data["size"], design, judges, data["seed"])
     try:
-        drawn = calibration_sample.next_round(study=study, request=round_request)
+        if calibration_sample.round_in_job(study):
+            job = calibration_round_job_create(
+                study=study, request=round_request, created_by=request_user(request)
+            )
+            drawn_text = (
+                f"Started job #{job.pk}: the frame has more than {calibration_sample.ROUND_JOB_FRAME:,} "
+                "examples, so the round is drawn by a worker (its progress below)."
+            )
+        else:
+            drawn = calibration_sample.next_round(study=study, request=round_request)
+            drawn_text = f"Round {drawn.number} drew {drawn.size} examples: {drawn.new_items} new items."
     except ValidationError as refused:
         refusal_on_form(form, refused, ROUND_FORM_NAMES)
         return form
-    drawn_text = f"Round {drawn.number} drew {drawn.size} examples: {drawn.new_items} new items."
     messages.success(request, drawn_text)
     return redirect(reverse("annotation:study_detail", args=[study.slug]) + "#calibration")

@@ -9,6 +9,7 @@ import orjson
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -24,6 +25,9 @@ from ..kinds.base import refusal_on_form
 from ..models import Study
 from ..study_types import kind_choices
 from .prolific import prolific_page_context
+
+ITEMS_PER_PAGE = 100  # the study page's item table (a calibration study has thousands: issue #31 item 22)
+ANNOTATORS_PER_PAGE = 100  # and its annotators (600 for a 10,000-item study)
 
 
 @staff_required
@@ -105,12 +109,19 @@ def _detail_context(request: HttpRequest, study: Study, refused: forms.Form | No
         "kind": spec,
         "kind_links": spec.study_links(study),
         "progress": selectors.study_progress(study=study),
-        "items": spec.annotate_items(items),
-        "participants": [_with_kind_values(p, spec.participant_columns) for p in participants],
+        "items": Paginator(spec.annotate_items(items), ITEMS_PER_PAGE).get_page(request.GET.get("page")),
+        "participants": _annotators_page(request, participants, spec.participant_columns),
         "entry_path": request.build_absolute_uri(reverse("annotator:entry", kwargs={"slug": study.slug})),
         **prolific_page_context(request, study),
         **spec.study_page_context(request, study, refused),
     }
+
+
+def _annotators_page(request: HttpRequest, participants: Any, columns: tuple[tuple[str, str], ...]) -> Any:
+    """A page of the study's annotators (?annotators=<n>), each with its kind's values."""
+    page = Paginator(participants, ANNOTATORS_PER_PAGE).get_page(request.GET.get("annotators"))
+    page.object_list = [_with_kind_values(p, columns) for p in page.object_list]
+    return page
 
 
 def _with_kind_values(participant: Any, columns: tuple[tuple[str, str], ...]) -> Any:

@@ -93,6 +93,8 @@ RUN_WRITES: dict[tuple[str, str], Write] = {
 
 
 # API writes that start no work (no job): they change a study's rows in the request, as its staff page does.
+# (A calibration round over a frame of more than ROUND_JOB_FRAME examples is a job, with its own permission
+# test: tests/annotation/test_calibration_round_job.py.)
 NO_WORK = {("api:study-calibration-rounds", "POST")}
 
 

@@ -8,9 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 
+from annotation import calibration_sample
 from annotation.models import CalibrationRound, Study
-from tests.browser.conftest import DESKTOP, PHONE, SCREENSHOTS, screenshot
+from tests.browser.conftest import DESKTOP, PHONE, SCREENSHOTS, both_widths, screenshot
 from tests.browser.test_page_widths_browser import _no_page_overflow
 from tests.factories import make_generation, make_generator, make_judge, make_judgment, make_procedure
 
@@ -39,7 +42,9 @@ def _fill_builder(page: Any, generator: Any, a: Any, b: Any) -> None:
     page.fill("#id_sample_size", "4")
 
 
-def test_a_calibration_sample_is_built_and_grows_in_rounds(staff_page: Any, live_server: Any) -> None:
+def test_a_calibration_sample_is_built_and_grows_in_rounds(
+    staff_page: Any, live_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     generator, a, b = _world()
     page = staff_page
     for viewport, width in ((DESKTOP, 1440), (PHONE, 390)):
@@ -80,3 +85,20 @@ def test_a_calibration_sample_is_built_and_grows_in_rounds(staff_page: Any, live
     page.click("button:has-text('Draw round 3')")
     assert "greater than or equal to 1" in page.locator(".round-form .has-error").inner_text()
     assert CalibrationRound.objects.filter(study=study).count() == 2
+
+    # A frame larger than ROUND_JOB_FRAME: the round is a job, with its live row in the section (#31 item 22).
+    monkeypatch.setattr(calibration_sample, "ROUND_JOB_FRAME", 5)
+    researcher = get_user_model().objects.get(username="researcher")
+    add_job = Permission.objects.get(codename="add_job", content_type__app_label="jobs")
+    researcher.user_permissions.add(add_job)
+    page.set_viewport_size(DESKTOP)
+    page.goto(f"{live_server.url}/studies/calibration/")
+    assert "the round is drawn by a job" in page.locator("#calibration").inner_text()
+    page.fill("#id_size", "2")
+    page.click("button:has-text('Draw round 3')")
+    page.wait_for_url(f"{live_server.url}/studies/calibration/#calibration")
+    row = page.locator("#calibration .jobs-table tr.job-row")
+    assert row.count() == 1 and "Calibration round" in row.inner_text()
+    assert CalibrationRound.objects.filter(study=study).count() == 2  # drawn by the job, not the request
+    page.locator("#calibration").scroll_into_view_if_needed()
+    both_widths(page, "calibration-round-job")

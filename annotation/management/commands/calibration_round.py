@@ -9,8 +9,8 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from annotation.calibration_sample import RoundRequest, next_round
-from annotation.models import CalibrationDesign, CalibrationDraw, Study
+from annotation.calibration_sample import ROUND_STEPS, RoundRequest, next_round
+from annotation.models import CalibrationDesign, Study
 from judging.models import Judge
 
 
@@ -46,8 +46,7 @@ class Command(BaseCommand):
             raise CommandError(f"slug {options['slug']}: no study with this slug")
         judges = _judge_pks(options["judge"]) if options["judge"] is not None else None
         request = RoundRequest(options["size"], options["design"], judges, options["seed"])
-        frame_size = CalibrationDraw.objects.filter(round__study=study, round__number=1).count()
-        with tqdm(total=frame_size, desc="frame", unit="example", disable=options["no_progress"]) as bar:
+        with tqdm(total=ROUND_STEPS, desc="round", unit="step", disable=options["no_progress"]) as bar:
             try:
                 drawn = next_round(study=study, request=request, on_progress=bar.update)
             except ValidationError as refused:
