@@ -28,6 +28,7 @@ from goal_step.models import TaskSet
 from mining.models import Procedure
 
 EXAMPLES_PER_TASK = 12
+FILES = "three BIG-bench files written by manage.py demo_setup from the synthetic procedures"
 DESCRIPTION = (
     "Written by manage.py demo_setup from the synthetic procedures as BIG-bench task files, and imported: "
     "synthetic demo data"
@@ -43,13 +44,21 @@ def task_set_import(name: str, procedures: Sequence[Procedure], *, seed: int) ->
         name=name,
         source=SOURCE_BIGBENCH,
         seed=seed,
-        selection={"synthetic": True, "procedures": "the synthetic demo world's bench procedures"},
+        selection={"file": FILES},
         settings={"description": DESCRIPTION},
     )
+    topic_of = {procedure.pk: procedure.topic_id for procedure in procedures}
     for task in TASKS:
         examples = task_examples(rng, task, procedures)
         text = dumps_bigbench(examples, name=task)
         bigbench_examples_add(task_set, source=io.BytesIO(text.encode("utf-8")), task=task)
+        # The format carries no source: each example's procedure and topic, as the builder records them
+        # (the task set's by-topic table).
+        for position, example in enumerate(examples):
+            assert isinstance(example.source_pk, int)
+            task_set.examples.filter(task=task, position=position).update(
+                procedure_id=example.source_pk, topic_id=topic_of[example.source_pk]
+            )
     return task_set
 
 
@@ -76,7 +85,7 @@ def _example(
         first, second = sorted(rng.sample(steps, 2), key=procedure.steps.index)
         answer = rng.randrange(2)
         candidates = [first, second] if answer == 0 else [second, first]
-        return Example(task, procedure.goal, candidates, answer)
+        return Example(task, procedure.goal, candidates, answer, source_pk=procedure.pk)
     others = _others(rng, procedure, procedures)
     if task == STEP_INFERENCE:
         prompt, right, wrong = procedure.goal, rng.choice(steps), [rng.choice(own[p.pk]) for p in others]
@@ -84,7 +93,7 @@ def _example(
         assert task == GOAL_INFERENCE
         prompt, right, wrong = rng.choice(steps), procedure.goal, [p.goal for p in others]
     answer = rng.randrange(N_CANDIDATES)
-    return Example(task, prompt, [*wrong[:answer], right, *wrong[answer:]], answer)
+    return Example(task, prompt, [*wrong[:answer], right, *wrong[answer:]], answer, source_pk=procedure.pk)
 
 
 def _others(rng: random.Random, procedure: Procedure, procedures: Sequence[Procedure]) -> list[Procedure]:

@@ -204,6 +204,7 @@ def assert_multiple_choice_study(staff: Client, output: str) -> None:
     assert set(task_set.examples.values_list("task", flat=True)) == {"step_inference", "goal_inference",
                                                                      "step_ordering"}  # fmt: skip
     assert study.items.count() == task_set.examples.filter(split="test").count() == 36
+    assert not task_set.examples.filter(topic=None).exists()  # its procedures' topics: the by-topic table
     assert {item.completed_count for item in study.items.all()} == {study.annotators_per_item} == {3}
     tasks = validate(study_answers(study), k=study.annotators_per_item)
     assert len(tasks) == 3
