@@ -179,6 +179,17 @@ def test_it_seeds_a_synthetic_world_whose_figures_mean_something_once(
     assert "Synthetic demo world (already there, unchanged" in again
     assert snapshot() == before
 
+    # a world seeded before the multiple-choice study and the mining run existed gets them, the rest as it was
+    Study.objects.filter(slug=MULTIPLE_CHOICE_SLUG).delete()
+    TaskSet.objects.filter(name="synthetic-demo-goal-step").delete()
+    Procedure.objects.filter(mining_run__name=RUN_NAME).delete()
+    MiningRun.objects.filter(name=RUN_NAME).delete()
+    annotations = Annotation.objects.count()
+    assert "Synthetic demo world (built" in demo_setup(tmp_path)
+    assert Annotation.objects.count() == annotations + 36 * 3
+    assert MiningRun.objects.get(name=RUN_NAME).kept_procedures.count() == 8
+    assert Study.objects.filter(slug__startswith="synthetic-").count() == 4
+
 
 def test_it_marks_only_synthetic_names() -> None:
     assert BADGE_TEXT in synthetic_badge("synthetic/judge-strict")
