@@ -16,7 +16,7 @@ import orjson
 from django.db import reset_queries, transaction
 from django.db.models import QuerySet
 
-from .bigbench import BigBenchFormatError, BigBenchReader, dumps_bigbench
+from .bigbench import BigBenchFormatError, BigBenchReader, BigBenchTask, dumps_bigbench
 from .examples import STEP_ORDERING, TASKS, Example
 from .human_labels import validated_pks
 from .models import GoalStepTask, TaskExample, TaskSet, TaskSplit
@@ -103,13 +103,32 @@ def task_set_import_bigbench(
     valid task (bigbench.BigBenchReader) or its examples are not `task` examples; ValueError naming the
     name or task. `progress(n)` is called with the number of examples read after each batch."""
     task_set_name_check(name)
-    if task not in TASKS:
-        raise ValueError(f"task: expected one of {', '.join(TASKS)}, got {task!r}")
-    reader = BigBenchReader(source)
     with transaction.atomic():
         task_set = TaskSet.objects.create(
             name=name, source=SOURCE_BIGBENCH, selection={"file": path[:1000], "task": task}
         )
+        parsed = bigbench_examples_add(task_set, source=source, task=task, progress=progress)
+        task_set.settings = {
+            "bigbench_name": parsed.name,
+            "description": parsed.description,
+            "keywords": parsed.keywords,
+        }
+        task_set.save(update_fields=["settings"])
+    return task_set
+
+
+def bigbench_examples_add(
+    task_set: TaskSet, *, source: BinaryIO, task: str, progress: Callable[[int], None] | None = None
+) -> BigBenchTask:
+    """A BIG-bench task file's examples added to `task_set` as test examples of `task` (which it must have
+    none of yet), read and checked as task_set_import_bigbench reads them, in one transaction: a bad file
+    adds nothing. The file's header (name, description, keywords; its `examples` left empty)."""
+    if task not in TASKS:
+        raise ValueError(f"task: expected one of {', '.join(TASKS)}, got {task!r}")
+    if task_set.examples.filter(task=task).exists():
+        raise ValueError(f"task: task set {task_set.name!r} already has {task} examples")
+    reader = BigBenchReader(source)
+    with transaction.atomic():
         batch: list[TaskExample] = []
         shapeless: int | None = None  # the first example whose input has no task's shape
         for position, example in enumerate(reader.examples()):
@@ -125,13 +144,7 @@ def task_set_import_bigbench(
             raise BigBenchFormatError(
                 f"examples[{shapeless}].input: reads as a {parsed.name} example (the file's name), not {task}"
             )
-        task_set.settings = {
-            "bigbench_name": parsed.name,
-            "description": parsed.description,
-            "keywords": parsed.keywords,
-        }
-        task_set.save(update_fields=["settings"])
-    return task_set
+    return parsed
 
 
 def _check_task(example: Example, number: int, task: str) -> None:

@@ -18,7 +18,7 @@ from h2e_site.web import RUN_PERMISSION, numbered_block, pre_block
 from . import views
 from .config import run_config_from_mapping
 from .models import STAGE_ORDER, MiningRun, Procedure, SourceDocument, Stage, StageOutcome, Topic
-from .runs import RunBusy, mining_run_rerun_stage, mining_run_retry_errors, mining_run_start
+from .runs import RunRefused, mining_run_rerun_stage, mining_run_retry_errors, mining_run_start
 
 
 @admin.register(Topic)
@@ -205,7 +205,7 @@ class MiningRunAdmin(BoundedJSONAdmin, admin.ModelAdmin):
         for run in queryset:
             try:
                 job = mining_run_retry_errors(run=run, created_by=_user(request))
-            except RunBusy as exc:
+            except RunRefused as exc:
                 self.message_user(request, str(exc), messages.ERROR)
                 continue
             self.message_user(request, f"Run {run.pk}: retrying failed outcomes in job #{job.pk}.")
@@ -224,7 +224,7 @@ class MiningRunAdmin(BoundedJSONAdmin, admin.ModelAdmin):
                     job = mining_run_start(run=run, created_by=_user(request))
                 else:
                     job = mining_run_rerun_stage(run=run, stage=stage, created_by=_user(request))
-            except (RunBusy, ValueError) as exc:
+            except (RunRefused, ValueError) as exc:
                 self.message_user(request, f"Run {run.pk}: {exc}", messages.ERROR)
                 continue
             self.message_user(request, f"Run {run.pk}: job #{job.pk} started.")

@@ -34,7 +34,7 @@ from h2e_site.llm.config import ConfigError
 from h2e_site.web import CanRunJobs
 
 from .models import MiningRun, Stage, StageOutcome
-from .runs import RunBusy, mining_run_rerun_stage, mining_run_start
+from .runs import RunRefused, mining_run_rerun_stage, mining_run_start
 from .selectors import run_funnel, stage_rejections
 
 
@@ -179,7 +179,7 @@ class RunStart(generics.GenericAPIView):
         run = get_object_or_404(MiningRun, pk=pk)
         try:
             job = mining_run_start(run=run, created_by=request.user)  # type: ignore[arg-type]
-        except RunBusy as exc:
+        except RunRefused as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         return Response({"run": run.pk, "job": job.pk, "status": job.status}, status=status.HTTP_202_ACCEPTED)
 
@@ -188,7 +188,8 @@ class RunRerun(generics.GenericAPIView):
     """Re-run the run from a stage (optionally with a new run config).
 
     Rules the schema cannot state: a `config` is checked by the run config loader, as the YAML file would be
-    (a missing prompt file, an unknown backend...: a 400 naming `config`); a run already running: 409."""
+    (a missing prompt file, an unknown backend...: a 400 naming `config`); a run already running, or the
+    synthetic demo run (written by demo_setup, never run): 409."""
 
     queryset = MiningRun.objects.all()
     serializer_class = RerunSerializer
@@ -207,7 +208,7 @@ class RunRerun(generics.GenericAPIView):
                 config=serializer.validated_data.get("config"),
                 created_by=request.user,  # type: ignore[arg-type]
             )
-        except RunBusy as exc:
+        except RunRefused as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         except ConfigError as exc:
             raise ValidationError({"config": str(exc)}) from exc

@@ -46,6 +46,7 @@ from h2e_site.jobs.loop import FETCH_CHUNK, JobWork, chunked_requests, job_run
 from h2e_site.jobs.models import Job, JobStatus
 from h2e_site.jobs.services import job_create
 from h2e_site.llm.base import LLMBackend, LLMRequest, LLMResult
+from h2e_site.synthetic import is_synthetic
 
 from .config import LLM_STAGES, RunConfig, run_config_from_mapping
 from .embedding import PROCEDURES
@@ -75,8 +76,17 @@ _JOB_TO_RUN_STATUS: dict[str, str] = {
 }
 
 
-class RunBusy(ValueError):
+class RunRefused(ValueError):
+    """The run cannot be started (or re-run) now; the message says why."""
+
+
+class RunBusy(RunRefused):
     """The run has a job queued or running: cancel it first."""
+
+
+class SyntheticRun(RunRefused):
+    """The run is synthetic demo data (h2e_site.synthetic): its outcomes were written, not answered, and are
+    never sent, re-run or mixed with a model's answers."""
 
 
 # --- creating, starting, re-running ---------------------------------------------------------------------
@@ -133,6 +143,11 @@ def mining_run_start(
 ) -> Job:
     """A new MINE job executing (or resuming) the run: only what has no outcome yet is sent. With
     resend_failed, an unparsable answer stored for the same request is not reused but asked again."""
+    if is_synthetic(run.name):
+        raise SyntheticRun(
+            f"mining run {run.pk} ({run.name}) is synthetic demo data written by demo_setup: it is not run; "
+            f"start a new run from a config instead"
+        )
     config = run_config_from_mapping(run.config, source=f"mining run {run.pk}")
     if run.job_id and Job.objects.filter(pk=run.job_id).active().exists():
         raise RunBusy(f"mining run {run.pk} already has job {run.job_id} queued or running: cancel it first")

@@ -192,6 +192,8 @@ def assert_quiet_console(demo: Demo) -> None:
         f"Critical-failures study:  {base}studies/synthetic-calibration/",
         f"Pairwise study:           {base}studies/synthetic-pairwise/",
         f"Step-types study:         {base}studies/synthetic-step-types/",
+        f"Multiple-choice study:    {base}studies/synthetic-multiple-choice/",
+        f"Mining run:               {base}mining/runs/",
         "Logs:",
         "Ctrl-C stops.",
     ):

@@ -3,7 +3,9 @@ mean something: 300 bench procedures over the 14 topics, four generators' L2s wi
 (failure rates that differ by generator and topic), two judges' verdicts with their failures linked to steps,
 and three studies answered by simulated annotators (annotators.py): a calibration sample drawn by the
 calibration code, a pairwise study and a step-types study, plus an imported step-type classifier and a few
-adjudicated gold decisions.
+adjudicated gold decisions; a multiple-choice study over goal-step examples written from the procedures and
+imported as BIG-bench files (multiple_choice.py); and a finished How2Mine run over the imported sample
+documents, its stage answers written as data and kept out of every real run's reuse (mining_run.py).
 
 Every row it writes is marked synthetic by its name (h2e_site/synthetic.py), and the pages show a "synthetic
 demo data" badge beside it. `demo_world_build` writes it in one transaction, through the services the app's
@@ -29,7 +31,7 @@ from h2e_site.synthetic import SYNTHETIC_ID_PREFIX, SYNTHETIC_MODEL_PREFIX
 from judging.embedding import JUDGE_FAILURES
 from judging.models import Judge
 from mining.embedding import PROCEDURES
-from mining.models import Procedure
+from mining.models import MiningRun, Procedure, Split
 
 from ..critical_failures.adjudication import review_queue
 from ..critical_failures.gold import CriticalGold, GoldFailure
@@ -43,6 +45,8 @@ from ..step_types.candidates import StepType
 from ..step_types.imports import step_type_predictions_import
 from ..study_types import Selection
 from . import annotators
+from . import mining_run as synthetic_mining
+from . import multiple_choice as goal_step_tasks
 from .models_under_test import (
     Truth,
     generations_create,
@@ -55,13 +59,15 @@ SEED = 31
 CALIBRATION_SLUG = "synthetic-calibration"
 PAIRWISE_SLUG = "synthetic-pairwise"
 STEP_TYPES_SLUG = "synthetic-step-types"
-SLUGS = (CALIBRATION_SLUG, PAIRWISE_SLUG, STEP_TYPES_SLUG)
+MULTIPLE_CHOICE_SLUG = "synthetic-multiple-choice"
+SLUGS = (CALIBRATION_SLUG, PAIRWISE_SLUG, STEP_TYPES_SLUG)  # the core: built together, or not at all
 CALIBRATION_SIZE = 100
 PAIRWISE_SIZE = 36
 STEP_TYPES_SIZE = 18
 GOLD_DECISIONS = 4
 CLASSIFIER = "synthetic-demo-step-classifier"
 TASK_SET = "synthetic-demo-tasks"
+MC_TASK_SET = "synthetic-demo-goal-step"
 TITLE_MARK = "(synthetic demo data)"
 
 
@@ -72,6 +78,8 @@ class DemoWorld:
     calibration: Study
     pairwise: Study
     step_types: Study
+    multiple_choice: Study
+    mining_run: MiningRun | None  # None: no document was imported
     built: bool
 
 
@@ -82,30 +90,75 @@ class DemoWorldIncomplete(Exception):
 
 def demo_world_build(*, seed: int = SEED) -> DemoWorld:
     """The synthetic world, built (in one transaction) unless it is there already; DemoWorldIncomplete when
-    only part of it is."""
+    only part of its core (the procedures and the first three studies) is. The multiple-choice study and the
+    mining run, added later, are each written once too, beside a core built by an earlier version."""
     existing = {study.slug: study for study in Study.objects.filter(slug__in=SLUGS)}
-    if len(existing) == len(SLUGS):
-        return DemoWorld(
-            existing[CALIBRATION_SLUG], existing[PAIRWISE_SLUG], existing[STEP_TYPES_SLUG], False
-        )
-    if existing or Procedure.objects.filter(source_example_id__startswith=SYNTHETIC_ID_PREFIX).exists():
+    if len(existing) != len(SLUGS) and (
+        existing or Procedure.objects.filter(source_example_id__startswith=SYNTHETIC_ID_PREFIX).exists()
+    ):
         missing = ", ".join(slug for slug in SLUGS if slug not in existing)
         raise DemoWorldIncomplete(
             f"the synthetic demo world is incomplete (no study {missing}): delete its rows (names starting "
             f"with 'synthetic') or start from an empty database (make clean-demo)"
         )
     with transaction.atomic():
-        rng = random.Random(seed)
-        procedures = procedures_create(rng)
-        generators, truth = generations_create(rng, procedures)
-        judges = judgments_create(rng, generators, truth)
-        generator_ids = [g.pk for g in generators]
-        calibration = _calibration_study(generator_ids, [j.pk for j in judges], truth, seed)
-        pairwise = _pairwise_study(generator_ids, truth, seed)
-        _pairwise_twin(rng, pairwise, judges, truth)
-        step_types = _step_types_study(seed)
-        _queued_work(seed)
-    return DemoWorld(calibration, pairwise, step_types, built=True)
+        built = len(existing) != len(SLUGS)
+        if built:
+            existing = _core_build(seed)
+        multiple_choice, new_study = _multiple_choice_study(seed)
+        mining_run, new_run = _mining_run(seed)
+        if built or new_study or new_run:
+            _queued_work(seed)
+    return DemoWorld(
+        existing[CALIBRATION_SLUG],
+        existing[PAIRWISE_SLUG],
+        existing[STEP_TYPES_SLUG],
+        multiple_choice,
+        mining_run,
+        built=built or new_study or new_run,
+    )
+
+
+def _core_build(seed: int) -> dict[str, Study]:
+    """The procedures, generators, judges and the first three studies, by slug."""
+    rng = random.Random(seed)
+    procedures = procedures_create(rng)
+    generators, truth = generations_create(rng, procedures)
+    judges = judgments_create(rng, generators, truth)
+    generator_ids = [g.pk for g in generators]
+    calibration = _calibration_study(generator_ids, [j.pk for j in judges], truth, seed)
+    pairwise = _pairwise_study(generator_ids, truth, seed)
+    _pairwise_twin(rng, pairwise, judges, truth)
+    step_types = _step_types_study(seed)
+    return {CALIBRATION_SLUG: calibration, PAIRWISE_SLUG: pairwise, STEP_TYPES_SLUG: step_types}
+
+
+def _multiple_choice_study(seed: int) -> tuple[Study, bool]:
+    """The multiple-choice study over the synthetic goal-step task set (multiple_choice.py), answered by
+    simulated annotators; and whether this call made it."""
+    study = Study.objects.filter(slug=MULTIPLE_CHOICE_SLUG).first()
+    if study is not None:
+        return study, False
+    bench = Procedure.objects.filter(source_example_id__startswith=SYNTHETIC_ID_PREFIX, split=Split.BENCH)
+    task_set = goal_step_tasks.task_set_import(MC_TASK_SET, list(bench.order_by("pk")), seed=seed)
+    study = _study(
+        MULTIPLE_CHOICE_SLUG,
+        "Goal-step examples of synthetic procedures",
+        "multiple_choice",
+        Selection(task_set=task_set.name, seed=seed),
+    )
+    annotators.study_answer(study, annotators.multiple_choice_answer(seed), seed=seed)
+    return study, True
+
+
+def _mining_run(seed: int) -> tuple[MiningRun | None, bool]:
+    """The finished synthetic mining run over the imported documents (mining_run.py), and whether this call
+    made it; None when there is no document to mine."""
+    run = MiningRun.objects.filter(name=synthetic_mining.RUN_NAME).first()
+    if run is not None:
+        return run, False
+    run = synthetic_mining.mining_run_create(seed=seed)
+    return run, run is not None
 
 
 def demo_world_pages(world: DemoWorld) -> list[tuple[str, str]]:
@@ -126,6 +179,13 @@ def demo_world_pages(world: DemoWorld) -> list[tuple[str, str]]:
         ("Step-types study", reverse("annotation:study_detail", args=[step_types])),
         ("  its agreement", reverse("agreement:study", args=[step_types])),
         ("  its models' F1", reverse("annotation:step_type_models", args=[step_types])),
+        ("Multiple-choice study", reverse("annotation:study_detail", args=[world.multiple_choice.slug])),
+        ("  its validation", reverse("agreement:study", args=[world.multiple_choice.slug])),
+        *(
+            [("Mining run", reverse("mine:run", args=[world.mining_run.pk]))]
+            if world.mining_run is not None
+            else []
+        ),
     ]
 
 

@@ -19,6 +19,7 @@ from django.db.models import F, Sum
 from django.utils import timezone
 
 from ..critical_failures.posted import FailureInput, Submission
+from ..kinds.multiple_choice import NONE, MultipleChoiceSubmission
 from ..kinds.pairwise import PairFailure, PairSubmission, sides
 from ..kinds.step_types import StepTypesSubmission
 from ..models import Assignment, Participant, Study, StudyItem
@@ -36,6 +37,7 @@ from ..services import (
 from ..step_types.candidates import StepType, candidates
 from . import texts
 from .models_under_test import Truth
+from .multiple_choice import is_hard
 
 USER_AGENT = "synthetic demo annotator (manage.py demo_setup)"
 
@@ -203,6 +205,38 @@ def step_types_answer(seed: int) -> Answer:
             expert_knowledge=annotator.rng.random() < 0.2,
             active_seconds=_active_seconds(annotator, assignment),
             user_agent=USER_AGENT,
+        )
+
+    return answer
+
+
+# --- multiple choice ---------------------------------------------------------------------------------------
+
+HARD_ACCURACY = 0.6  # the share of their accuracy an annotator keeps on a hard example
+NONE_SHARE = 0.25  # of the wrong answers, the share that is "None of the above" (or "Neutral")
+
+
+def multiple_choice_answer(seed: int) -> Answer:
+    """The right candidate with the annotator's accuracy (their sensitivity; less on the world's hard
+    examples), else "none" now and then or another candidate; an attention check's named option."""
+
+    def answer(annotator: Annotator, assignment: Assignment) -> MultipleChoiceSubmission:
+        item = assignment.item
+        example = item.example
+        assert example is not None
+        choice: int | str
+        accuracy = annotator.sensitivity * (HARD_ACCURACY if is_hard(seed, example.task, example.position)
+                                            else 1.0)  # fmt: skip
+        if item.is_attention_check:
+            choice = int(item.payload["expects"])
+        elif annotator.rng.random() < accuracy:
+            choice = example.answer
+        elif annotator.rng.random() < NONE_SHARE:
+            choice = NONE
+        else:
+            choice = annotator.rng.choice([i for i in range(len(example.candidates)) if i != example.answer])
+        return MultipleChoiceSubmission(
+            choice=choice, active_seconds=_active_seconds(annotator, assignment), user_agent=USER_AGENT
         )
 
     return answer

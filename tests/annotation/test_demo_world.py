@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from django.core.management import CommandError, call_command
 from django.db.models import Max, Model
 from django.test import Client
@@ -18,7 +19,9 @@ from django.urls import reverse
 from annotation.agreement_data import study_agreement
 from annotation.calibration import calibrated_lines
 from annotation.critical_failures.adjudication import review_queue
-from annotation.demo_world import CALIBRATION_SLUG, PAIRWISE_SLUG, STEP_TYPES_SLUG
+from annotation.demo_world import CALIBRATION_SLUG, MULTIPLE_CHOICE_SLUG, PAIRWISE_SLUG, STEP_TYPES_SLUG
+from annotation.demo_world.mining_run import RUN_NAME, mining_run_create
+from annotation.goal_step.validation import study_answers, validate
 from annotation.models import (
     AnnotatedFailure,
     Annotation,
@@ -35,18 +38,31 @@ from annotation.pairwise.figures import study_figures
 from annotation.report_card import report_card
 from annotation.step_types.agreement import step_types_agreement, study_labels
 from annotation.step_types.evaluation import step_type_models_table
-from goal_step.models import TaskSet
+from goal_step.models import TaskExample, TaskSet
 from h2e_site.synthetic import BADGE_TEXT, synthetic_badge
 from judging.models import CriticalFailure, Generation, Generator, Judge, Judgment, PairwiseJudgment
-from mining.models import Procedure
+from mining.config import RunConfig, run_config_from_mapping
+from mining.models import NOT_SENT, STAGE_ORDER, MiningRun, Procedure, SourceDocument, Split, StageOutcome
+from mining.runs import SyntheticRun, mine_job_run, mining_run_start
+from mining.runs import mining_run_create as real_run_create
+from mining.selectors import run_funnel, run_stage_drops, run_unstored
 from tests.factories import make_procedure
+from tests.llm_server import LoopbackLLM
+from tests.mining.canned import canned_responder
 
 pytestmark = pytest.mark.django_db
 COUNTED: list[type[Model]] = [
     Procedure, Generator, Generation, Judge, Judgment, CriticalFailure, Study, StudyItem, Participant,
     Assignment, Annotation, AnnotatedFailure, GoldEvent, CalibrationDraw, StepTypeLabel, StepTypePrediction,
-    PairwiseJudgment, TaskSet,
+    PairwiseJudgment, TaskSet, TaskExample, MiningRun, StageOutcome,
 ]  # fmt: skip
+ROOT = Path(__file__).resolve().parents[2]
+DEMO_DOCUMENTS = ROOT / "demo" / "mining" / "documents.jsonl"
+CONFIGS = ROOT / "configs" / "mining"
+# The synthetic run over the 14 sample documents, stage by stage: (entered, passed). Extraction drops the
+# three pages without a procedure, the heuristics the three-step passport renewal, the LLM filter the
+# router's clicks, the final validation the cover letter (its paragraphs in any order).
+SYNTHETIC_FUNNEL = [(14, 11), (11, 10), (10, 9), (9, 9), (9, 9), (9, 8)]
 
 
 def snapshot() -> dict[str, tuple[int, Any]]:
@@ -67,7 +83,7 @@ def demo_setup(var_dir: Path) -> str:
 
 
 def test_it_seeds_a_synthetic_world_whose_figures_mean_something_once(
-    staff: Client, tmp_path: Path, settings: Any
+    staff: Client, runner: Client, tmp_path: Path, settings: Any
 ) -> None:
     settings.VAR_DIR = tmp_path
     output = demo_setup(tmp_path)
@@ -148,17 +164,31 @@ def test_it_seeds_a_synthetic_world_whose_figures_mean_something_once(
     studies = (calibration, pairwise, step_types)
     for path in (reverse("calibrated:leaderboard"), *(f"/studies/{study.slug}/" for study in studies)):
         assert f": {path}\n" in output, f"no link to {path} in:\n{output}"
-    assert (tmp_path / "demo-pages.txt").read_text().count("\t") == 4
 
     # the worker's share, queued: the vectors of the new texts, and a goal-step task set for the Tasks page
     task_set = TaskSet.objects.get(name="synthetic-demo-tasks")
     assert task_set.job is not None and task_set.job.status == "queued"
     assert BADGE_TEXT in staff.get(reverse("goal_step:task_sets")).content.decode()
 
+    assert_multiple_choice_study(staff, output)
+    assert_synthetic_mining_run(staff, runner, output)
+    assert (tmp_path / "demo-pages.txt").read_text().count("\t") == 6
+
     before = snapshot()
     again = demo_setup(tmp_path)
     assert "Synthetic demo world (already there, unchanged" in again
     assert snapshot() == before
+
+    # a world seeded before the multiple-choice study and the mining run existed gets them, the rest as it was
+    Study.objects.filter(slug=MULTIPLE_CHOICE_SLUG).delete()
+    TaskSet.objects.filter(name="synthetic-demo-goal-step").delete()
+    Procedure.objects.filter(mining_run__name=RUN_NAME).delete()
+    MiningRun.objects.filter(name=RUN_NAME).delete()
+    annotations = Annotation.objects.count()
+    assert "Synthetic demo world (built" in demo_setup(tmp_path)
+    assert Annotation.objects.count() == annotations + 36 * 3
+    assert MiningRun.objects.get(name=RUN_NAME).kept_procedures.count() == 8
+    assert Study.objects.filter(slug__startswith="synthetic-").count() == 4
 
 
 def test_it_marks_only_synthetic_names() -> None:
@@ -174,3 +204,109 @@ def test_it_refuses_to_rebuild_over_part_of_the_world(tmp_path: Path, settings: 
     with pytest.raises(CommandError, match=r"synthetic demo world is incomplete .*synthetic-calibration"):
         call_command("demo_setup", skip_migrate=True, stdout=io.StringIO())
     assert not Study.objects.filter(slug__startswith="synthetic-").exists()
+
+
+def assert_multiple_choice_study(staff: Client, output: str) -> None:
+    """A multiple-choice study over a synthetic goal-step task set of the three tasks, imported as BIG-bench
+    files, each item answered by k simulated annotators who disagree now and then."""
+    study = Study.objects.get(slug=MULTIPLE_CHOICE_SLUG, kind="multiple_choice")
+    task_set = TaskSet.objects.get(name=study.selection["task_set"])
+    assert task_set.source == "bigbench" and task_set.name.startswith("synthetic-")
+    assert set(task_set.examples.values_list("task", flat=True)) == {"step_inference", "goal_inference",
+                                                                     "step_ordering"}  # fmt: skip
+    assert study.items.count() == task_set.examples.filter(split="test").count() == 36
+    assert not task_set.examples.filter(topic=None).exists()  # its procedures' topics: the by-topic table
+    assert {item.completed_count for item in study.items.all()} == {study.annotators_per_item} == {3}
+    tasks = validate(study_answers(study), k=study.annotators_per_item)
+    assert len(tasks) == 3
+    for task in tasks:
+        assert sum(task.by_correct.values()) == 12, task  # every example with its k answers
+        assert 0 < task.kept.k < task.kept.n, task  # some examples kept by every worker, some not
+        assert task.accuracy.rate is not None and 0.5 < task.accuracy.rate < 1, task
+        assert task.alpha is not None and 0 < task.alpha < 1, task
+    page = staff.get(reverse("agreement:study", args=[study.slug])).content.decode()
+    assert BADGE_TEXT in page and "examples kept (all workers right)" in page
+    assert BADGE_TEXT in staff.get(reverse("annotation:study_detail", args=[study.slug])).content.decode()
+    assert f"Multiple-choice study: {reverse('annotation:study_detail', args=[study.slug])}\n" in output
+
+
+def assert_synthetic_mining_run(staff: Client, runner: Client, output: str) -> None:
+    """A finished synthetic run over the sample documents: passes and drops with reasons at the stages that
+    drop, its procedures in the pool under synthetic names, no outcome with a request identity or counted as
+    not sent."""
+    run = MiningRun.objects.get(name=RUN_NAME)
+    assert run.status == "succeeded" and run.documents.count() == SourceDocument.objects.count() == 14
+    funnel = run_funnel(run)
+    assert [(cell.entered, cell.passed) for cell in funnel.total.cells] == SYNTHETIC_FUNNEL
+    assert all(cell.not_sent == 0 and cell.errors == 0 for cell in funnel.total.cells)
+    llm_cells = [cell for cell in funnel.total.cells if cell.stage != "prefilter"]
+    assert all(cell.prompt_tokens > 0 and cell.completion_tokens > 0 for cell in llm_cells)
+    drops = {drop.cell.stage: drop.reasons for drop in run_stage_drops(run, funnel)}
+    assert drops["extraction"] == [("no valid process in the document", 3)]
+    assert drops["prefilter"] == [("3 steps, outside 5-15", 1)]
+    assert drops["filter"][0][0].startswith("UI interaction") and drops["final_filter"][0][0].startswith(
+        "sequential: no"
+    )
+    outcomes = StageOutcome.objects.filter(run=run)
+    assert not outcomes.exclude(request_sha256="").exists() and not outcomes.filter(NOT_SENT).exists()
+    kept = run.kept_procedures.all()
+    assert funnel.total.stored == kept.count() == funnel.total.cells[-1].passed == 8
+    assert {p.split for p in kept} == {Split.POOL}
+    assert all(p.source_example_id.startswith("synthetic-demo-mined-demo-web-") for p in kept)
+
+    runs_page = staff.get(reverse("mine:runs")).content.decode()
+    assert "No mining run yet" not in runs_page and BADGE_TEXT in runs_page
+    page = staff.get(reverse("mine:run", args=[run.pk])).content.decode()
+    assert BADGE_TEXT in page and "data-synthetic-note" in page
+    assert 'data-count="entered"><strong>14</strong>' in page
+    assert BADGE_TEXT in staff.get(reverse("admin:mining_miningrun_funnel", args=[run.pk])).content.decode()
+    assert f"Mining run: {reverse('mine:run', args=[run.pk])}\n" in output
+    with pytest.raises(SyntheticRun, match="synthetic demo data"):
+        mining_run_start(run=run)
+    refused = runner.post(reverse("mining-api:run-start", args=[run.pk]))
+    assert refused.status_code == 409 and "synthetic demo data" in refused.json()["detail"], refused.content
+
+
+def demo_config(base_url: str) -> RunConfig:
+    """The demo's own mining config (the Mine form's default), served by the loopback LLM: the same request
+    identities as on the embedded model (a URL is not identity)."""
+    data = yaml.safe_load((CONFIGS / "smollm2-local.yaml").read_text(encoding="utf-8"))
+    data["stages"]["default"] |= {"base_url": base_url, "request_timeout_s": 30, "max_concurrency": 4}
+    del data["stages"]["default"]["base_url_env"]
+    return run_config_from_mapping(data)
+
+
+def test_a_real_run_after_the_synthetic_one_sends_its_requests(llm_server: LoopbackLLM) -> None:
+    """Nothing of the synthetic run is reused: a real run of the demo's config over the same documents sends
+    every request and stores its own procedures; a second real run then reuses the first one's answers
+    (reuse works here)."""
+    call_command("import_documents", str(DEMO_DOCUMENTS), stdout=io.StringIO())
+    synthetic = mining_run_create(seed=31)
+    assert synthetic is not None
+    llm_server.responder = canned_responder
+    config = demo_config(llm_server.base_url)
+
+    real = real_run_create(config=config, name="real", enqueue=False)
+    mine_job_run(job_id=real.job_id or 0)
+    real.refresh_from_db()
+    assert real.status == "succeeded", real.job
+    outcomes = StageOutcome.objects.filter(run=real)
+    sent = outcomes.exclude(stage="prefilter")
+    assert not outcomes.filter(reused=True).exists()
+    assert len(llm_server.completion_requests) == sent.count() > 14  # every LLM outcome was a request
+    assert not sent.filter(request_sha256="").exists()
+    funnel = run_funnel(real)
+    assert funnel.total.cells[0].processed == 14 and all(cell.not_sent == 0 for cell in funnel.total.cells)
+    assert funnel.total.stored == funnel.total.cells[-1].passed > 0 and not run_unstored(real)
+    assert set(real.kept_procedures.values_list("source_example_id", flat=True)) <= set(
+        SourceDocument.objects.values_list("doc_id", flat=True)
+    )  # its own procedures, under the documents' ids; the synthetic ones are untouched
+    assert synthetic.kept_procedures.count() == 8
+    assert not StageOutcome.objects.filter(run=synthetic).exclude(request_sha256="").exists()
+
+    llm_server.reset()
+    again = real_run_create(config=config, name="again", enqueue=False)
+    mine_job_run(job_id=again.job_id or 0)
+    assert not llm_server.completion_requests
+    assert StageOutcome.objects.filter(run=again, reused=True).count() == sent.count()
+    assert len(STAGE_ORDER) == 6

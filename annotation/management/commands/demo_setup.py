@@ -118,13 +118,23 @@ def items_summary(study: Study) -> str:
 
 
 def world_summary(world: DemoWorld) -> str:
-    """'critical failures synthetic-calibration: 100 items ..., pairwise ..., step types ...'."""
+    """'critical failures synthetic-calibration: 100 items ..., pairwise ..., step types ..., multiple
+    choice ...; mining run synthetic-demo-mining: 14 documents, 8 procedures kept'."""
     studies = (("critical failures", world.calibration), ("pairwise", world.pairwise),
-               ("step types", world.step_types))  # fmt: skip
-    return "; ".join(
+               ("step types", world.step_types), ("multiple choice", world.multiple_choice))  # fmt: skip
+    parts = [
         f"{kind} {study.slug}: {items_summary(study)}, {study.annotations.count()} annotations"
         for kind, study in studies
-    )
+    ]
+    run = world.mining_run
+    if run is not None:
+        parts.append(
+            f"mining run {run.name}: {run.documents.count()} documents, "
+            f"{run.kept_procedures.count()} procedures kept (pool)"
+        )
+    else:
+        parts.append("no mining run (no document imported)")
+    return "; ".join(parts)
 
 
 def demo_login_path() -> Path:
