@@ -32,7 +32,7 @@ def calibrated_board(judge_ids: Sequence[str] | None = None) -> CalibratedBoard:
     wanted = sorted(set(judge_ids)) if judge_ids else None
 
     def compute() -> CalibratedBoard:
-        samples = calibration.generator_samples()
+        samples = _samples()
         lines = calibration.calibrated_lines(judge_ids=wanted, samples=samples)
         return CalibratedBoard(
             [replace(line, examples=[]) for line in lines], calibration.unused_studies(samples)
@@ -46,13 +46,27 @@ def calibratable_judges() -> frozenset[int]:
     cached like the board: the page picks its default judge among them."""
 
     def compute() -> frozenset[int]:
-        return frozenset(calibration.judges_with_labelled_samples(calibration.generator_samples()))
+        return frozenset(calibration.judges_with_labelled_samples(_samples()))
 
     return cached("calibratable-judges", compute, version=_version())
 
 
 def _version() -> str:
     return f"{judgments_version()}|{calibration_version()}"
+
+
+_SAMPLES: dict[str, dict[int, calibration.Sample]] = {}  # this process's samples of the latest version only
+
+
+def _samples() -> dict[int, calibration.Sample]:
+    """calibration.generator_samples() of the current version, read once per version in this process: the
+    board and the calibratable judges are computed from the same samples (the frames are not worth the
+    shared cache, see the module docstring)."""
+    version = _version()
+    if version not in _SAMPLES:
+        _SAMPLES.clear()
+        _SAMPLES[version] = calibration.generator_samples()
+    return _SAMPLES[version]
 
 
 __all__ = ["CalibratedBoard", "calibratable_judges", "calibrated_board"]

@@ -33,7 +33,7 @@ from judging.models import Judge
 from mining.embedding import PROCEDURES
 from mining.models import MiningRun, Procedure, Split
 
-from ..critical_failures.adjudication import review_queue
+from ..critical_failures.adjudication import review_queue, with_subjects
 from ..critical_failures.gold import CriticalGold, GoldFailure
 from ..embedding import HUMAN_FAILURES
 from ..gold import gold_decide
@@ -234,7 +234,7 @@ def _calibration_study(generator_ids: list[int], judge_ids: list[int], truth: Tr
 def _gold_decisions(study: Study, truth: Truth) -> None:
     """The reviewer's gold on the first items of the adjudication queue (the planted truth), the rest left
     open for the demo's reviewer."""
-    for entry in review_queue(study).entries[:GOLD_DECISIONS]:
+    for entry in with_subjects(review_queue(study).entries[:GOLD_DECISIONS]):
         assert entry.item.generation_id is not None
         planted = truth.failures[entry.item.generation_id]
         failures = (

@@ -70,12 +70,13 @@ Answer = Callable[[Annotator, Assignment], Any]
 
 
 def study_answer(study: Study, answer: Answer, *, seed: int) -> int:
-    """Simulated participants ("synthetic-<study pk>-001", ...) answer the study until every regular item has
-    its k annotations; how many took part."""
+    """Simulated participants ("synthetic-<study slug>-001", ...) answer the study until every regular item
+    has its k annotations; how many took part. Named by the study's slug, never its id: a build draws the
+    same annotators whatever the database held before."""
     n = start = study.participants.count()
     while _open_slots(study):
         n += 1
-        annotator = Annotator.drawn(f"synthetic-{study.pk}-{n:03d}", seed)
+        annotator = Annotator.drawn(f"synthetic-{study.slug}-{n:03d}", seed)
         participant = _qualified(study, annotator.pid)
         while (assignment := _leased(participant, study, annotator)) is not None:
             assignment = assignment_acknowledge_goal(assignment=assignment)
