@@ -126,7 +126,8 @@ typecheck: $(VENV)/.dev-installed
 # is a failure here. The suite runs on PYTEST_WORKERS processes (pytest-xdist; default: one per core),
 # each taking tests in pytest-django's order (every transactional test after the others: a flush loses the
 # migrations' rows) and the last ones from the other; each process has its own test database and Redis
-# database (REDIS_URL's number + 1 + its index). PYTEST_WORKERS=0 runs it in one process.
+# database (REDIS_URL's number + 1 + its index). PYTEST_WORKERS=0 runs it in one process. The 25 slowest
+# tests are listed at the end of every run (the whole make test must stay under 20 minutes).
 TEST_DATABASE_URL := postgres://postgres@127.0.0.1:5432/h2e_test
 TEST_REDIS_URL := redis://127.0.0.1:6379/0
 PYTEST_WORKERS ?= auto
@@ -134,7 +135,7 @@ PYTEST_WORKERS ?= auto
 pytest: $(VENV)/.dev-installed system-packages $(BIN)/docker-compose
 	@status=0; \
 	DEBUG=$${DEBUG:-1} DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
-		$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal || status=$$?; \
+		$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal --durations=25 || status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests: failing." >&2; exit 1; fi; \
 	exit $$status
 
