@@ -8,6 +8,7 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation.job_kinds import (
+    CALIBRATION_ROUND,
     CLASSIFY_STEPS,
     FAILURE_PATTERNS,
     PROLIFIC_BONUSES,
@@ -44,6 +45,7 @@ def test_it_has_a_registered_task_for_every_kind_the_apps_run() -> None:
         PROLIFIC_SYNC: "annotation.run_prolific_sync_job",
         PROLIFIC_REVIEW: "annotation.run_prolific_review_job",
         PROLIFIC_BONUSES: "annotation.run_prolific_bonuses_job",
+        CALIBRATION_ROUND: "annotation.run_calibration_round_job",
     }
     assert not job_type_for(IMPORT).resumable and job_type_for(MINE).resumable
     with pytest.raises(LookupError, match="export"):
