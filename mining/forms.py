@@ -49,6 +49,19 @@ def config_problem(config: RunConfig) -> str:
     return ""
 
 
+def runnable_config_name() -> str | None:
+    """The first config of configs/mining/ whose requests can be sent here (its API keys set, or a local
+    server's): the form offers it first, so that a demo without an OpenAI key starts on the embedded model."""
+    for path in config_files():
+        try:
+            config = load_run_config(path)
+        except ConfigError:
+            continue
+        if not config_problem(config):
+            return path.name
+    return None
+
+
 class MineForm(forms.Form):
     config = forms.ChoiceField(
         help_text="a run config of configs/mining/: model per stage, thresholds, candidates per topic"
@@ -62,6 +75,7 @@ class MineForm(forms.Form):
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.fields["config"].choices = [_choice(path) for path in config_files()]  # type: ignore[attr-defined]
+        self.fields["config"].initial = runnable_config_name()
 
     def clean_config(self) -> RunConfig:
         path = CONFIG_DIR / self.cleaned_data["config"]

@@ -149,3 +149,14 @@ def test_the_demo_sample_imports_as_the_importer_expects(db: None) -> None:
     assert SourceDocument.objects.count() == 14
     topics = set(SourceDocument.objects.values_list("topic__name", flat=True))
     assert len(topics) == 7 and None not in topics
+
+
+def test_it_offers_first_a_config_that_can_run_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without an OpenAI key the form starts on the embedded model's config, not the paper's (which it would
+    refuse); with the key, the first file."""
+    from mining.forms import MineForm, config_files
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert MineForm().fields["config"].initial == "smollm2-local.yaml"
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert MineForm().fields["config"].initial == config_files()[0].name == "gpt-4.1-openai.yaml"
