@@ -8,7 +8,7 @@ from typing import Any
 from django import forms
 
 from h2e_site.llm.config import load_config
-from judging.admin import actions as judge_actions
+from judging import judge_files
 from judging.configs import judge_attach_config
 from judging.models import Judge
 
@@ -26,11 +26,11 @@ class PairwiseJudgeForm(forms.Form):
         super().__init__(*args, **kwargs)
         field = self.fields["judge"]
         assert isinstance(field, forms.ChoiceField)
-        field.choices = [("", "— choose a judge —"), *judge_actions.judge_choices()]
+        field.choices = [("", "— choose a judge —"), *judge_files.judge_choices()]
 
     def clean_judge(self) -> Judge:
         try:
-            return judge_actions.judge_from_choice(self.cleaned_data["judge"])
+            return judge_files.judge_from_choice(self.cleaned_data["judge"])
         except (ValueError, Judge.DoesNotExist) as exc:  # ConfigError names the file and the field
             raise forms.ValidationError(str(exc)) from exc
 
@@ -55,14 +55,14 @@ class AttachJudgeConfigForm(forms.Form):
         super().__init__(*args, **kwargs)
         field = self.fields["config_file"]
         assert isinstance(field, forms.ChoiceField)
-        field.choices = [(p.name, f"configs/judges/{p.name}") for p in judge_actions.judge_config_files()]
+        field.choices = [(p.name, f"configs/judges/{p.name}") for p in judge_files.judge_config_files()]
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         judge, name = data.get("imported_judge"), data.get("config_file")
         if judge is not None and name:
             try:
-                config = load_config(judge_actions.JUDGE_CONFIG_DIR / name, role="judge")
+                config = load_config(judge_files.JUDGE_CONFIG_DIR / name, role="judge")
                 judge_attach_config(judge=judge, config=config)
             except ValueError as exc:  # ConfigError: names the file or the judge, and the field
                 raise forms.ValidationError(str(exc)) from exc

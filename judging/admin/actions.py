@@ -3,13 +3,10 @@ forms, the intermediate page every action shows, and starting one job per select
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any
 
 from django import forms
-from django.conf import settings
 from django.contrib import messages
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest, HttpResponse
@@ -19,66 +16,10 @@ from h2e_site.jobs.models import Job
 from h2e_site.llm.config import load_config
 from mining.models import Split
 
-from ..configs import judge_attach_config, judge_for_config, judge_id_of
+from .. import judge_files
+from ..configs import judge_attach_config
 from ..generate_jobs import LIMIT
 from ..models import Judge
-
-JUDGE_CONFIG_DIR = Path(settings.BASE_DIR) / "configs" / "judges"
-
-
-def judge_config_files() -> list[Path]:
-    """The judge configs shipped in configs/judges/ (YAML)."""
-    if not JUDGE_CONFIG_DIR.is_dir():
-        return []
-    return sorted(p for p in JUDGE_CONFIG_DIR.iterdir() if p.suffix in {".yaml", ".yml"} and p.is_file())
-
-
-def judge_choices() -> list[tuple[str, list[tuple[str, str]]]]:
-    """Judges that can run (rows with a config), then the config files no row was made from yet (a row is
-    made on first use); a file some row was made from shows as that row, named with the file."""
-    judges = list(Judge.objects.exclude(config={}).by_model())
-    files_of: dict[str, list[str]] = defaultdict(list)
-    new_files = []
-    for path in judge_config_files():
-        judge_id = _config_file_judge_id(path)
-        if judge_id is not None and any(judge.judge_id == judge_id for judge in judges):
-            files_of[judge_id].append(f"configs/judges/{path.name}")
-        else:
-            new_files.append((f"file:{path.name}", f"configs/judges/{path.name} (new judge)"))
-    rows = [
-        (
-            f"judge:{judge.pk}",
-            f"{judge.model} ({judge.judge_id}){_demo_suffix(judge)}"
-            + (f" · {', '.join(files_of[judge.judge_id])}" if files_of[judge.judge_id] else ""),
-        )
-        for judge in judges
-    ]
-    return [(label, options) for label, options in [("Judges", rows), ("Config files", new_files)] if options]
-
-
-def _config_file_judge_id(path: Path) -> str | None:
-    """The judge_id a config file would make (None when the file does not load: choosing it says why)."""
-
-    try:
-        return judge_id_of(load_config(path, role="judge"))
-    except (ValueError, OSError):
-        return None
-
-
-def _demo_suffix(judge: Judge) -> str:
-    return " - demo model, judgments not meaningful" if judge.is_demo_model else ""
-
-
-def judge_from_choice(value: str) -> Judge:
-    """The Judge row for a judge_choices() value; raises ValueError (ConfigError) for a bad config file."""
-
-    kind, _, ref = value.partition(":")
-    if kind == "judge":
-        return Judge.objects.get(pk=int(ref))
-    path = JUDGE_CONFIG_DIR / ref
-    if path not in judge_config_files():
-        raise ValueError(f"no judge config file {ref!r} in configs/judges/")
-    return judge_for_config(load_config(path, role="judge"))
 
 
 class AttachConfigForm(forms.Form):
@@ -89,14 +30,16 @@ class AttachConfigForm(forms.Form):
         self.judge = judge
         field = self.fields["config_file"]
         assert isinstance(field, forms.ChoiceField)
-        field.choices = [(p.name, f"configs/judges/{p.name}") for p in judge_config_files()]
+        field.choices = [(p.name, f"configs/judges/{p.name}") for p in judge_files.judge_config_files()]
 
     def clean_config_file(self) -> str:
         """Attach it (the service refuses a config that does not describe the judge: shown on the field)."""
 
         name = self.cleaned_data["config_file"]
         try:
-            judge_attach_config(judge=self.judge, config=load_config(JUDGE_CONFIG_DIR / name, role="judge"))
+            judge_attach_config(
+                judge=self.judge, config=load_config(judge_files.JUDGE_CONFIG_DIR / name, role="judge")
+            )
         except ValueError as exc:  # ConfigError: names the file or the judge, and the field
             raise forms.ValidationError(str(exc)) from exc
         return f"configs/judges/{name}"
@@ -125,11 +68,11 @@ class JudgeWithForm(forms.Form):
         super().__init__(*args, **kwargs)
         judge_field = self.fields["judge"]
         assert isinstance(judge_field, forms.ChoiceField)
-        judge_field.choices = [("", "— choose a judge —"), *judge_choices()]
+        judge_field.choices = [("", "— choose a judge —"), *judge_files.judge_choices()]
 
     def clean_judge(self) -> Judge:
         try:
-            return judge_from_choice(self.cleaned_data["judge"])
+            return judge_files.judge_from_choice(self.cleaned_data["judge"])
         except (ValueError, Judge.DoesNotExist) as exc:
             raise forms.ValidationError(str(exc)) from exc
 

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from django.contrib.auth.models import User
 
-from judging.admin import actions as judging_admin
+from judging import judge_files
 from tests.browser.conftest import screenshot
 from tests.factories import make_generation, make_judgment
 from tests.judging.runnable import make_runnable_generator, make_runnable_judge
@@ -59,7 +59,7 @@ def test_it_attaches_a_config_to_an_imported_judge(
         "base_url": "http://127.0.0.1:9/v1",
     }
     (tmp_path / "judge-x.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    monkeypatch.setattr(judging_admin, "JUDGE_CONFIG_DIR", tmp_path)
+    monkeypatch.setattr(judge_files, "JUDGE_CONFIG_DIR", tmp_path)
     staff_page.goto(f"{live_server.url}/admin/judging/judge/")
     staff_page.locator(f"input[name=_selected_action][value='{judge.pk}']").check()
     staff_page.select_option("select[name=action]", "attach_config")

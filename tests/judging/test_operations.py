@@ -16,7 +16,7 @@ from django.urls import reverse
 from h2e_site.jobs.loop import JobWork, job_run
 from h2e_site.jobs.models import Job, JobStatus
 from h2e_site.llm.prompts import prompt_sha256
-from judging.admin import actions as judging_admin
+from judging import judge_files
 from judging.configs import config_for_judge
 from judging.job_kinds import JUDGE
 from judging.judge_jobs import judge_job_create
@@ -41,7 +41,7 @@ def config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **fields: Any) -
     config = {"model": "org/judge-x", "backend": "openai", "provider": "openai", "base_url": "http://127.0.0.1:9/v1",
               **fields}  # fmt: skip
     (tmp_path / "judge-x.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    monkeypatch.setattr(judging_admin, "JUDGE_CONFIG_DIR", tmp_path)
+    monkeypatch.setattr(judge_files, "JUDGE_CONFIG_DIR", tmp_path)
     return tmp_path
 
 
@@ -159,7 +159,7 @@ def test_it_lists_a_judge_made_from_a_config_file_once(
     from judging.configs import judge_for_config
 
     made = judge_for_config(load_config(tmp_path / "judge-x.yaml", role="judge"))
-    choices = dict(judging_admin.judge_choices())
+    choices = dict(judge_files.judge_choices())
     rows, files = choices["Judges"], choices.get("Config files", [])
     assert [label for _, label in rows] == [f"org/judge-x ({made.judge_id}) · configs/judges/judge-x.yaml"]
     assert [value for value, _ in files] == ["file:other.yaml"]

@@ -13,7 +13,7 @@ from django.test import Client
 from django.urls import reverse
 
 from h2e_site.jobs.models import Job, JobStatus
-from judging.admin import actions as judging_admin
+from judging import judge_files
 from judging.job_kinds import GENERATE, JUDGE
 from judging.judge_jobs import judge_job_create
 from judging.models import Generation, Judge, JudgeError, Judgment
@@ -102,7 +102,7 @@ def test_it_refuses_to_run_an_imported_generator(admin_client: Client, bench: li
 def test_it_offers_runnable_judges_and_config_files(
     admin_client: Client, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(judging_admin, "JUDGE_CONFIG_DIR", tmp_path)
+    monkeypatch.setattr(judge_files, "JUDGE_CONFIG_DIR", tmp_path)
     (tmp_path / "loopback.yaml").write_text("model: loopback/judge-b\nbackend: openai\nprovider: openai\n")
     runnable = make_runnable_judge()
     demo = make_runnable_judge(model="loopback/smol", is_demo_model=True)
@@ -139,7 +139,7 @@ def test_it_judges_each_selected_generator_with_the_chosen_judge(admin_client: C
 def test_it_makes_a_judge_row_from_a_config_file(
     admin_client: Client, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(judging_admin, "JUDGE_CONFIG_DIR", tmp_path)
+    monkeypatch.setattr(judge_files, "JUDGE_CONFIG_DIR", tmp_path)
     (tmp_path / "b.yaml").write_text("model: loopback/judge-b\nbackend: openai\nprovider: openai\n")
     generation = make_generation(generator=make_runnable_generator())
     act(admin_client, "generator", "judge_with", [generation.generator], apply="yes", judge="file:b.yaml")
@@ -151,7 +151,7 @@ def test_it_makes_a_judge_row_from_a_config_file(
 def test_it_names_the_file_of_a_broken_judge_config(
     admin_client: Client, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(judging_admin, "JUDGE_CONFIG_DIR", tmp_path)
+    monkeypatch.setattr(judge_files, "JUDGE_CONFIG_DIR", tmp_path)
     (tmp_path / "broken.yaml").write_text("model: x\nbackend: nope\n")
     generator = make_runnable_generator()
     response = act(
@@ -275,14 +275,14 @@ def test_it_lets_staff_with_the_add_job_permission_run(client: Client, bench: li
 
 
 def test_it_offers_every_shipped_judge_config_and_each_one_loads(admin_client: Client) -> None:
-    files = judging_admin.judge_config_files()
+    files = judge_files.judge_config_files()
     assert {p.name for p in files} >= {"smollm2-local.yaml"}
     html = act(admin_client, "generator", "judge_with", [make_runnable_generator()]).content.decode()
     for path in files:
         assert f'value="file:{path.name}"' in html
-        judge = judging_admin.judge_from_choice(f"file:{path.name}")
+        judge = judge_files.judge_from_choice(f"file:{path.name}")
         assert judge.config and judge.judge_id
-    smol = judging_admin.judge_from_choice("file:smollm2-local.yaml")
+    smol = judge_files.judge_from_choice("file:smollm2-local.yaml")
     assert smol.is_demo_model
 
 

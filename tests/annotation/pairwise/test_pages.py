@@ -175,7 +175,7 @@ def test_the_twin_offers_runnable_judges_and_attaches_a_config_to_an_imported_on
 ) -> None:
     """#31 item 6: the twin offered imported judges, which cannot run (400 "attach a config"): it offers
     judges with a config and the config files, and attaches a config to an imported judge there."""
-    from judging.admin import actions as judge_actions
+    from judging import judge_files
 
     study = make_pairwise_study(n_goals=1, k=1)
     prompt = (Path(settings.BASE_DIR) / "prompts" / "judge.txt").read_text(encoding="utf-8")
@@ -194,7 +194,7 @@ def test_the_twin_offers_runnable_judges_and_attaches_a_config_to_an_imported_on
     }
     (tmp_path / "judge-x.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     (tmp_path / "other.yaml").write_text(yaml.safe_dump({**config, "model": "org/other"}), encoding="utf-8")
-    monkeypatch.setattr(judge_actions, "JUDGE_CONFIG_DIR", tmp_path)
+    monkeypatch.setattr(judge_files, "JUDGE_CONFIG_DIR", tmp_path)
 
     figures = reverse("agreement:study", args=[study.slug])
     page = runner.get(figures).content.decode()
