@@ -44,6 +44,18 @@ def make_runner(**fields: Any) -> AbstractUser:
     return user
 
 
+def study_on_prolific(study: Any) -> Any:
+    """The study with a draft on Prolific (the fake one the test's settings point at), its id stored."""
+    from annotation.prolific_api import ProlificClient
+
+    study.prolific_study_id = ProlificClient().study_create(
+        {"name": "n", "description": "d", "external_study_url": "https://x/", "completion_codes": [],
+         "total_available_places": 3, "estimated_completion_time": 5, "reward": 100}
+    )["id"]  # fmt: skip
+    study.save(update_fields=["prolific_study_id"])
+    return study
+
+
 def make_prolific_staff(*, bonuses: bool = True, jobs: bool = True) -> AbstractUser:
     """A staff user who may act on Prolific (annotation.run_prolific_study), pay bonuses (unless `bonuses`
     is False) and start the jobs those actions queue (unless `jobs` is False); not a superuser."""

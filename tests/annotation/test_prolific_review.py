@@ -13,9 +13,8 @@ from django.test import Client
 from annotation import services
 from annotation.critical_failures.posted import FailureInput, Submission
 from annotation.models import Participant, ParticipantStatus, Stage, Study
-from annotation.prolific_api import ProlificClient
 from tests.annotation.conftest import annotate_all, make_study, no_failure, qualified, run_prolific_jobs
-from tests.factories import logged_in, make_prolific_staff
+from tests.factories import logged_in, make_prolific_staff, study_on_prolific
 from tests.prolific_server import FakeProlific
 
 TOKEN = "review-token"
@@ -27,15 +26,6 @@ def prolific(settings: Any) -> Iterator[FakeProlific]:
     with FakeProlific(token=TOKEN) as server:
         settings.PROLIFIC_API_URL, settings.PROLIFIC_API_TOKEN = server.base_url, TOKEN
         yield server
-
-
-def _on_prolific(study: Study) -> None:
-    """The study with a draft on the fake Prolific."""
-    study.prolific_study_id = ProlificClient().study_create(
-        {"name": "n", "description": "d", "external_study_url": "https://x/", "completion_codes": [],
-         "total_available_places": 3, "estimated_completion_time": 5, "reward": 100}
-    )["id"]  # fmt: skip
-    study.save(update_fields=["prolific_study_id"])
 
 
 def _screened_out(study: Study) -> Participant:
@@ -52,7 +42,7 @@ def _finished_and_screened_out(prolific: FakeProlific) -> tuple[Participant, str
     """A study on Prolific with one participant who finished and one screened out, both submitted there:
     (the finished participant, their submission, the screened-out one's, a staff client, the review URL)."""
     study = make_study(n_items=2, k=2)
-    _on_prolific(study)
+    study_on_prolific(study)
     done = qualified(study, 1)
     annotate_all(done, lambda assignment: no_failure())
     services.participant_finish(participant=done)
@@ -113,7 +103,7 @@ def test_failed_attention_checks_earn_their_code_and_are_the_only_failed_check_g
     prolific: FakeProlific,
 ) -> None:
     study = make_study(n_items=4, k=2, attention_checks=2, attention_check_every=1, attention_fail_limit=2)
-    _on_prolific(study)
+    study_on_prolific(study)
     careless, careful = qualified(study, 1), qualified(study, 2)
     annotate_all(careless, _against_checks)
     annotate_all(careful, lambda a: _against_checks(a) if not a.item.is_attention_check else _obeying(a))

@@ -18,11 +18,11 @@ from django.test import Client
 
 from annotation import codebook, prolific_api
 from annotation.models import ParticipantStatus, Study
-from annotation.prolific_api import RETRIES, ProlificClient
+from annotation.prolific_api import RETRIES
 from annotation.prolific_studies import estimated_minutes, maximum_allowed_minutes
 from h2e_site.jobs.models import Job
 from tests.annotation.conftest import annotate_all, make_study, no_failure, qualified, run_prolific_jobs
-from tests.factories import logged_in, make_prolific_staff, make_user
+from tests.factories import logged_in, make_prolific_staff, make_user, study_on_prolific
 from tests.prolific_server import HTML_PAGE, FakeProlific, Trouble
 
 TOKEN = "trouble-token"
@@ -36,15 +36,6 @@ def prolific(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakePro
     with FakeProlific(token=TOKEN) as server:
         settings.PROLIFIC_API_URL, settings.PROLIFIC_API_TOKEN = server.base_url, TOKEN
         yield server
-
-
-def _on_prolific(study: Study) -> Study:
-    study.prolific_study_id = ProlificClient().study_create(
-        {"name": "n", "description": "d", "external_study_url": "https://x/", "completion_codes": [],
-         "total_available_places": 3, "estimated_completion_time": 5, "reward": 100}
-    )["id"]  # fmt: skip
-    study.save(update_fields=["prolific_study_id"])
-    return study
 
 
 def _finished(study: Study, prolific: FakeProlific) -> str:
@@ -100,7 +91,7 @@ def test_an_odd_answer_to_the_draft_is_named_and_nothing_is_stored(
 @pytest.mark.django_db
 @pytest.mark.parametrize(("answer", "says"), ODD.values(), ids=list(ODD))
 def test_an_odd_answer_to_publish_is_named(prolific: FakeProlific, answer: dict[str, Any], says: str) -> None:
-    study = _on_prolific(make_study(n_items=2, k=1))
+    study = study_on_prolific(make_study(n_items=2, k=1))
     prolific.script(Trouble(path="/transition/", **answer))
     page = logged_in(make_prolific_staff()).post(f"/studies/{study.slug}/prolific/PUBLISH/", follow=True)
     assert page.status_code == 200 and f"/studies/{study.prolific_study_id}/transition/" in _page_text(page)
@@ -123,7 +114,7 @@ SUBMISSION_PAGES = {
 def test_an_odd_page_of_submissions_fails_the_sync_job_and_records_nothing(
     prolific: FakeProlific, answer: dict[str, Any], says: str
 ) -> None:
-    study = _on_prolific(make_study(n_items=2, k=1))
+    study = study_on_prolific(make_study(n_items=2, k=1))
     _finished(study, prolific)
     staff = logged_in(make_prolific_staff())
     prolific.script(Trouble(path="/submissions/", method="GET", **answer))
@@ -139,7 +130,7 @@ def test_an_odd_page_of_submissions_fails_the_sync_job_and_records_nothing(
 def test_an_odd_page_of_submissions_on_the_review_page_is_named(
     prolific: FakeProlific, answer: dict[str, Any], says: str
 ) -> None:
-    study = _on_prolific(make_study(n_items=2, k=1))
+    study = study_on_prolific(make_study(n_items=2, k=1))
     _finished(study, prolific)
     prolific.script(Trouble(path="/submissions/", method="GET", **answer))
     page = logged_in(make_prolific_staff()).get(f"/studies/{study.slug}/prolific/review/", follow=True)
@@ -159,7 +150,7 @@ def test_an_odd_page_of_submissions_on_the_review_page_is_named(
 def test_an_approval_prolific_fails_is_named_and_not_recorded(
     prolific: FakeProlific, trouble: list[Any], says: str
 ) -> None:
-    study = _on_prolific(make_study(n_items=2, k=1))
+    study = study_on_prolific(make_study(n_items=2, k=1))
     submission = _finished(study, prolific)
     staff = logged_in(make_prolific_staff())
     url = f"/studies/{study.slug}/prolific/review/"
@@ -208,7 +199,7 @@ def test_a_hanging_prolific_holds_a_page_no_longer_than_its_budget(
     prolific: FakeProlific, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(prolific_api, "PAGE_BUDGET_SECONDS", 1.0)
-    study = _on_prolific(make_study(n_items=2, k=1))
+    study = study_on_prolific(make_study(n_items=2, k=1))
     staff = logged_in(make_prolific_staff())
     prolific.script(*[Trouble(hang=4.0)] * (RETRIES + 1))
     started = time.monotonic()
@@ -224,7 +215,7 @@ def test_a_hanging_prolific_holds_a_page_no_longer_than_its_budget(
 def test_sync_bonuses_and_review_are_queued_as_jobs_with_a_live_row(prolific: FakeProlific) -> None:
     """A hanging Prolific does not hold these pages at all: they send nothing, a job does, and the study page
     shows its row refreshing itself."""
-    study = _on_prolific(make_study(n_items=2, k=1))
+    study = study_on_prolific(make_study(n_items=2, k=1))
     submission = _finished(study, prolific)
     prolific.script(*[Trouble(hang=3.0)] * 3)
     staff = logged_in(make_prolific_staff())
@@ -269,7 +260,7 @@ def _action_requests(slug: str, submission: str) -> list[tuple[str, str, dict[st
 def test_staff_without_the_prolific_permissions_get_403_before_anything_is_sent(
     prolific: FakeProlific,
 ) -> None:
-    study = _on_prolific(make_study(n_items=2, k=1))
+    study = study_on_prolific(make_study(n_items=2, k=1))
     submission = _finished(study, prolific)
     sent = len(prolific.requests)
     plain, payer_only = logged_in(make_user(is_staff=True)), logged_in(make_prolific_staff(bonuses=False))
@@ -290,7 +281,7 @@ def test_staff_without_the_prolific_permissions_get_403_before_anything_is_sent(
 def test_the_study_page_offers_each_prolific_action_only_to_who_may_take_it(
     prolific: FakeProlific, boss: Client
 ) -> None:
-    study = _on_prolific(make_study(n_items=2, k=1))
+    study = study_on_prolific(make_study(n_items=2, k=1))
     actor = _page_text(logged_in(make_prolific_staff(bonuses=False)).get(f"/studies/{study.slug}/"))
     assert "prolific/PUBLISH/" in actor and "Sync submissions" in actor and "Pay bonuses" not in actor
     assert "Paying bonuses needs the “Can pay bonuses through Prolific” permission" in actor
