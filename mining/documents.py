@@ -122,7 +122,8 @@ def document_from_record(record: dict[str, Any], fields: DocumentFields) -> Docu
     text = _lookup(record, fields.text)
     if not isinstance(text, str) or not text.strip():
         raise InvalidRecord(fields.text, _problem(text, "a non-empty string"))
-    problem = text_problem(text.replace("\x00", ""))  # NUL is removed from the text (below)
+    text = text.replace("\x00", "")  # NUL is removed from the text; a lone surrogate is refused
+    problem = text_problem(text)
     if problem is not None:
         raise InvalidRecord(fields.text, problem)
     used = {
@@ -138,7 +139,7 @@ def document_from_record(record: dict[str, Any], fields: DocumentFields) -> Docu
             raise InvalidRecord(key, problem)
     return DocumentData(
         doc_id=doc_id.strip(),
-        text=text.replace("\x00", ""),
+        text=text,
         url=_optional_text(record, fields.url),
         topic=_optional_text(record, fields.topic).strip(),
         extra=extra,
