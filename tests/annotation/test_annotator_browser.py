@@ -50,9 +50,21 @@ def qualify(page: Any, live_server: Any, slug: str) -> None:
     page.get_by_text("Do you see any critical failures in L2?").wait_for()
 
 
+def htmx_ready(page: Any, selector: str) -> Any:
+    """The element once htmx has taken it over: a click before that posts the page's form without htmx (the
+    progressive fallback) and answers a whole page, not the fragment a test waits for."""
+    page.locator(selector).wait_for()
+    page.wait_for_function(
+        "s => { const e = document.querySelector(s); return !!e && !!e['htmx-internal-data']"
+        " && !document.querySelector('.htmx-settling, .htmx-swapping, .htmx-request'); }",
+        arg=selector,
+    )
+    return page.locator(selector)
+
+
 def read_steps(page: Any, upto: int, total: int) -> None:
     for n in range(page_read_count(page) + 1, upto + 1):
-        page.locator(f"#l2-step-{n} button").click()
+        htmx_ready(page, f"#l2-step-{n} button").click()
         page.get_by_text(f"Reading progress: {n}/{total} steps").wait_for()
 
 

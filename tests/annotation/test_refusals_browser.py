@@ -11,7 +11,7 @@ import pytest
 
 from annotation.models import Assignment, AssignmentStatus, Study
 from tests.annotation.conftest import make_study
-from tests.annotation.test_annotator_browser import COCONUT_L1, COCONUT_L2, qualify, read_steps
+from tests.annotation.test_annotator_browser import COCONUT_L1, COCONUT_L2, htmx_ready, qualify, read_steps
 from tests.browser.conftest import LAPTOP, PHONE, screenshot
 
 pytestmark = pytest.mark.browser
@@ -40,9 +40,9 @@ def at_item(open_tab: Any, live_server: Any, viewport: dict[str, int] = LAPTOP) 
 
 
 def acknowledge(page: Any) -> None:
-    page.locator("#ack-goal").click()
+    htmx_ready(page, "#ack-goal").click()
     page.get_by_text("Reading progress: 0/4 steps").wait_for()
-    page.locator("#l2-step-1 button").wait_for()
+    htmx_ready(page, "#l2-step-1 button")
 
 
 def refusal_in_reading(page: Any, text: str) -> Any:
@@ -57,7 +57,7 @@ def test_it_shows_a_closed_study_where_the_participant_clicked(open_tab: Any, li
     page, study = at_item(open_tab, live_server)
     acknowledge(page)
     Study.objects.filter(pk=study.pk).update(is_open=False)
-    page.locator("#l2-step-1 button").click()
+    htmx_ready(page, "#l2-step-1 button").click()
     refusal_in_reading(page, "This study is not taking part any more. Please return it on Prolific.")
     screenshot(page, "annotation/refusal-closed-study")
 
@@ -66,7 +66,7 @@ def test_it_shows_a_lost_lease_and_the_way_on(open_tab: Any, live_server: Any) -
     page, _ = at_item(open_tab, live_server)
     acknowledge(page)
     Assignment.objects.filter(status=AssignmentStatus.ACTIVE).update(status=AssignmentStatus.EXPIRED)
-    page.locator("#l2-step-1 button").click()
+    htmx_ready(page, "#l2-step-1 button").click()
     alert = refusal_in_reading(page, "Your time for this item ran out")
     screenshot(page, "annotation/refusal-lost-lease")
     alert.get_by_role("link", name="Continue with the next item").click()
@@ -82,7 +82,7 @@ def test_it_shows_an_out_of_order_click_where_it_was_made(open_tab: Any, live_se
                    b.setAttribute('hx-post', b.getAttribute('hx-post').replace('/steps/1/', '/steps/3/'));
                    htmx.process(b); }"""
     )
-    page.locator("#l2-step-1 button").click()
+    htmx_ready(page, "#l2-step-1 button").click()
     refusal_in_reading(page, "Read the L2 steps in order: the next one is step 1.")
     assert page.locator("#l2-step-1 button").is_visible()  # still the step to read next
     screenshot(page, "annotation/refusal-out-of-order")
@@ -112,7 +112,7 @@ def test_it_lays_the_item_out_for_a_phone(open_tab: Any, live_server: Any) -> No
     acknowledge(page)
     l1, l2 = page.locator(".steps-col-l1"), page.locator(".steps-col-l2")
     assert l2.is_visible() and not l1.is_visible()
-    page.locator("#l2-step-1 button").click()
+    htmx_ready(page, "#l2-step-1 button").click()
     page.get_by_text("Reading progress: 1/4 steps").wait_for()
     page.get_by_role("button", name="L1 reference").click()
     assert l1.is_visible() and not l2.is_visible()
@@ -120,7 +120,7 @@ def test_it_lays_the_item_out_for_a_phone(open_tab: Any, live_server: Any) -> No
     screenshot(page, "annotation/phone-l1-tab")
     page.get_by_role("button", name="L2 to evaluate").click()
     for n in range(2, 5):  # the L2 tab stays chosen across the reading fragment's swaps
-        page.locator(f"#l2-step-{n} button").click()
+        htmx_ready(page, f"#l2-step-{n} button").click()
         page.get_by_text(f"Reading progress: {n}/4 steps").wait_for()
         assert l2.is_visible()
     page.select_option("#has-failure", "yes")

@@ -14,6 +14,7 @@ import pytest
 from annotation.models import Annotation, Assignment
 from annotation.pairwise.guidelines import SIDE_WORDS
 from tests.annotation.conftest import pid
+from tests.annotation.test_annotator_browser import htmx_ready
 from tests.browser.conftest import DESKTOP, PAGE_OVERFLOW, PHONE, PROLIFIC, screenshot
 
 from .helpers import STEPS, make_generators, make_pairwise_study
@@ -37,7 +38,7 @@ def qualify(page: Any, live_server: Any, study: Any, width: int) -> None:
 def read_both(page: Any, total: int) -> None:
     page.locator("#ack-goal").click()
     for n in range(1, total + 1):
-        page.locator(f"#l2-step-{n} button").click()
+        htmx_ready(page, f"#l2-step-{n} button").click()
         page.get_by_text(f"Reading progress: {n}/{total} steps").wait_for()
 
 
