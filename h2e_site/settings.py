@@ -191,6 +191,9 @@ SPECTACULAR_SETTINGS = {
 # --- Embeddings: an `embed` job runs by itself after a bench import, an h2e import and a mining run, so the
 # new texts have their vectors before a build or a search needs them (h2e_site/embeddings/jobs.py).
 EMBED_AFTER_IMPORTS = env_bool("H2E_EMBED_AFTER_IMPORTS", True)
+# The reward config (configs/rewards/<name>.yaml) of POST /api/reward/ when a request names none (issue #32).
+H2E_DEFAULT_REWARD = env_str("H2E_REWARD", "smollm2-local")
+H2E_REWARD_CONFIG_DIR = env_str("H2E_REWARD_CONFIG_DIR", str(BASE_DIR / "configs" / "rewards"))
 
 # --- Celery: Redis when REDIS_URL is set, else an embedded SQLite broker (a real worker, never eager). ---
 REDIS_URL = env_str("REDIS_URL")

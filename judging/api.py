@@ -41,6 +41,7 @@ from .serializers import (
     RankCorrelationsSerializer,
     TopicLeaderboardRowSerializer,
 )
+from .training.api import RewardView
 from .uploads import UploadError, uploads_save
 
 
@@ -246,4 +247,5 @@ urlpatterns = [
     path("leaderboard/pairs/", PairedTestsView.as_view(), name="leaderboard-pairs"),
     path("judges/rank-correlation/", RankCorrelationView.as_view(), name="judge-rank-correlation"),
     path("imports/", ImportView.as_view(), name="imports"),
+    path("reward/", RewardView.as_view(), name="reward"),
 ]

@@ -377,3 +377,7 @@ class PairwiseJudgment(models.Model):
     def __str__(self) -> str:
         pair = f"{self.generation_a_id} vs {self.generation_b_id} ({self.order})"
         return f"{self.judge_id} on {pair}: {self.verdict or 'parse failure'}"
+
+
+# The reward service's tables (issue #32), defined beside their code and registered here with the app's.
+from judging.training.models import RewardCall, RewardJudgment, TrainingRun  # noqa: E402, F401

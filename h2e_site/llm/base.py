@@ -28,6 +28,9 @@ class BackendConfig:
     model: str
     provider: str | None = None
     base_url: str | None = None  # openai: None = api.openai.com; local: the embedded server's URL
+    # Several servers of one model (e.g. vLLM replicas): requests go to each in turn, and max_concurrency is
+    # the total in flight across them. Empty: the one base_url.
+    base_urls: tuple[str, ...] = ()
     api_key_env: str = "OPENAI_API_KEY"  # the env var holding the key (never the key itself)
     mode: Literal["chat", "generate"] = "chat"  # chat: one user message; generate: raw completion
     max_concurrency: int = 8
@@ -42,6 +45,11 @@ class BackendConfig:
     engine_kwargs: dict[str, Any] = field(default_factory=dict)
     sampling_kwargs: dict[str, Any] = field(default_factory=dict)
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def servers(self) -> tuple[str | None, ...]:
+        """The URLs requests go to in turn: base_urls, else the one base_url (None: api.openai.com)."""
+        return self.base_urls or (self.base_url,)
 
 
 @dataclass(frozen=True)
@@ -112,7 +120,7 @@ def api_key_for(config: BackendConfig) -> str:
     key = os.environ.get(config.api_key_env, "")
     if key:
         return key
-    if is_openai_api(config.base_url):
+    if any(is_openai_api(url) for url in config.servers):
         raise ImproperlyConfigured(
             f"the OpenAI API needs a key: set the environment variable {config.api_key_env} "
             f"(named by api_key_env in the config for model {config.model!r})"

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
+from urllib.parse import urlparse
 
 import yaml
 from django.conf import settings
@@ -45,6 +46,7 @@ CONFIG_FIELDS = {
     "backend",
     "provider",
     "base_url",
+    "base_urls",
     "base_url_env",
     "api_key_env",
     "prompt_style",
@@ -90,6 +92,7 @@ class ModelConfig:
     reasoning_effort: str | None = None
     vllm: dict[str, Any] = field(default_factory=dict)
     base_url: str | None = None
+    base_urls: tuple[str, ...] = ()  # several servers of the model, used in turn (llm.base.BackendConfig)
     base_url_env: str | None = None  # an env var that, when set, overrides base_url (e.g. the local server)
     api_key_env: str = "OPENAI_API_KEY"
     max_concurrency: int = 8
@@ -142,6 +145,7 @@ class ModelConfig:
             model=self.model,
             provider=self.provider,
             base_url=base_url,
+            base_urls=self.base_urls,
             api_key_env=self.api_key_env,
             mode=self.mode,
             max_concurrency=self.max_concurrency,
@@ -200,6 +204,7 @@ def config_from_mapping(data: Any, *, role: Role, source: str = "<config>") -> M
         reasoning_effort=reader.text("reasoning_effort") or None,
         vllm=vllm,
         base_url=reader.text("base_url") or None,
+        base_urls=_base_urls(reader),
         base_url_env=reader.text("base_url_env") or None,
         api_key_env=reader.text("api_key_env") or "OPENAI_API_KEY",
         max_concurrency=reader.integer("max_concurrency", 8),
@@ -283,6 +288,22 @@ def _prompt_path(reader: _Reader, role: Role, prompt_style: str) -> str:
         return str(resolved.resolve().relative_to(Path(settings.BASE_DIR).resolve()))
     except ValueError:
         return str(resolved.resolve())
+
+
+def _base_urls(reader: _Reader) -> tuple[str, ...]:
+    """`base_urls`: a list of at least one http(s) URL, or absent; not with `base_url`."""
+    urls = reader.data.get("base_urls")
+    if urls is None or (isinstance(urls, list | tuple) and not urls):  # a stored config says [] for none
+        return ()
+    if reader.data.get("base_url"):
+        raise reader.error("base_urls", "give base_url (one server) or base_urls (several), not both")
+    if not isinstance(urls, list | tuple):
+        raise reader.error("base_urls", "must be a list of server URLs")
+    for index, url in enumerate(urls):
+        parsed = urlparse(url) if isinstance(url, str) else None
+        if parsed is None or parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise reader.error(f"base_urls[{index}]", f"must be an http(s) URL, got {url!r}")
+    return tuple(urls)
 
 
 def _vllm_block(reader: _Reader) -> dict[str, Any]:

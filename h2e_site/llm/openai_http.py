@@ -9,6 +9,7 @@ The openai client's own retries are off (max_retries=0): these are the only ones
 
 from __future__ import annotations
 
+import itertools
 import logging
 import random
 import threading
@@ -44,7 +45,7 @@ def server_kind(config: BackendConfig) -> ServerKind:
     """Which server is behind the URL: it decides how JSON and grammar constraints are sent."""
     if config.backend == "local":
         return "llama.cpp"
-    if is_openai_api(config.base_url):  # not config.provider: the reference says "openai" for any API
+    if is_openai_api(config.servers[0]):  # not config.provider: the reference says "openai" for any API
         return "openai"
     return "vllm"
 
@@ -168,15 +169,21 @@ class OpenAICompatibleBackend:
         self.backoff_base_s = backoff_base_s
         self.backoff_max_s = backoff_max_s
         self.limiter = RateLimiter(config.max_requests_per_minute, config.max_tokens_per_minute)
-        self._client = openai.OpenAI(
-            base_url=config.base_url,
-            api_key=api_key_for(config),
-            max_retries=0,
-            timeout=config.request_timeout_s,
-        )
+        key = api_key_for(config)
+        self._clients = [
+            openai.OpenAI(base_url=url, api_key=key, max_retries=0, timeout=config.request_timeout_s)
+            for url in config.servers
+        ]
+        self._turn = itertools.count()  # next() is atomic under the GIL: each request takes the next server
 
     def close(self) -> None:
-        self._client.close()
+        for client in self._clients:
+            client.close()
+
+    @property
+    def _client(self) -> Any:
+        """The next server's client: several servers (base_urls) are used in turn, one request each."""
+        return self._clients[next(self._turn) % len(self._clients)]
 
     def run(
         self,

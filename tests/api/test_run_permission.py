@@ -95,7 +95,9 @@ RUN_WRITES: dict[tuple[str, str], Write] = {
 # API writes that start no work (no job): they change a study's rows in the request, as its staff page does.
 # (A calibration round over a frame of more than ROUND_JOB_FRAME examples is a job, with its own permission
 # test: tests/annotation/test_calibration_round_job.py.)
-NO_WORK = {("api:study-calibration-rounds", "POST")}
+# The reward service (POST /api/reward/) asks a judge within the request and starts no job; it has a
+# permission of its own (judging.request_reward), tried in tests/judging/test_reward_api.py.
+NO_WORK = {("api:study-calibration-rounds", "POST"), ("api:reward", "POST")}
 
 
 @pytest.fixture

@@ -29,7 +29,9 @@ from h2e_site.celery import app as celery_app
 from mining.config import run_config_from_mapping
 from mining.runs import mining_run_create
 from tests.factories import make_job, make_scored_world, make_user
+from tests.llm_server import LoopbackLLM
 from tests.mining.canned import loopback_config, make_document
+from tests.reward_world import write_reward_config
 
 SCHEMA_PATH = "/api/schema/?format=json"
 MAX_EXAMPLES = 5  # per operation and phase
@@ -42,13 +44,15 @@ DERANDOMIZE = bool(os.environ.get("CI"))  # as tests/fuzzing.py: CI sends the sa
 # by the config loader (POST .../rerun/), and "exactly one of two parameters" (GET
 # /api/agreement/step-types/: study or label_set); and the budget planner (GET /api/calibration/plan/: a
 # judge that has not judged the generator, a difference without its second generator, an assumed agreement the
-# shares cannot produce). Every other operation must accept what its schema allows.
+# shares cannot produce); and the reward service (POST /api/reward/: a procedure id that must exist, a reward
+# config that must exist in configs/rewards/). Every other operation must accept what its schema allows.
 _REFUSED_FOR_CONTENT = [
     "/api/jobs/",
     "/api/imports/",
     "/api/mining/runs/{id}/rerun/",
     "/api/agreement/step-types/",
     "/api/calibration/plan/",
+    "/api/reward/",
 ]
 _ACCEPTED = ["2xx", "3xx", "401", "403", "404", "409", "429"]
 # NUL: h2e_site.middleware.NulMiddleware refuses a query parameter holding one with a 400 (JSON, once the
@@ -104,6 +108,10 @@ def api_world(transactional_db: None, settings: Any, tmp_path: Any) -> Iterator[
     """Rows for every kind of operation to find (judgments, a job, a mining run), a staff token and a
     non-staff token; uploads go to a temporary directory; what the run enqueued is purged afterwards."""
     settings.VAR_DIR = tmp_path
+    judge = LoopbackLLM().start()  # the reward service's judge: a loopback server answering at once
+    settings.H2E_REWARD_CONFIG_DIR = str(tmp_path / "rewards")
+    settings.H2E_DEFAULT_REWARD = "loopback"
+    write_reward_config(tmp_path / "rewards", "loopback", base_urls=[judge.base_url], time_budget_s=5)
     make_scored_world()
     make_job()
     make_document("api-doc")
@@ -116,6 +124,7 @@ def api_world(transactional_db: None, settings: Any, tmp_path: Any) -> Iterator[
         "outsider": Token.objects.create(user=outsider).key,
     }
     celery_app.control.purge()  # the jobs the run started are nobody's work
+    judge.stop()
 
 
 @pytest.fixture
