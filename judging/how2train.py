@@ -136,21 +136,27 @@ def how2train_export(
     progress: Progress | None = None,
 ) -> How2TrainReport:
     """Write How2Train (all of split train, or a sample of n drawn with seed) to `path`."""
-    how2train_check(form=form, n=n, seed=seed)
-    template = inference_template()
-    report = How2TrainReport(prompt_sha256=prompt_sha256(template))
+    how2train_check(form=form, n=n, seed=seed, balanced=balanced)
+    report = How2TrainReport()
+    rows = how2train_rows(form=form, n=n, seed=seed, balanced=balanced, report=report)
     schema = PLAIN_SCHEMA if form == "plain" else OPEN_INSTRUCT_SCHEMA
-
-    def rows() -> Iterator[Row]:
-        for procedure in _procedures(n=n, seed=seed, balanced=balanced):
-            report.by_topic[procedure.topic.name if procedure.topic else ""] += 1
-            yield how2train_row(procedure, template=template, form=form)
-
-    report.n = rows_write(path=path, file_format=file_format, schema=schema, rows=rows(), progress=progress)
+    report.n = rows_write(path=path, file_format=file_format, schema=schema, rows=rows, progress=progress)
     return report
 
 
-def how2train_check(*, form: str, n: int | None, seed: int | None) -> None:
+def how2train_rows(
+    *, form: RowForm, n: int | None, seed: int | None, balanced: bool, report: How2TrainReport | None = None
+) -> Iterator[Row]:
+    """The rows of an export (checked first with how2train_check); the sample is drawn on the first row."""
+    template = inference_template()
+    report = report or How2TrainReport()
+    report.prompt_sha256 = prompt_sha256(template)
+    for procedure in _procedures(n=n, seed=seed, balanced=balanced):
+        report.by_topic[procedure.topic.name if procedure.topic else ""] += 1
+        yield how2train_row(procedure, template=template, form=form)
+
+
+def how2train_check(*, form: str, n: int | None, seed: int | None, balanced: bool = True) -> None:
     """ValueError naming the option for what cannot be exported; SplitNotMade without a train split."""
     if form not in ROW_FORMS:
         raise ValueError(f"form: {form!r} is not one of {', '.join(ROW_FORMS)}")
@@ -163,6 +169,20 @@ def how2train_check(*, form: str, n: int | None, seed: int | None) -> None:
         if n is None:
             raise ValueError("seed: only with n (a sample size); without n every train procedure is written")
     train_split_check()
+    if n is not None:
+        _check_available(n, balanced=balanced)
+
+
+def _check_available(n: int, *, balanced: bool) -> None:
+    train = _train().filter(topic__isnull=False) if balanced else _train()
+    available = train.count()
+    if n > available:
+        raise _too_many(n, available, balanced=balanced)
+
+
+def _too_many(n: int, available: int, *, balanced: bool) -> ValueError:
+    what = "train procedures with a topic" if balanced else "train procedures"
+    return ValueError(f"n: {n} is more than the {available} {what}")
 
 
 def train_split_check() -> None:
@@ -208,8 +228,7 @@ def how2train_sample(*, n: int, seed: int, balanced: bool) -> list[int]:
             by_topic.setdefault(topic, []).append(pk)
     available = sum(len(pks) for pks in by_topic.values())
     if n > available:
-        what = "train procedures with a topic" if balanced else "train procedures"
-        raise ValueError(f"n: {n} is more than the {available} {what}")
+        raise _too_many(n, available, balanced=balanced)
     rng = random.Random(seed)
     quotas = balanced_quotas({topic: len(pks) for topic, pks in by_topic.items()}, n)
     chosen = [pk for topic in sorted(by_topic) for pk in rng.sample(by_topic[topic], quotas[topic])]

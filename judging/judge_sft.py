@@ -115,13 +115,14 @@ def judge_sft_export(
         path=path,
         file_format=file_format,
         schema=SFT_SCHEMA,
-        rows=_rows(judgments, template),
+        rows=judge_sft_rows(judgments, template=template),
         progress=progress,
     )
     return report
 
 
-def _rows(judgments: JudgmentQuerySet, template: str) -> Iterator[Row]:
+def judge_sft_rows(judgments: JudgmentQuerySet, *, template: str) -> Iterator[Row]:
+    """The rows of `judgments` (judge_sft_judgments) with the judge prompt `template` (prompt_for_judge)."""
     rows = (
         judgments.select_related("judge", "generation__generator", "generation__procedure__topic")
         .defer("raw_output", "generation__model_completion", "generation__procedure__source_text")

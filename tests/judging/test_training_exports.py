@@ -13,6 +13,8 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 from django.core.management import CommandError, call_command
+from django.test import Client
+from django.urls import reverse
 
 from judging.generate_jobs import GenerateWork, generate_job_create
 from judging.how2train import balanced_quotas, how2train_sample
@@ -316,3 +318,92 @@ def test_it_refuses_an_unknown_judge_or_one_without_its_prompt(tmp_path: Path) -
     with pytest.raises(CommandError, match=r"argument --split: invalid choice: 'test'"):
         export("export_judge_sft", "--judge", imported.judge_id, "--out", str(out), "--split", "test")
     assert not list(tmp_path.iterdir())
+
+
+# --- downloads (staff) --------------------------------------------------------------------------------
+
+
+def jsonl_body(response: Any) -> list[dict[str, Any]]:
+    body = b"".join(response.streaming_content).decode("utf-8")
+    return [json.loads(line) for line in body.splitlines()]
+
+
+def test_it_downloads_the_same_how2train_rows_as_the_command(
+    world: dict, staff: Client, tmp_path: Path
+) -> None:
+    for query, options in [
+        ("", []),
+        ("?form=plain", ["--form", "plain"]),
+        ("?n=1&seed=4", ["--n", "1", "--seed", "4"]),
+    ]:
+        response = staff.get(reverse("judging:how2train_jsonl") + query)
+        assert response.status_code == 200
+        assert response["Content-Type"] == "application/x-ndjson; charset=utf-8"
+        out = tmp_path / "t.jsonl"
+        export("export_how2train", "--out", str(out), *options)
+        assert jsonl_body(response) == read_rows(out)
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("?n=abc", "n: Enter a whole number."),
+        ("?n=0&seed=1", "n: Ensure this value is greater than or equal to 1."),
+        ("?form=verl", "form: Select a valid choice. verl is not one of the available choices."),
+        ("?n=2", "seed: a sample (n) needs a seed"),
+        ("?n=9&seed=1", "n: 9 is more than the 2 train procedures with a topic"),
+    ],
+)
+def test_it_refuses_a_bad_download_option_naming_it(
+    world: dict, staff: Client, query: str, message: str
+) -> None:
+    response = staff.get(reverse("judging:how2train_jsonl") + query)
+    assert response.status_code == 400
+    assert response.content.decode().startswith(message)
+
+
+def test_it_answers_409_for_how2train_before_the_split(staff: Client) -> None:
+    make_procedure(split=Split.POOL)
+    response = staff.get(reverse("judging:how2train_jsonl"))
+    assert response.status_code == 409 and "make_split" in response.content.decode()
+
+
+def test_it_downloads_a_judges_sft_rows(judged: dict, staff: Client, tmp_path: Path) -> None:
+    judge = judged["judge"]
+    out = tmp_path / "s.jsonl"
+    export("export_judge_sft", "--judge", judge.judge_id, "--out", str(out), "--split", "train")
+    response = staff.get(reverse("judging:judge_sft_jsonl", args=[judge.judge_id]) + "?split=train")
+    assert response.status_code == 200 and jsonl_body(response) == read_rows(out)
+    bad = staff.get(reverse("judging:judge_sft_jsonl", args=[judge.judge_id]) + "?split=test")
+    assert bad.status_code == 400 and bad.content.decode().startswith("split: Select a valid choice.")
+    assert staff.get(reverse("judging:judge_sft_jsonl", args=["nope"])).status_code == 404
+    imported = make_judgment().judge
+    refused = staff.get(reverse("judging:judge_sft_jsonl", args=[imported.judge_id]))
+    assert refused.status_code == 409 and "this row was imported" in refused.content.decode()
+
+
+def test_the_downloads_need_staff_and_get(
+    judged: dict, client: Client, user_client: Client, staff: Client
+) -> None:
+    urls = [
+        reverse("judging:how2train_jsonl"),
+        reverse("judging:judge_sft_jsonl", args=[judged["judge"].judge_id]),
+    ]
+    for url in urls:
+        assert client.get(url).status_code == 302  # to the login page
+        assert user_client.get(url).status_code == 403
+        assert staff.post(url).status_code == 405
+
+
+def test_the_mining_page_and_the_report_card_link_the_downloads(judged: dict, staff: Client) -> None:
+    page = staff.get(reverse("mine:runs")).content.decode()
+    assert "3 in train" in page and reverse("judging:how2train_jsonl") + "?form=plain" in page
+    card = staff.get(reverse("judges:report_card", args=[judged["judge"].judge_id])).content.decode()
+    assert reverse("judging:judge_sft_jsonl", args=[judged["judge"].judge_id]) in card
+
+
+def test_the_mining_page_says_the_split_is_not_made(staff: Client) -> None:
+    make_procedure(split=Split.POOL)
+    page = staff.get(reverse("mine:runs")).content.decode()
+    assert "0 in train, 1 in the pool" in page and "the bench/train split has not been made" in page
+    assert reverse("judging:how2train_jsonl") not in page

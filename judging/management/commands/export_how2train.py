@@ -42,7 +42,7 @@ class Command(BaseCommand):
         if options["unbalanced"] and n is None:
             raise CommandError("--unbalanced: only with --n (a sample size)")
         try:
-            how2train_check(form=options["form"], n=n, seed=seed)
+            how2train_check(form=options["form"], n=n, seed=seed, balanced=not options["unbalanced"])
             total = how2train_count(n=n)
             with tqdm(
                 total=total, desc="export_how2train", unit="row", disable=options["verbosity"] == 0
