@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import training_views, views
 
 app_name = "judging"
 urlpatterns = [
@@ -13,4 +13,6 @@ urlpatterns = [
     path("compare/examples/<int:procedure_pk>/", views.compare_example, name="compare_example"),
     path("generators/<int:pk>/", views.generator_detail, name="generator_detail"),
     path("generators/<int:pk>/judge/", views.generator_judge, name="generator_judge"),
+    path("training/how2train.jsonl", training_views.how2train_jsonl, name="how2train_jsonl"),
+    path("judges/<str:judge_id>/sft.jsonl", training_views.judge_sft_jsonl, name="judge_sft_jsonl"),
 ]

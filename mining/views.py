@@ -25,7 +25,7 @@ from h2e_site.jobs.views import job_lines
 from h2e_site.web import HtmxHttpRequest, can_run_jobs, request_user, staff_required, wants_fragment
 
 from .forms import MineForm
-from .models import STAGE_ORDER, MiningRun, RunStatus, SourceDocument, Stage
+from .models import STAGE_ORDER, MiningRun, Procedure, RunStatus, SourceDocument, Split, Stage
 from .runs import mining_run_create
 from .selectors import NO_TOPIC, run_funnel, run_stage_drops, run_unstored, stage_rejections
 
@@ -81,7 +81,16 @@ def stage_rejections_page(request: HtmxHttpRequest, pk: int, stage: str) -> Http
 def _mine_context(request: HttpRequest, form: MineForm) -> dict[str, object]:
     runs = MiningRun.objects.select_related("job").annotate(n_documents=Count("documents"))
     documents = SourceDocument.objects.aggregate(n=Count("id"), topics=Count("topic", distinct=True))
-    return {"runs": runs[:RUNS_SHOWN], "documents": documents, "form": form, "can_run": can_run_jobs(request)}
+    splits = dict.fromkeys(Split.values, 0) | dict(
+        Procedure.objects.order_by().values_list("split").annotate(n=Count("id")).values_list("split", "n")
+    )
+    return {
+        "runs": runs[:RUNS_SHOWN],
+        "documents": documents,
+        "splits": splits,
+        "form": form,
+        "can_run": can_run_jobs(request),
+    }
 
 
 @staff_required
