@@ -377,3 +377,23 @@ class PairwiseJudgment(models.Model):
     def __str__(self) -> str:
         pair = f"{self.generation_a_id} vs {self.generation_b_id} ({self.order})"
         return f"{self.judge_id} on {pair}: {self.verdict or 'parse failure'}"
+
+
+# Judge probes (judging/probes/): their models live in the package and are registered with the app here.
+from .probes.models import JudgeProbe, JudgeProbeItem, ProbeKind  # noqa: E402
+
+__all__ = [
+    "CriticalFailure",
+    "FailureBase",
+    "Generation",
+    "Generator",
+    "Judge",
+    "JudgeError",
+    "JudgeProbe",
+    "JudgeProbeItem",
+    "Judgment",
+    "PairwiseJudgment",
+    "PairwiseOrder",
+    "PairwiseVerdict",
+    "ProbeKind",
+]

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from . import views
+from .probes import views as probe_views
 
 app_name = "judging"
 urlpatterns = [
@@ -13,4 +14,7 @@ urlpatterns = [
     path("compare/examples/<int:procedure_pk>/", views.compare_example, name="compare_example"),
     path("generators/<int:pk>/", views.generator_detail, name="generator_detail"),
     path("generators/<int:pk>/judge/", views.generator_judge, name="generator_judge"),
+    path("probes/", probe_views.probes_page, name="probes"),
+    path("probes/start/", probe_views.probe_start, name="probe_start"),
+    path("probes/<int:pk>/", probe_views.probe_detail, name="probe_detail"),
 ]
