@@ -75,9 +75,9 @@ def l2_of(prompt: str) -> list[str]:
 
 
 def misses_a_step(body: dict[str, Any]) -> str:
-    """A judge that finds a critical failure exactly when the L2 lacks a step of the L1."""
+    """A judge that finds a critical failure for each step of the L1 that no L2 step starts with."""
     steps = l2_of(prompt_of(body))
-    missing = [step for step in L1 if step not in steps]
+    missing = [step for step in L1 if not any(shown.startswith(step) for shown in steps)]
     return judge_json([failure(f"Skips: {step}") for step in missing])
 
 
