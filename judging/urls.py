@@ -1,6 +1,7 @@
 from django.urls import path
 
 from . import training_views, views
+from .probes import views as probe_views
 
 app_name = "judging"
 urlpatterns = [
@@ -15,4 +16,7 @@ urlpatterns = [
     path("generators/<int:pk>/judge/", views.generator_judge, name="generator_judge"),
     path("training/how2train.jsonl", training_views.how2train_jsonl, name="how2train_jsonl"),
     path("judges/<str:judge_id>/sft.jsonl", training_views.judge_sft_jsonl, name="judge_sft_jsonl"),
+    path("probes/", probe_views.probes_page, name="probes"),
+    path("probes/start/", probe_views.probe_start, name="probe_start"),
+    path("probes/<int:pk>/", probe_views.probe_detail, name="probe_detail"),
 ]

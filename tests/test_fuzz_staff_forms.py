@@ -342,7 +342,8 @@ def _site_forms() -> list[FormTarget]:
     from h2e_site.embeddings.models import EmbeddingModel
     from judging.admin.actions import AttachConfigForm, GenerateForm, JudgeWithForm
     from judging.admin.generate import GenerateFromConfigForm
-    from judging.models import Generator, Judge
+    from judging.models import Generator, Judge, JudgeProbe
+    from judging.probes.forms import JudgeProbeForm
     from mining.forms import MineForm
     from mining.models import MiningRun
 
@@ -435,6 +436,13 @@ def _site_forms() -> list[FormTarget]:
             lambda c, data: c.post(reverse("mine:start"), data),
             MineForm,
             lambda: (MiningRun.objects.count(), Job.objects.count()),
+        ),
+        FormTarget(
+            "start a judge probe",
+            lambda c: c.get(reverse("judging:probes")),
+            lambda c, data: c.post(reverse("judging:probe_start"), data),
+            JudgeProbeForm,
+            lambda: (JudgeProbe.objects.count(), Job.objects.count()),
         ),
         FormTarget(
             "a topic's failure patterns",
