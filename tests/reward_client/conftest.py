@@ -20,12 +20,13 @@ from tests.llm_server import MALFORMED_JSON, LoopbackLLM, failure, judge_json
 from tests.reward_world import trainer, write_reward_config
 
 # Markers a completion carries to make the loopback judge answer a critical failure, or unreadable JSON.
-FAILS = "FORGETS-THE-POT"
-GARBLED = "GARBLED-ANSWER"
+# The steps are long enough that a marker leaves the gen/ref ratio inside the length reward's band (1 +- 0.2).
+FAILS = "NOPOT"
+GARBLED = "JUNKJSON"
 STEPS = [
-    "Water the plant a day before",
-    "Ease the plant out of its pot",
-    "Set it in the new pot with fresh soil",
+    "Water the plant a day before so that the root ball slides out of the old pot easily",
+    "Tip the pot on its side and ease the plant out while holding it by the base of its stems",
+    "Set the plant in the new pot at the same depth as before and fill around it with fresh soil",
 ]
 GOAL = "Repot a houseplant"
 

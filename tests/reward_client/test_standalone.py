@@ -16,6 +16,7 @@ CLIENT = Path(settings.BASE_DIR) / "clients" / "h2e-reward"
 # library and h2e_reward itself.
 ONLY_STDLIB = """
 import importlib.abc, sys
+sys.path.insert(0, sys.argv[1])
 class Refuse(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
         top = name.split(".")[0]
@@ -35,8 +36,7 @@ def test_it_declares_no_dependency() -> None:
 
 def test_its_modules_import_only_the_standard_library() -> None:
     done = subprocess.run(
-        [sys.executable, "-I", "-S", "-c", ONLY_STDLIB],
-        env={"PYTHONPATH": str(CLIENT / "src")},
+        [sys.executable, "-I", "-S", "-c", ONLY_STDLIB, str(CLIENT / "src")],
         capture_output=True,
         text=True,
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import shutil
 import socket
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -22,6 +23,7 @@ def toy_grpo() -> ModuleType:
     spec = importlib.util.spec_from_file_location("toy_grpo", EXAMPLE)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules["toy_grpo"] = module  # its dataclasses look their module up
     spec.loader.exec_module(module)
     return module
 
