@@ -457,8 +457,10 @@ def _site_forms() -> list[FormTarget]:
 # Forms reached another way: the admin's ModelForms (walked above), the file upload of the h2e import
 # page, whose files are the importers' to check (tests/judging), and the Prolific review form, whose page
 # reads the study's submissions from Prolific first (tests/annotation/test_prolific_review.py sends it bad
-# input against the fake Prolific).
-ELSEWHERE = {"MiningRunForm", "ImportForm", "ReviewForm"}
+# input against the fake Prolific). The two download forms (How2Train and a judge's SFT data) are the query
+# options of a streamed file: they store nothing, and tests/judging/test_training_exports.py sends each
+# option bad values (a 400 naming it).
+ELSEWHERE = {"MiningRunForm", "ImportForm", "ReviewForm", "How2TrainForm", "JudgeSftForm"}
 
 
 def test_it_knows_every_form_of_the_site() -> None:

@@ -207,7 +207,7 @@ def _within_budget(
     deadline = time.monotonic() + budget
     if backend is None:
         judge_config = config.judge.backend_config()
-        timeout = min(judge_config.request_timeout_s, budget)
+        timeout = min(judge_config.request_timeout_s, budget + 1.0)  # the deadline comes first
         backend = backend_from_config(replace(judge_config, request_timeout_s=timeout))
         owned = True
     else:

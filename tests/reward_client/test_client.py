@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from h2e_reward import RewardClient, RewardRequestError, RewardServiceError
 from h2e_reward.client import describe, service_url
-from judging.training.models import RewardCall
 
+from judging.training.models import RewardCall
 from tests.factories import make_procedure
 from tests.reward_client.conftest import FAILS, GARBLED, GOAL, STEPS, Studio, numbered
 from tests.reward_world import trainer

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from h2e_reward import RewardClient
 from h2e_reward.trl import format_only, how2score_only, length_only, reward_funcs, total_reward
-from judging.training.models import RewardCall
 
+from judging.training.models import RewardCall
 from tests.factories import make_procedure
 from tests.reward_client.conftest import FAILS, GARBLED, GOAL, STEPS, Studio, ground_truth, numbered
 from tests.reward_client.trainers import TRLAsyncLoop, TRLLogs, repeated, trl_rewards

@@ -8,8 +8,8 @@ from typing import Any
 
 import h2e_reward.verl
 from h2e_reward.open_instruct import How2ScoreVerifier, open_instruct_verifier
-from judging.training.models import RewardCall
 
+from judging.training.models import RewardCall
 from tests.factories import make_procedure
 from tests.reward_client.conftest import FAILS, GARBLED, GOAL, STEPS, Studio, ground_truth, numbered
 from tests.reward_client.trainers import (
