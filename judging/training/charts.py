@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from .watch import Bucket, Interval, RunWatch
 
 WIDTH, HEIGHT = 480, 230
-LEFT, RIGHT, TOP, BOTTOM = 48, 14, 12, 40  # the plot's margins: y labels left, x labels and "step" below
+LEFT, RIGHT, TOP, BOTTOM = 50, 14, 12, 44  # the plot's margins: y labels left, x labels and "step" below
 
 
 @dataclass(frozen=True)
