@@ -22,8 +22,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from scipy import stats
-
 from h2e_site.stats import wilson_interval
 
 MAX_POINTS = 100  # a chart has at most this many points: more distinct steps are put in buckets
@@ -106,6 +104,8 @@ def mean_interval(n: int, total: float, squares: float) -> Interval | None:
     variance = max(0.0, (squares - n * mean * mean) / (n - 1))  # rounding may leave a tiny negative
     if variance == 0:
         return mean, mean
+    from scipy import stats  # not at start-up (tests/test_startup.py): ~0.4 s of import
+
     low, high = stats.t.interval(CONFIDENCE, n - 1, loc=mean, scale=math.sqrt(variance / n))
     return float(low), float(high)
 
@@ -217,6 +217,8 @@ def trend(points: Sequence[tuple[float, float]]) -> float | None:
     """The ordinary least-squares slope of y on x (None with fewer than two distinct x)."""
     if len({x for x, _ in points}) < 2:
         return None
+    from scipy import stats
+
     return float(stats.linregress([x for x, _ in points], [y for _, y in points]).slope)
 
 
