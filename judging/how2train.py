@@ -28,14 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-import pyarrow as pa
 from django.db.models import QuerySet
 
 from h2e_site.bounds import SEED, Range
 from h2e_site.llm.prompts import GENERATION_PROMPTS, PROMPTS_DIR, prompt_sha256, read_prompt
 from mining.models import Procedure, Split
 
-from .dataset_files import CHUNK, MESSAGES_TYPE, FileFormat, Progress, Row, rows_write
+from .dataset_files import CHUNK, Columns, FileFormat, Progress, Row, rows_write
 from .prompting import generation_prompt
 
 RowForm = Literal["open-instruct", "plain"]
@@ -43,26 +42,22 @@ ROW_FORMS: tuple[str, ...] = ("open-instruct", "plain")
 DATASET_NAME = "how2score"  # the open-instruct verifier's name (REWARD-API: ground_truth for trainers)
 SAMPLE_SIZE = Range(1, 10_000_000)
 
-OPEN_INSTRUCT_SCHEMA = pa.schema(
-    [
-        ("messages", MESSAGES_TYPE),
-        ("ground_truth", pa.string()),
-        ("dataset", pa.string()),
-        ("procedure_id", pa.int64()),
-        ("source_example_id", pa.string()),
-        ("topic", pa.string()),
-    ]
+OPEN_INSTRUCT_COLUMNS: Columns = (
+    ("messages", "messages"),
+    ("ground_truth", "string"),
+    ("dataset", "string"),
+    ("procedure_id", "int64"),
+    ("source_example_id", "string"),
+    ("topic", "string"),
 )
-PLAIN_SCHEMA = pa.schema(
-    [
-        ("procedure_id", pa.int64()),
-        ("source_example_id", pa.string()),
-        ("topic", pa.string()),
-        ("goal", pa.string()),
-        ("resources", pa.list_(pa.string())),
-        ("steps", pa.list_(pa.string())),
-        ("prompt", pa.string()),
-    ]
+PLAIN_COLUMNS: Columns = (
+    ("procedure_id", "int64"),
+    ("source_example_id", "string"),
+    ("topic", "string"),
+    ("goal", "string"),
+    ("resources", "strings"),
+    ("steps", "strings"),
+    ("prompt", "string"),
 )
 
 
@@ -139,8 +134,8 @@ def how2train_export(
     how2train_check(form=form, n=n, seed=seed, balanced=balanced)
     report = How2TrainReport()
     rows = how2train_rows(form=form, n=n, seed=seed, balanced=balanced, report=report)
-    schema = PLAIN_SCHEMA if form == "plain" else OPEN_INSTRUCT_SCHEMA
-    report.n = rows_write(path=path, file_format=file_format, schema=schema, rows=rows, progress=progress)
+    columns = PLAIN_COLUMNS if form == "plain" else OPEN_INSTRUCT_COLUMNS
+    report.n = rows_write(path=path, file_format=file_format, columns=columns, rows=rows, progress=progress)
     return report
 
 

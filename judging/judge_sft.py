@@ -19,27 +19,23 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import pyarrow as pa
-
 from mining.models import Split
 
 from .configs import prompt_for_judge
-from .dataset_files import CHUNK, MESSAGES_TYPE, FileFormat, Progress, Row, rows_write
+from .dataset_files import CHUNK, Columns, FileFormat, Progress, Row, rows_write
 from .how2train import train_split_check
 from .models import Judge, Judgment, JudgmentQuerySet
 from .prompting import clean_steps, judge_prompt
 
-SFT_SCHEMA = pa.schema(
-    [
-        ("messages", MESSAGES_TYPE),
-        ("judge_id", pa.string()),
-        ("judgment_id", pa.int64()),
-        ("generation_id", pa.int64()),
-        ("generator_id", pa.string()),
-        ("procedure_id", pa.int64()),
-        ("topic", pa.string()),
-        ("has_failure", pa.bool_()),
-    ]
+SFT_COLUMNS: Columns = (
+    ("messages", "messages"),
+    ("judge_id", "string"),
+    ("judgment_id", "int64"),
+    ("generation_id", "int64"),
+    ("generator_id", "string"),
+    ("procedure_id", "int64"),
+    ("topic", "string"),
+    ("has_failure", "bool"),
 )
 
 
@@ -114,7 +110,7 @@ def judge_sft_export(
     report.n = rows_write(
         path=path,
         file_format=file_format,
-        schema=SFT_SCHEMA,
+        columns=SFT_COLUMNS,
         rows=judge_sft_rows(judgments, template=template),
         progress=progress,
     )

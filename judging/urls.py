@@ -2,6 +2,7 @@ from django.urls import path
 
 from . import training_views, views
 from .probes import views as probe_views
+from .training import views as training_runs
 
 app_name = "judging"
 urlpatterns = [
@@ -15,6 +16,8 @@ urlpatterns = [
     path("generators/<int:pk>/", views.generator_detail, name="generator_detail"),
     path("generators/<int:pk>/judge/", views.generator_judge, name="generator_judge"),
     path("training/how2train.jsonl", training_views.how2train_jsonl, name="how2train_jsonl"),
+    path("training/runs/", training_runs.run_list, name="training_runs"),
+    path("training/runs/<path:name>/", training_runs.run_detail, name="training_run"),
     path("judges/<str:judge_id>/sft.jsonl", training_views.judge_sft_jsonl, name="judge_sft_jsonl"),
     path("probes/", probe_views.probes_page, name="probes"),
     path("probes/start/", probe_views.probe_start, name="probe_start"),

@@ -5,7 +5,8 @@ and three studies answered by simulated annotators (annotators.py): a calibratio
 calibration code, a pairwise study and a step-types study, plus an imported step-type classifier and a few
 adjudicated gold decisions; a multiple-choice study over goal-step examples written from the procedures and
 imported as BIG-bench files (multiple_choice.py); and a finished How2Mine run over the imported sample
-documents, its stage answers written as data and kept out of every real run's reuse (mining_run.py).
+documents, its stage answers written as data and kept out of every real run's reuse (mining_run.py); and
+two training runs' reward calls, one gaming the length reward and its control (training_runs.py).
 
 Every row it writes is marked synthetic by its name (h2e_site/synthetic.py), and the pages show a "synthetic
 demo data" badge beside it. `demo_world_build` writes it in one transaction, through the services the app's
@@ -29,7 +30,7 @@ from goal_step.models import TaskSet
 from h2e_site.embeddings.jobs import embed_after
 from h2e_site.synthetic import SYNTHETIC_ID_PREFIX, SYNTHETIC_MODEL_PREFIX
 from judging.embedding import JUDGE_FAILURES
-from judging.models import Judge
+from judging.models import Judge, TrainingRun
 from mining.embedding import PROCEDURES
 from mining.models import MiningRun, Procedure, Split
 
@@ -47,6 +48,7 @@ from ..study_types import Selection
 from . import annotators
 from . import mining_run as synthetic_mining
 from . import multiple_choice as goal_step_tasks
+from . import training_runs as synthetic_training
 from .models_under_test import (
     Truth,
     generations_create,
@@ -81,6 +83,7 @@ class DemoWorld:
     multiple_choice: Study
     mining_run: MiningRun | None  # None: no document was imported
     built: bool
+    training_runs: tuple[TrainingRun, ...] = ()  # the run that games the length, then its control
 
 
 class DemoWorldIncomplete(Exception):
@@ -107,6 +110,8 @@ def demo_world_build(*, seed: int = SEED) -> DemoWorld:
             existing = _core_build(seed)
         multiple_choice, new_study = _multiple_choice_study(seed)
         mining_run, new_run = _mining_run(seed)
+        new_training = TrainingRun.objects.filter(name__in=synthetic_training.NAMES).count() < 2
+        training_runs = synthetic_training.training_runs_create(seed=seed)
         if built or new_study or new_run:
             _queued_work(seed)
     return DemoWorld(
@@ -115,7 +120,8 @@ def demo_world_build(*, seed: int = SEED) -> DemoWorld:
         existing[STEP_TYPES_SLUG],
         multiple_choice,
         mining_run,
-        built=built or new_study or new_run,
+        built=built or new_study or new_run or new_training,
+        training_runs=tuple(training_runs),
     )
 
 
@@ -186,6 +192,18 @@ def demo_world_pages(world: DemoWorld) -> list[tuple[str, str]]:
             if world.mining_run is not None
             else []
         ),
+        *_training_pages(world),
+    ]
+
+
+def _training_pages(world: DemoWorld) -> list[tuple[str, str]]:
+    """The training run that games the length (its alarm raised), then its control (none)."""
+    if len(world.training_runs) != 2:
+        return []
+    drift, control = world.training_runs
+    return [
+        ("Training run", reverse("judging:training_run", args=[drift.name])),
+        ("  its control run", reverse("judging:training_run", args=[control.name])),
     ]
 
 

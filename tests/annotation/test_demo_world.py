@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from annotation.agreement_data import study_agreement
 from annotation.calibration import calibrated_lines
 from annotation.critical_failures.adjudication import review_queue
 from annotation.demo_world import CALIBRATION_SLUG, MULTIPLE_CHOICE_SLUG, PAIRWISE_SLUG, STEP_TYPES_SLUG
+from annotation.demo_world import training_runs as synthetic_training
 from annotation.demo_world.mining_run import RUN_NAME, mining_run_create
 from annotation.goal_step.validation import study_answers, validate
 from annotation.models import (
@@ -40,7 +42,17 @@ from annotation.step_types.agreement import step_types_agreement, study_labels
 from annotation.step_types.evaluation import step_type_models_table
 from goal_step.models import TaskExample, TaskSet
 from h2e_site.synthetic import BADGE_TEXT, synthetic_badge
-from judging.models import CriticalFailure, Generation, Generator, Judge, Judgment, PairwiseJudgment
+from judging.models import (
+    CriticalFailure,
+    Generation,
+    Generator,
+    Judge,
+    Judgment,
+    PairwiseJudgment,
+    RewardCall,
+    TrainingRun,
+)
+from judging.training.selectors import watch_of
 from mining.config import RunConfig, run_config_from_mapping
 from mining.models import NOT_SENT, STAGE_ORDER, MiningRun, Procedure, SourceDocument, Split, StageOutcome
 from mining.runs import SyntheticRun, mine_job_run, mining_run_start
@@ -54,7 +66,7 @@ pytestmark = pytest.mark.django_db
 COUNTED: list[type[Model]] = [
     Procedure, Generator, Generation, Judge, Judgment, CriticalFailure, Study, StudyItem, Participant,
     Assignment, Annotation, AnnotatedFailure, GoldEvent, CalibrationDraw, StepTypeLabel, StepTypePrediction,
-    PairwiseJudgment, TaskSet, TaskExample, MiningRun, StageOutcome,
+    PairwiseJudgment, TaskSet, TaskExample, MiningRun, StageOutcome, TrainingRun, RewardCall,
 ]  # fmt: skip
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_DOCUMENTS = ROOT / "demo" / "mining" / "documents.jsonl"
@@ -173,7 +185,8 @@ def test_it_seeds_a_synthetic_world_whose_figures_mean_something_once(
 
     assert_multiple_choice_study(staff, output)
     assert_synthetic_mining_run(staff, runner, output)
-    assert (tmp_path / "demo-pages.txt").read_text().count("\t") == 6
+    assert_synthetic_training_runs(staff, output)
+    assert (tmp_path / "demo-pages.txt").read_text().count("\t") == 7
 
     before = snapshot()
     again = demo_setup(tmp_path)
@@ -266,6 +279,32 @@ def assert_synthetic_mining_run(staff: Client, runner: Client, output: str) -> N
         mining_run_start(run=run)
     refused = runner.post(reverse("mining-api:run-start", args=[run.pk]))
     assert refused.status_code == 409 and "synthetic demo data" in refused.json()["detail"], refused.content
+
+
+def assert_synthetic_training_runs(staff: Client, output: str) -> None:
+    """The run that games the length raises the alarm part-way, its control none; both badged, both linked."""
+    drift = TrainingRun.objects.get(name=synthetic_training.DRIFT_NAME)
+    control = TrainingRun.objects.get(name=synthetic_training.CONTROL_NAME)
+    per_run = synthetic_training.STEPS * synthetic_training.CALLS_PER_STEP
+    assert drift.calls.count() == control.calls.count() == per_run
+    alarm = watch_of(drift).alarm
+    assert alarm.flagged and 0 < (alarm.from_step or 0) < synthetic_training.STEPS - 1, alarm
+    assert not watch_of(control).alarm.flagged
+    listing = staff.get(reverse("judging:training_runs")).content.decode()
+    assert listing.count(BADGE_TEXT) >= 2 and f"alarm from step {alarm.bucket}" in listing
+    for run in (drift, control):
+        url = reverse("judging:training_run", args=[run.name])
+        page = staff.get(url).content.decode()
+        assert BADGE_TEXT in page and "data-synthetic-note" in page and 'hx-trigger="every' not in page
+        assert f": {url}\n" in output
+
+
+def test_its_training_runs_are_built_in_well_under_a_second() -> None:
+    started = time.process_time()  # this process's CPU: a loaded machine's wall clock says nothing of it
+    runs = synthetic_training.training_runs_create(seed=31)
+    assert time.process_time() - started < 0.5  # about 0.2 s here
+    assert [run.name for run in runs] == list(synthetic_training.NAMES)
+    assert synthetic_training.training_runs_create(seed=31) == runs and RewardCall.objects.count() == 2 * 640
 
 
 def demo_config(base_url: str) -> RunConfig:

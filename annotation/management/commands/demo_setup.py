@@ -134,6 +134,9 @@ def world_summary(world: DemoWorld) -> str:
         )
     else:
         parts.append("no mining run (no document imported)")
+    if world.training_runs:
+        runs = ", ".join(f"{run.name} ({run.calls.count()} reward calls)" for run in world.training_runs)
+        parts.append(f"training runs {runs}")
     return "; ".join(parts)
 
 
