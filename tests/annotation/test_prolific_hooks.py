@@ -339,7 +339,11 @@ def test_an_event_sent_before_the_one_applied_does_not_overwrite_it(client: Clie
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("sent", ["soon", "9" * 40, str(int(time.time()) + 3_600)])
+# ids: the third value is read from the clock at collection, and pytest-xdist's workers must collect the same
+# names (a CI run stopped when they straddled a second).
+@pytest.mark.parametrize(
+    "sent", ["soon", "9" * 40, str(int(time.time()) + 3_600)], ids=["a-word", "40-digits", "an-hour-ahead"]
+)
 def test_a_send_time_that_is_no_unix_time_is_a_400(client: Client, sent: str) -> None:
     participant, assignment = _leased()
     body, headers = signed_event(_returned("X", participant.prolific_pid), secret=SECRET, event_id="e-sent")
