@@ -18,10 +18,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
     "MIN_AGREEMENT_ITEMS",
     "Coefficient",
+    "Share",
     "agreement_undefined",
     "chance_corrected",
     "nominal_chance_agreement",
@@ -41,6 +43,33 @@ def wilson_interval(successes: float, n: int, *, z: float = 1.959964) -> tuple[f
     centre = (p + z * z / (2 * n)) / denominator
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclass(frozen=True)
+class Share:
+    """k of n, with its 95 % Wilson interval (None when n is 0)."""
+
+    k: int
+    n: int
+
+    @property
+    def rate(self) -> float | None:
+        return self.k / self.n if self.n else None
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        return wilson_interval(self.k, self.n)
+
+    @property
+    def ci_low(self) -> float | None:
+        return self.interval[0] if self.interval else None
+
+    @property
+    def ci_high(self) -> float | None:
+        return self.interval[1] if self.interval else None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"k": self.k, "n": self.n, "rate": self.rate, "ci_low": self.ci_low, "ci_high": self.ci_high}
 
 
 @dataclass(frozen=True)

@@ -27,41 +27,15 @@ from django.conf import settings
 from django.db.models import Count, F, Func, IntegerField, Q
 
 from h2e_site.jobs.models import Job
+from h2e_site.stats import Share
 
 from .job_kinds import JUDGE
 from .models import Judge, JudgeError, Judgment
-from .stats import Coefficient, Confusion, observed_agreement, wilson_interval
+from .stats import Coefficient, Confusion, observed_agreement
 from .stats import kappa as kappa_of
 
 PRICES_FILE = Path("configs/prices.yaml")
 MIN_REGRESSION_EXAMPLES = 20
-
-
-@dataclass(frozen=True)
-class Share:
-    """k of n, with its 95 % Wilson interval."""
-
-    k: int
-    n: int
-
-    @property
-    def rate(self) -> float | None:
-        return self.k / self.n if self.n else None
-
-    @property
-    def interval(self) -> tuple[float, float] | None:
-        return wilson_interval(self.k, self.n)
-
-    @property
-    def ci_low(self) -> float | None:
-        return self.interval[0] if self.interval else None
-
-    @property
-    def ci_high(self) -> float | None:
-        return self.interval[1] if self.interval else None
-
-    def as_json(self) -> dict[str, Any]:
-        return {"k": self.k, "n": self.n, "rate": self.rate, "ci_low": self.ci_low, "ci_high": self.ci_high}
 
 
 @dataclass(frozen=True)

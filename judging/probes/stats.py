@@ -29,7 +29,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from h2e_site.stats import wilson_interval
+from h2e_site.stats import Share, wilson_interval
 
 from ..paired import mcnemar_exact_p
 
@@ -140,20 +140,7 @@ def paired_change(pairs: Sequence[tuple[bool, bool]]) -> PairedChange:
     return PairedChange(count[True, True], count[False, True], count[True, False], count[False, False])
 
 
-@dataclass(frozen=True)
-class Detection:
-    """How often the judge found more critical failures on the perturbed L2: k of n, 95 % Wilson."""
-
-    k: int
-    n: int
-
-    @property
-    def rate(self) -> float | None:
-        return self.k / self.n if self.n else None
-
-    @property
-    def interval(self) -> tuple[float, float] | None:
-        return wilson_interval(self.k, self.n)
+Detection = Share  # how often the judge found more critical failures on the perturbed L2: k of n, Wilson
 
 
 def detection(pairs: Sequence[tuple[int, int]]) -> Detection:
