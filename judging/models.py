@@ -380,4 +380,5 @@ class PairwiseJudgment(models.Model):
 
 
 # The reward service's tables (issue #32), defined beside their code and registered here with the app's.
+from judging.training.checkpoint_models import Checkpoint, OODResult  # noqa: E402, F401
 from judging.training.models import RewardCall, RewardJudgment, TrainingRun  # noqa: E402, F401
