@@ -42,6 +42,7 @@ from .serializers import (
     TopicLeaderboardRowSerializer,
 )
 from .training.api import RewardView
+from .training.checkpoint_api import CheckpointTableView
 from .uploads import UploadError, uploads_save
 
 
@@ -248,4 +249,7 @@ urlpatterns = [
     path("judges/rank-correlation/", RankCorrelationView.as_view(), name="judge-rank-correlation"),
     path("imports/", ImportView.as_view(), name="imports"),
     path("reward/", RewardView.as_view(), name="reward"),
+    path(
+        "training/runs/<path:name>/checkpoints/", CheckpointTableView.as_view(), name="training-checkpoints"
+    ),
 ]

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from . import training_views, views
+from .training import checkpoint_views
 
 app_name = "judging"
 urlpatterns = [
@@ -15,4 +16,25 @@ urlpatterns = [
     path("generators/<int:pk>/judge/", views.generator_judge, name="generator_judge"),
     path("training/how2train.jsonl", training_views.how2train_jsonl, name="how2train_jsonl"),
     path("judges/<str:judge_id>/sft.jsonl", training_views.judge_sft_jsonl, name="judge_sft_jsonl"),
+    # A run's name may hold a slash (a trainer names it): <path:>, each URL ending in its own word.
+    path(
+        "training/runs/<path:name>/checkpoints/",
+        checkpoint_views.checkpoints_page,
+        name="training_checkpoints",
+    ),
+    path(
+        "training/runs/<path:name>/checkpoints/register/",
+        checkpoint_views.checkpoint_register_view,
+        name="training_checkpoint_register",
+    ),
+    path(
+        "training/runs/<path:name>/checkpoints/ood/",
+        checkpoint_views.ood_import_view,
+        name="training_checkpoints_ood",
+    ),
+    path(
+        "training/runs/<path:name>/checkpoints/jobs/",
+        checkpoint_views.checkpoint_jobs_view,
+        name="training_checkpoints_jobs",
+    ),
 ]

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from django.db import transaction
 
 from h2e_site.bounds import INT32_MAX, Range
@@ -80,9 +81,17 @@ def checkpoint_register(
                 f"({existing.generator.generator_id}); delete that checkpoint first (admin) to replace it",
             )
         checkpoint = existing or Checkpoint(run=run, step=step, generator=generator, created_by=created_by)
-        checkpoint.label, checkpoint.config_path = label, str(config_path)
+        checkpoint.label, checkpoint.config_path = label, _shown_path(config_path)
         checkpoint.save()
     return checkpoint
+
+
+def _shown_path(path: Path | str) -> str:
+    """The config's path from the repository root when it is inside it, else as given."""
+    try:
+        return str(Path(path).resolve().relative_to(Path(settings.BASE_DIR).resolve()))
+    except ValueError:
+        return str(path)
 
 
 def _checked_label(run: TrainingRun, step: int, label: str) -> str:
@@ -173,6 +182,14 @@ class JudgeCell:
 class OODCell:
     score: float | None
     delta: float | None  # score - the first checkpoint's score (as given, whatever the direction)
+    higher_is_better: bool = True
+
+    @property
+    def gain(self) -> float | None:
+        """The Δ as a gain: negated where lower is better (what Δ_OOD averages, and the cell's colour)."""
+        if self.delta is None:
+            return None
+        return self.delta if self.higher_is_better else -self.delta
 
 
 @dataclass(frozen=True)
@@ -224,6 +241,11 @@ class CheckpointTable:
     def first(self) -> Checkpoint | None:
         return self.rows[0].checkpoint if self.rows else None
 
+    @property
+    def judges(self) -> list[Judge]:
+        """The judge, then the external judge (those the table shows)."""
+        return [judge for judge in (self.judge, self.external) if judge is not None]
+
     def as_json(self) -> dict[str, Any]:
         return {
             "run": self.run.name,
@@ -271,8 +293,8 @@ def checkpoint_table(
             external=external_cells[i] if external_cells else None,
             metrics=metrics.get(checkpoint.generator.generator_id, selectors.GeneratorMetrics()),
             ood=ood[i],
-            ood_mean_delta=_mean_gain(benchmarks, ood[i]),
-            ood_n=sum(cell.delta is not None for cell in ood[i]) if i else 0,
+            ood_mean_delta=_mean_gain(ood[i]),
+            ood_n=sum(cell.delta is not None for cell in ood[i]),
         )
         for i, checkpoint in enumerate(checkpoints)
     ]
@@ -349,16 +371,12 @@ def _ood(checkpoints: Sequence[Checkpoint]) -> tuple[list[Benchmark], list[list[
             delta = (
                 score - base if checkpoint.pk != first and score is not None and base is not None else None
             )
-            row.append(OODCell(score, delta))
+            row.append(OODCell(score, delta, benchmark.higher_is_better))
         table.append(row)
     return benchmarks, table
 
 
-def _mean_gain(benchmarks: Sequence[Benchmark], cells: Sequence[OODCell]) -> float | None:
+def _mean_gain(cells: Sequence[OODCell]) -> float | None:
     """Δ_OOD: the mean of the Δ, each negated where lower is better; None without any Δ."""
-    gains = [
-        cell.delta if benchmark.higher_is_better else -cell.delta
-        for benchmark, cell in zip(benchmarks, cells, strict=True)
-        if cell.delta is not None
-    ]
+    gains = [cell.gain for cell in cells if cell.gain is not None]
     return sum(gains) / len(gains) if gains else None
