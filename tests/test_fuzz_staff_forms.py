@@ -328,6 +328,13 @@ def _patterns_url() -> str:
     return reverse("failures:failure_patterns", args=[Topic.objects.get(name="Home").pk])
 
 
+def _checkpoints_url(what: str = "training_checkpoints") -> str:
+    from judging.training.models import TrainingRun
+
+    run, _ = TrainingRun.objects.get_or_create(name="fuzz-run", defaults={"reward_name": "how2score"})
+    return reverse(f"judging:{what}", args=[run.name])
+
+
 def _site_forms() -> list[FormTarget]:
     from annotation.calibration_forms import CalibrationRoundForm
     from annotation.failure_meaning.forms import FailurePatternsForm
@@ -343,6 +350,8 @@ def _site_forms() -> list[FormTarget]:
     from judging.admin.actions import AttachConfigForm, GenerateForm, JudgeWithForm
     from judging.admin.generate import GenerateFromConfigForm
     from judging.models import Generator, Judge
+    from judging.training.checkpoint_models import Checkpoint
+    from judging.training.checkpoint_views import RegisterCheckpointForm, TableJudgesForm
     from mining.forms import MineForm
     from mining.models import MiningRun
 
@@ -436,6 +445,22 @@ def _site_forms() -> list[FormTarget]:
             MineForm,
             lambda: (MiningRun.objects.count(), Job.objects.count()),
         ),
+        FormTarget(  # a GET form: the judges a run's checkpoint table shows
+            "a run's checkpoint table",
+            lambda c: c.get(_checkpoints_url()),
+            lambda c, data: c.get(_checkpoints_url(), data),
+            TableJudgesForm,
+            lambda: Checkpoint.objects.count(),
+            context_key="judges_form",
+        ),
+        FormTarget(
+            "register a run's checkpoint",
+            lambda c: c.get(_checkpoints_url()),
+            lambda c, data: c.post(_checkpoints_url("training_checkpoint_register"), data),
+            RegisterCheckpointForm,
+            lambda: list(Checkpoint.objects.values_list("step", "label", "generator_id")),
+            context_key="register_form",
+        ),
         FormTarget(
             "a topic's failure patterns",
             lambda c: c.get(_patterns_url()),
@@ -447,10 +472,11 @@ def _site_forms() -> list[FormTarget]:
 
 
 # Forms reached another way: the admin's ModelForms (walked above), the file upload of the h2e import
-# page, whose files are the importers' to check (tests/judging), and the Prolific review form, whose page
+# page, whose files are the importers' to check (tests/judging), the Prolific review form, whose page
 # reads the study's submissions from Prolific first (tests/annotation/test_prolific_review.py sends it bad
-# input against the fake Prolific).
-ELSEWHERE = {"MiningRunForm", "ImportForm", "ReviewForm"}
+# input against the fake Prolific), and a run's checkpoints page's OOD file (a file alone: its rows are the
+# import's to check) and job buttons (hidden fields), sent bad input by tests/judging/test_checkpoints.py.
+ELSEWHERE = {"MiningRunForm", "ImportForm", "ReviewForm", "OODFileForm", "CheckpointJobsForm"}
 
 
 def test_it_knows_every_form_of_the_site() -> None:

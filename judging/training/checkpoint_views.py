@@ -183,6 +183,7 @@ def _page(
     )
     context = {
         "run": run,
+        "judges_form": judges_form,
         "table": table,
         "table_query": _table_query(table),
         "judges": list(Judge.objects.by_model()),
