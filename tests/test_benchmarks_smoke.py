@@ -44,6 +44,7 @@ SMOKE: dict[str, list[str]] = {
     "judge_throughput.py": ["--db", "{db}", "--redis-db", "{redis_db}", "-n", "40", "--rpm-n", "5"],
     "mining_scale.py": ["--db", "{db}", "--candidates", "300", "--size-mb", "1"],
     "reference_leaderboard.py": ["{tree}"],
+    "reward_service.py": ["--db", "{db}", "--items", "16", "--latency", "0.05", "--runs", "1"],
     "researcher_pages.py": [
         "--db", "{db}", "--generators", "2", "--examples", "30", "--judges", "2", "--runs", "1",
         "--warmup", "1", "--calibration-items", "24",
@@ -61,6 +62,7 @@ EXPECTED = {
     "judge_throughput.py": '"rpm_observed"',
     "mining_scale.py": '"peak_rss_mb"',
     "reference_leaderboard.py": "generator-model-01",
+    "reward_service.py": '"two_trainers_walls_s"',
     "researcher_pages.py": "calibration round job over",  # the last page of item 22 (issue #31)
 }
 # Further lines a run must print (the pages each script times).

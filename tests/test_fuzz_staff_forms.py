@@ -349,7 +349,8 @@ def _site_forms() -> list[FormTarget]:
     from h2e_site.embeddings.models import EmbeddingModel
     from judging.admin.actions import AttachConfigForm, GenerateForm, JudgeWithForm
     from judging.admin.generate import GenerateFromConfigForm
-    from judging.models import Generator, Judge
+    from judging.models import Generator, Judge, JudgeProbe
+    from judging.probes.forms import JudgeProbeForm
     from judging.training.checkpoint_models import Checkpoint
     from judging.training.checkpoint_views import RegisterCheckpointForm, TableJudgesForm
     from mining.forms import MineForm
@@ -462,6 +463,13 @@ def _site_forms() -> list[FormTarget]:
             context_key="register_form",
         ),
         FormTarget(
+            "start a judge probe",
+            lambda c: c.get(reverse("judging:probes")),
+            lambda c, data: c.post(reverse("judging:probe_start"), data),
+            JudgeProbeForm,
+            lambda: (JudgeProbe.objects.count(), Job.objects.count()),
+        ),
+        FormTarget(
             "a topic's failure patterns",
             lambda c: c.get(_patterns_url()),
             lambda c, data: c.post(_patterns_url(), data),
@@ -474,9 +482,14 @@ def _site_forms() -> list[FormTarget]:
 # Forms reached another way: the admin's ModelForms (walked above), the file upload of the h2e import
 # page, whose files are the importers' to check (tests/judging), the Prolific review form, whose page
 # reads the study's submissions from Prolific first (tests/annotation/test_prolific_review.py sends it bad
-# input against the fake Prolific), and a run's checkpoints page's OOD file (a file alone: its rows are the
-# import's to check) and job buttons (hidden fields), sent bad input by tests/judging/test_checkpoints.py.
-ELSEWHERE = {"MiningRunForm", "ImportForm", "ReviewForm", "OODFileForm", "CheckpointJobsForm"}
+# input against the fake Prolific). The two download forms (How2Train and a judge's SFT data) are the query
+# options of a streamed file: they store nothing, and tests/judging/test_training_exports.py sends each
+# option bad values (a 400 naming it). A run's checkpoints page's OOD file (a file alone: its rows are the
+# import's to check) and job buttons (hidden fields) are sent bad input by tests/judging/test_checkpoints.py.
+ELSEWHERE = {
+    *("MiningRunForm", "ImportForm", "ReviewForm", "How2TrainForm", "JudgeSftForm"),
+    *("OODFileForm", "CheckpointJobsForm"),
+}
 
 
 def test_it_knows_every_form_of_the_site() -> None:

@@ -15,12 +15,11 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db import IntegrityError, transaction
 
 from h2e_site.llm.backends import backend_from_config
 from h2e_site.llm.base import LLMBackend, LLMRequest, LLMResult
@@ -164,9 +163,7 @@ def _judged(batch: RewardBatch, judge: Judge, rewards: list[ItemReward], backend
         reward.how2score = 0 if judgment.has_failure else 1
 
 
-def _stored_judgments(
-    judge: Judge, pairs: dict[tuple[str, str], ProcedureText]
-) -> dict[tuple[str, str], Any]:
+def _stored_judgments(judge: Judge, pairs: Collection[tuple[str, str]]) -> dict[tuple[str, str], Any]:
     keys = {key for key, _ in pairs}
     shas = {sha for _, sha in pairs}
     found = RewardJudgment.objects.filter(judge=judge, procedure_key__in=keys, answer_sha256__in=shas)
@@ -207,7 +204,7 @@ def _within_budget(
     deadline = time.monotonic() + budget
     if backend is None:
         judge_config = config.judge.backend_config()
-        timeout = min(judge_config.request_timeout_s, budget)
+        timeout = min(judge_config.request_timeout_s, budget + 1.0)  # the deadline comes first
         backend = backend_from_config(replace(judge_config, request_timeout_s=timeout))
         owned = True
     else:
@@ -241,7 +238,7 @@ def _read(
     results: dict[str, LLMResult],
     budget_s: float,
 ) -> tuple[dict[tuple[str, str], RewardJudgment], dict[tuple[str, str], str]]:
-    fresh: dict[tuple[str, str], RewardJudgment] = {}
+    read: list[RewardJudgment] = []
     problems: dict[tuple[str, str], str] = {}
     for key, pair in keys.items():
         result = results.get(key)
@@ -257,29 +254,33 @@ def _read(
         if parsed.parse_failed:
             problems[pair] = f"the judge's answer could not be read: {parsed.problem}"
             continue
-        fresh[pair] = _stored(judge, pair, parsed, result.text or "")
-    return fresh, problems
+        read.append(_verdict(judge, pair, parsed, result.text or ""))
+    return _stored(judge, read), problems
 
 
-def _stored(judge: Judge, pair: tuple[str, str], parsed: Any, raw: str) -> RewardJudgment:
+def _verdict(judge: Judge, pair: tuple[str, str], parsed: Any, raw: str) -> RewardJudgment:
     failures = [
-        {"description": f.description, "L1_steps": f.l1_steps, "L2_steps": f.l2_steps}
-        for f in parsed.failures
+        {"description": cf.description, "L1_steps": cf.l1_steps, "L2_steps": cf.l2_steps}
+        for cf in parsed.failures
     ]
-    try:
-        with transaction.atomic():
-            return RewardJudgment.objects.create(
-                judge=judge,
-                procedure_key=pair[0],
-                answer_sha256=pair[1],
-                has_failure=parsed.has_failure,
-                n_failures=parsed.n_failures,
-                failures=failures,
-                reasoning=parsed.reasoning,
-                raw_output=raw,
-            )
-    except IntegrityError:  # another worker stored the same pair meanwhile: one verdict per pair
-        return RewardJudgment.objects.get(judge=judge, procedure_key=pair[0], answer_sha256=pair[1])
+    return RewardJudgment(
+        judge=judge,
+        procedure_key=pair[0],
+        answer_sha256=pair[1],
+        has_failure=parsed.has_failure,
+        n_failures=parsed.n_failures,
+        failures=failures,
+        reasoning=parsed.reasoning,
+        raw_output=raw,
+    )
+
+
+def _stored(judge: Judge, read: list[RewardJudgment]) -> dict[tuple[str, str], RewardJudgment]:
+    """The verdicts stored in one statement; a pair another worker stored meanwhile keeps that row (one
+    verdict per pair), read back with the rest."""
+    RewardJudgment.objects.bulk_create(read, batch_size=500, ignore_conflicts=True)
+    pairs = {(row.procedure_key, row.answer_sha256) for row in read}
+    return _stored_judgments(judge, pairs) if pairs else {}
 
 
 # --- storing the calls ------------------------------------------------------------------------------------

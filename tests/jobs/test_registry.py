@@ -21,7 +21,7 @@ from h2e_site.jobs.models import JobStatus
 from h2e_site.jobs.registry import job_type_for, job_types
 from h2e_site.jobs.services import job_can_retry, job_retry_failed, resume_orphaned_jobs
 from h2e_site.jobs.views import job_lines
-from judging.job_kinds import GENERATE, IMPORT, JUDGE, PAIRWISE_JUDGE
+from judging.job_kinds import GENERATE, IMPORT, JUDGE, JUDGE_PROBE, PAIRWISE_JUDGE
 from mining.job_kinds import MINE
 from mining.models import MiningRun
 from tests.factories import make_job
@@ -36,6 +36,7 @@ def test_it_has_a_registered_task_for_every_kind_the_apps_run() -> None:
         GENERATE: "judging.run_generate_job",
         JUDGE: "judging.run_judge_job",
         PAIRWISE_JUDGE: "judging.run_pairwise_judge_job",
+        JUDGE_PROBE: "judging.run_judge_probe_job",
         MINE: "mining.run_mine_job",
         CLASSIFY_STEPS: "annotation.run_classify_job",
         BUILD_TASKS: "mining.run_build_tasks_job",

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('judging', '0011_reward_service'),
+        ('judging', '0012_judge_probes'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
