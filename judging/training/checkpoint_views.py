@@ -151,11 +151,15 @@ def _page_url(run: TrainingRun, query: str = "") -> str:
     return f"{url}?{query}" if query else url
 
 
-def _back(request: HttpRequest, run: TrainingRun) -> HttpResponseBase:
-    """Back to the page, with the judges it showed (only those: the field is the browser's to send)."""
+def _shown_judges(request: HttpRequest) -> dict[str, str]:
+    """The judges the page showed when a form of it was sent (only those: the field is the browser's)."""
     shown = QueryDict(request.POST.get("table_query", ""))
-    query = query_string({name: shown.get(name, "")[:64] for name in ("judge", "external")})
-    return redirect(_page_url(run, query))
+    return {name: shown.get(name, "")[:64] for name in ("judge", "external")}
+
+
+def _back(request: HttpRequest, run: TrainingRun) -> HttpResponseBase:
+    """Back to the page, with the judges it showed."""
+    return redirect(_page_url(run, query_string(_shown_judges(request))))
 
 
 def _table_query(table: CheckpointTable) -> str:
@@ -200,6 +204,11 @@ def _page(
     return render(request, template, context, status=status)
 
 
+def _page_again(request: HttpRequest, run: TrainingRun, **refused: Any) -> HttpResponse:
+    """The page with a refused form (400), under the judges it showed."""
+    return _page(request, run, judges_form=TableJudgesForm(_shown_judges(request)), status=400, **refused)
+
+
 def _refused(form: forms.Form) -> HttpResponseBadRequest:
     """A 400 naming each refused field (a query or a button's form: nothing to re-render)."""
     problems = "; ".join(f"{field}: {' '.join(map(str, errors))}" for field, errors in form.errors.items())
@@ -238,7 +247,7 @@ def checkpoint_register_view(request: HttpRequest, name: str) -> HttpResponseBas
             model = checkpoint.generator.model
             messages.success(request, f"Checkpoint {checkpoint.name} registered: {model}.")
             return _back(request, run)
-    return _page(request, run, judges_form=TableJudgesForm({}), register_form=form, status=400)
+    return _page_again(request, run, register_form=form)
 
 
 @staff_required
@@ -249,12 +258,12 @@ def ood_import_view(request: HttpRequest, name: str) -> HttpResponseBase:
     run = _run(name)
     form = OODFileForm(request.POST, request.FILES)
     if not form.is_valid():
-        return _page(request, run, judges_form=TableJudgesForm({}), ood_form=form, status=400)
+        return _page_again(request, run, ood_form=form)
     upload = form.cleaned_data["file"]
     try:
         report = ood_import(run=run, data=upload.read(MAX_FILE_BYTES + 1), name=upload.name or "upload")
     except OODFileRefused as refused:
-        return _page(request, run, judges_form=TableJudgesForm({}), ood_error=str(refused), status=400)
+        return _page_again(request, run, ood_error=str(refused))
     messages.success(
         request,
         f"OOD results imported from {upload.name}: {report.n_created} new, {report.n_updated} replaced "

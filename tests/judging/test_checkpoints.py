@@ -71,6 +71,10 @@ def verdicts(checkpoint: Checkpoint, judge: Judge, procedures: list[Any], marks:
 
 @pytest.fixture
 def world() -> dict[str, Any]:
+    return make_world()
+
+
+def make_world() -> dict[str, Any]:
     """Table 2 in miniature: a run judged by How2Judge, three checkpoints, an external judge, OOD scores."""
     judge, external = make_judge(model="how2everything/how2judge"), make_judge(model="openai/gpt-5")
     run = make_run(judge=judge)
