@@ -659,3 +659,26 @@ def test_a_run_name_with_a_slash_has_its_page(staff: Client) -> None:
     run = make_run("team/qwen3-grpo")
     assert page_url(run) == "/training/runs/team/qwen3-grpo/checkpoints/"
     assert staff.get(page_url(run)).status_code == 200
+
+
+def test_the_import_command_imports_or_names_each_bad_row(
+    run_with_two: TrainingRun, tmp_path: Path, capsys: Any
+) -> None:
+    path = tmp_path / "ood.jsonl"
+    path.write_text(
+        '{"benchmark": "GSM8K", "checkpoint": 0, "score": 94}\n{"benchmark": "GSM8K", "checkpoint": "+RL"}\n'
+    )
+    with pytest.raises(CommandError, match=r"nothing imported: .*ood.jsonl: line 2, score: missing"):
+        call_command("import_ood", str(path), run=run_with_two.name)
+    assert not OODResult.objects.exists()
+    rows = [
+        {"benchmark": "GSM8K", "checkpoint": 0, "score": 94},
+        {"benchmark": "GSM8K", "checkpoint": "+RL", "score": 95},
+    ]
+    path.write_text("\n".join(json.dumps(row) for row in rows))
+    call_command("import_ood", str(path), run=run_with_two.name)
+    assert "2 new, 0 replaced (GSM8K)" in capsys.readouterr().out
+    with pytest.raises(CommandError, match=r"no-such\.csv"):
+        call_command("import_ood", str(tmp_path / "no-such.csv"), run=run_with_two.name)
+    with pytest.raises(CommandError, match="--run: no training run is named 'nope'"):
+        call_command("import_ood", str(path), run="nope")
