@@ -78,7 +78,7 @@ def checkpoint_register(
             raise CheckpointRefused(
                 "step",
                 f"step {step} of run {run.name!r} is already {existing.generator.model} "
-                f"({existing.generator.generator_id}); delete that checkpoint first (admin) to replace it",
+                f"({existing.generator.generator_id}): a step keeps the generator it was registered with",
             )
         checkpoint = existing or Checkpoint(run=run, step=step, generator=generator, created_by=created_by)
         checkpoint.label, checkpoint.config_path = label, _shown_path(config_path)
