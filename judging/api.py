@@ -42,6 +42,7 @@ from .serializers import (
     TopicLeaderboardRowSerializer,
 )
 from .training.api import RewardView
+from .training.checkpoint_api import CheckpointTableView
 from .training.runs_api import TrainingRunDetailView, TrainingRunListView
 from .uploads import UploadError, uploads_save
 
@@ -249,6 +250,9 @@ urlpatterns = [
     path("judges/rank-correlation/", RankCorrelationView.as_view(), name="judge-rank-correlation"),
     path("imports/", ImportView.as_view(), name="imports"),
     path("reward/", RewardView.as_view(), name="reward"),
+    path(
+        "training/runs/<path:name>/checkpoints/", CheckpointTableView.as_view(), name="training-checkpoints"
+    ),
     path("training/runs/", TrainingRunListView.as_view(), name="training-runs"),
     path("training/runs/<path:name>/", TrainingRunDetailView.as_view(), name="training-run"),
 ]

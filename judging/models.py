@@ -379,12 +379,14 @@ class PairwiseJudgment(models.Model):
         return f"{self.judge_id} on {pair}: {self.verdict or 'parse failure'}"
 
 
-# Tables defined beside their code and registered here with the app's: the reward service (issue #32,
-# judging/training/) and judge probes (judging/probes/).
+# Tables defined beside their code and registered here with the app's: the reward service and a run's
+# checkpoints (issue #32, judging/training/) and judge probes (judging/probes/).
 from .probes.models import JudgeProbe, JudgeProbeItem, ProbeKind  # noqa: E402
+from .training.checkpoint_models import Checkpoint, OODResult  # noqa: E402
 from .training.models import RewardCall, RewardJudgment, TrainingRun  # noqa: E402
 
 __all__ = [
+    "Checkpoint",
     "CriticalFailure",
     "FailureBase",
     "Generation",
@@ -394,6 +396,7 @@ __all__ = [
     "JudgeProbe",
     "JudgeProbeItem",
     "Judgment",
+    "OODResult",
     "PairwiseJudgment",
     "PairwiseOrder",
     "PairwiseVerdict",

@@ -51,14 +51,19 @@ class Verdicts:
         return self.generator_ids.index(generator_id)
 
 
-def load_verdicts(judge_ids: Iterable[str] | None = None) -> dict[str, Verdicts]:
+def load_verdicts(
+    judge_ids: Iterable[str] | None = None, *, generator_pks: Iterable[int] | None = None
+) -> dict[str, Verdicts]:
     """judge_id -> its Verdicts, from one grouped query (PostgreSQL: arrays of procedure pks per generator x
-    judge, read off the leaderboard index; other databases: one row per judgment)."""
+    judge, read off the leaderboard index; other databases: one row per judgment); `generator_pks`: only
+    those generators' rows (a run's checkpoints)."""
     import numpy as np
 
     judgments = Judgment.objects.order_by()
     if judge_ids is not None:
         judgments = judgments.filter(judge__judge_id__in=list(judge_ids))
+    if generator_pks is not None:
+        judgments = judgments.filter(generator_id__in=list(generator_pks))
     groups = _pass_fail_groups(judgments)
     names = _ids_of(groups)
     by_judge: dict[str, dict[str, tuple[list[int], list[int], list[int]]]] = {}

@@ -2,6 +2,7 @@ from django.urls import path
 
 from . import training_views, views
 from .probes import views as probe_views
+from .training import checkpoint_views
 from .training import views as training_runs
 
 app_name = "judging"
@@ -17,9 +18,31 @@ urlpatterns = [
     path("generators/<int:pk>/judge/", views.generator_judge, name="generator_judge"),
     path("training/how2train.jsonl", training_views.how2train_jsonl, name="how2train_jsonl"),
     path("training/runs/", training_runs.run_list, name="training_runs"),
-    path("training/runs/<path:name>/", training_runs.run_detail, name="training_run"),
     path("judges/<str:judge_id>/sft.jsonl", training_views.judge_sft_jsonl, name="judge_sft_jsonl"),
+    # A run's name may hold a slash (a trainer names it): <path:>, each URL ending in its own word.
+    path(
+        "training/runs/<path:name>/checkpoints/",
+        checkpoint_views.checkpoints_page,
+        name="training_checkpoints",
+    ),
+    path(
+        "training/runs/<path:name>/checkpoints/register/",
+        checkpoint_views.checkpoint_register_view,
+        name="training_checkpoint_register",
+    ),
+    path(
+        "training/runs/<path:name>/checkpoints/ood/",
+        checkpoint_views.ood_import_view,
+        name="training_checkpoints_ood",
+    ),
+    path(
+        "training/runs/<path:name>/checkpoints/jobs/",
+        checkpoint_views.checkpoint_jobs_view,
+        name="training_checkpoints_jobs",
+    ),
     path("probes/", probe_views.probes_page, name="probes"),
     path("probes/start/", probe_views.probe_start, name="probe_start"),
     path("probes/<int:pk>/", probe_views.probe_detail, name="probe_detail"),
+    # Last: a run's name may hold '/', so this <path:name> would also match the checkpoints' routes.
+    path("training/runs/<path:name>/", training_runs.run_detail, name="training_run"),
 ]

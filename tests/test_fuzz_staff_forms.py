@@ -328,6 +328,13 @@ def _patterns_url() -> str:
     return reverse("failures:failure_patterns", args=[Topic.objects.get(name="Home").pk])
 
 
+def _checkpoints_url(what: str = "training_checkpoints") -> str:
+    from judging.training.models import TrainingRun
+
+    run, _ = TrainingRun.objects.get_or_create(name="fuzz-run", defaults={"reward_name": "how2score"})
+    return reverse(f"judging:{what}", args=[run.name])
+
+
 def _site_forms() -> list[FormTarget]:
     from annotation.calibration_forms import CalibrationRoundForm
     from annotation.failure_meaning.forms import FailurePatternsForm
@@ -344,6 +351,8 @@ def _site_forms() -> list[FormTarget]:
     from judging.admin.generate import GenerateFromConfigForm
     from judging.models import Generator, Judge, JudgeProbe
     from judging.probes.forms import JudgeProbeForm
+    from judging.training.checkpoint_models import Checkpoint
+    from judging.training.checkpoint_views import RegisterCheckpointForm, TableJudgesForm
     from mining.forms import MineForm
     from mining.models import MiningRun
 
@@ -437,6 +446,22 @@ def _site_forms() -> list[FormTarget]:
             MineForm,
             lambda: (MiningRun.objects.count(), Job.objects.count()),
         ),
+        FormTarget(  # a GET form: the judges a run's checkpoint table shows
+            "a run's checkpoint table",
+            lambda c: c.get(_checkpoints_url()),
+            lambda c, data: c.get(_checkpoints_url(), data),
+            TableJudgesForm,
+            lambda: Checkpoint.objects.count(),
+            context_key="judges_form",
+        ),
+        FormTarget(
+            "register a run's checkpoint",
+            lambda c: c.get(_checkpoints_url()),
+            lambda c, data: c.post(_checkpoints_url("training_checkpoint_register"), data),
+            RegisterCheckpointForm,
+            lambda: list(Checkpoint.objects.values_list("step", "label", "generator_id")),
+            context_key="register_form",
+        ),
         FormTarget(
             "start a judge probe",
             lambda c: c.get(reverse("judging:probes")),
@@ -455,12 +480,19 @@ def _site_forms() -> list[FormTarget]:
 
 
 # Forms reached another way: the admin's ModelForms (walked above), the file upload of the h2e import
-# page, whose files are the importers' to check (tests/judging), and the Prolific review form, whose page
+# page, whose files are the importers' to check (tests/judging), the Prolific review form, whose page
 # reads the study's submissions from Prolific first (tests/annotation/test_prolific_review.py sends it bad
 # input against the fake Prolific). The two download forms (How2Train and a judge's SFT data) are the query
 # options of a streamed file: they store nothing, and tests/judging/test_training_exports.py sends each
-# option bad values (a 400 naming it).
-ELSEWHERE = {"MiningRunForm", "ImportForm", "ReviewForm", "How2TrainForm", "JudgeSftForm"}
+# option bad values (a 400 naming it). A run's checkpoints page's OOD file (a file alone: its rows are the
+# import's to check) and job buttons (hidden fields) are sent bad input by tests/judging/test_checkpoints.py.
+# Forms whose `name` may repeat: mining runs of one config share its name (MiningRun.name is not unique), so
+# "fuzz-taken" is a name like any other there.
+NAMES_MAY_REPEAT = {"mine from a config"}
+ELSEWHERE = {
+    *("MiningRunForm", "ImportForm", "ReviewForm", "How2TrainForm", "JudgeSftForm"),
+    *("OODFileForm", "CheckpointJobsForm"),
+}
 
 
 def test_it_knows_every_form_of_the_site() -> None:
@@ -538,7 +570,7 @@ def test_it_survives_any_value_in_every_site_form(
         _assert_no_server_error(response, target.label, bound.name, value)
         refused = response.status_code != 302
         if _must_refuse(bound.field, value, None) or (
-            bound.name in ("slug", "name") and value == "fuzz-taken"
+            bound.name in ("slug", "name") and value == "fuzz-taken" and target.label not in NAMES_MAY_REPEAT
         ):
             assert refused, (target.label, bound.name, _shown(value), "was taken")
         if refused:

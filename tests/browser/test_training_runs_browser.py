@@ -60,7 +60,10 @@ def test_the_run_page_shows_the_alarm_charts_and_table_and_follows_the_run(
     assert page.locator("figure.run-chart svg").count() == 3
     assert page.locator(".chart-target").count() == 1 and page.locator(".chart-alarm").count() == 3
     assert page.locator("tr.is-alarm").count() == 1
-    assert page.locator("#checkpoints").inner_text().endswith("No checkpoints registered.")
+    checkpoints = page.locator("#checkpoints")
+    assert "No checkpoints registered." in checkpoints.inner_text()
+    register = checkpoints.get_by_role("link", name="Register checkpoints")
+    assert register.get_attribute("href") == f"/training/runs/{drifting.run}/checkpoints/"
     both_widths(page, "training/run")
 
     page.set_viewport_size(PHONE)
