@@ -26,7 +26,7 @@ from mining.models import Procedure
 
 from .models import GROUP_MAX, POLICY_MAX, RUN_NAME_MAX, TrainingRun
 from .reward_config import COMPONENTS, RewardConfig, load_reward_config
-from .service import ItemReward, ProcedureText, RewardBatch, RewardItem, rewards_for
+from .service import ProcedureText, RewardBatch, RewardItem, rewards_for
 
 REWARD_PERMISSION = "judging.request_reward"
 MAX_ITEMS = 1024
@@ -134,11 +134,7 @@ class RewardView(APIView):
         )
         rewards = rewards_for(batch)
         judge = next((reward.judge for reward in rewards if reward.judge), "")
-        return Response({"reward": config.name, "judge": judge, "items": [_shown(r) for r in rewards]})
-
-
-def _shown(reward: ItemReward) -> dict[str, Any]:
-    return reward.as_json()
+        return Response({"reward": config.name, "judge": judge, "items": [r.as_json() for r in rewards]})
 
 
 def _config(data: dict[str, Any]) -> RewardConfig:

@@ -11,8 +11,6 @@ Every field but `judge` has the paper's default. A config error names the file a
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -45,11 +43,6 @@ class RewardConfig:
 
     def as_json(self) -> dict[str, Any]:
         return {**asdict(self), "judge": self.judge.as_json()}
-
-    @property
-    def sha256(self) -> str:
-        blob = json.dumps(self.as_json(), sort_keys=True, separators=(",", ":"), default=list)
-        return hashlib.sha256(blob.encode()).hexdigest()
 
 
 def reward_config_dir() -> Path:

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -43,7 +44,7 @@ class ProcedureText:
     steps: tuple[str, ...]
     procedure_pk: int | None = None
 
-    @property
+    @cached_property  # read for every item of a batch, several times: hashed once
     def key(self) -> str:
         payload = {"goal": self.goal.strip(), "resources": list(self.resources), "steps": list(self.steps)}
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -75,12 +76,14 @@ class ItemReward:
     from_store: bool = False
     error: str = ""
     answer: str = field(default="", repr=False)
+    answer_sha: str = field(default="", repr=False)
+    l2_steps: list[str] = field(default_factory=list, repr=False)  # the answer's steps, read once
     judgment: RewardJudgment | None = field(default=None, repr=False)
 
     def as_json(self) -> dict[str, Any]:
         shown = dict(vars(self))
-        shown.pop("answer")
-        shown.pop("judgment")
+        for inner in ("answer", "answer_sha", "l2_steps", "judgment"):
+            shown.pop(inner)
         return shown
 
 
@@ -97,7 +100,15 @@ def rewards_for(batch: RewardBatch, *, backend: LLMBackend | None = None) -> lis
     """Every item's rewards (module docstring), stored as RewardCalls under their runs."""
     judge = judge_for_config(batch.config.judge) if "how2score" in batch.components else None
     answers = [final_answer(item.completion, answer_after=batch.config.answer_after) for item in batch.items]
-    rewards = [ItemReward(answer=answer, judge=judge.judge_id if judge else "") for answer in answers]
+    rewards = [
+        ItemReward(
+            answer=answer,
+            answer_sha=_answer_sha(answer),
+            l2_steps=extract_steps(answer),
+            judge=judge.judge_id if judge else "",
+        )
+        for answer in answers
+    ]
     for item, reward in zip(batch.items, rewards, strict=True):
         _verifiable(batch, item, reward)
     if judge is not None:
@@ -118,7 +129,7 @@ def _verifiable(batch: RewardBatch, item: RewardItem, reward: ItemReward) -> Non
             verdict.reason,
             verdict.n_steps,
         )
-    reward.gen_tokens = count_tokens(extract_steps(reward.answer))
+    reward.gen_tokens = count_tokens(reward.l2_steps)
     reward.ref_tokens = count_tokens(item.procedure.steps)
     if reward.ref_tokens > 0:
         reward.length_ratio = length_ratio(reward.gen_tokens, reward.ref_tokens)
@@ -146,15 +157,15 @@ def _answer_sha(answer: str) -> str:
 def _judged(batch: RewardBatch, judge: Judge, rewards: list[ItemReward], backend: LLMBackend | None) -> None:
     """How2Score for every item: from the store where the judge answered before, else asked now."""
     pairs = {
-        (item.procedure.key, _answer_sha(reward.answer)): item.procedure
+        (item.procedure.key, reward.answer_sha): item.procedure
         for item, reward in zip(batch.items, rewards, strict=True)
     }
     stored = _stored_judgments(judge, pairs)
     asked = {pair: procedure for pair, procedure in pairs.items() if pair not in stored}
-    answers = {_answer_sha(reward.answer): reward.answer for reward in rewards}
-    fresh, problems = _ask(batch.config, judge, asked, answers, backend) if asked else ({}, {})
+    l2_of = {reward.answer_sha: clean_steps(reward.l2_steps) for reward in rewards}
+    fresh, problems = _ask(batch.config, judge, asked, l2_of, backend) if asked else ({}, {})
     for item, reward in zip(batch.items, rewards, strict=True):
-        pair = (item.procedure.key, _answer_sha(reward.answer))
+        pair = (item.procedure.key, reward.answer_sha)
         judgment = stored.get(pair) or fresh.get(pair)
         if judgment is None:
             reward.how2score_reason = reward.error = problems.get(pair, "the judge gave no answer")
@@ -178,20 +189,22 @@ def _ask(
     config: RewardConfig,
     judge: Judge,
     asked: dict[tuple[str, str], ProcedureText],
-    answers: dict[str, str],
+    l2_of: dict[str, list[str]],
     backend: LLMBackend | None,
 ) -> tuple[dict[tuple[str, str], RewardJudgment], dict[tuple[str, str], str]]:
     """Ask the judge about each pair within the time budget; read answers are stored (a concurrent worker
     storing the same pair first wins: its row is used)."""
     template = judge.prompt_text or config.judge.prompt_text()
     keys = {f"{index}": pair for index, pair in enumerate(asked)}
+    sizes: dict[tuple[str, str], tuple[int, int]] = {}  # L1 and L2 step counts: its answer is read by them
     requests = []
-    for key, (procedure_key, sha) in keys.items():
-        l1, l2 = clean_steps(asked[(procedure_key, sha)].steps), clean_steps(extract_steps(answers[sha]))
-        prompt = judge_prompt(template, goal=asked[(procedure_key, sha)].goal, reference_steps=l1, steps=l2)
+    for key, pair in keys.items():
+        l1, l2 = clean_steps(asked[pair].steps), l2_of[pair[1]]
+        sizes[pair] = (len(l1), len(l2))
+        prompt = judge_prompt(template, goal=asked[pair].goal, reference_steps=l1, steps=l2)
         requests.append(judge_request(config.judge, key=key, prompt=prompt, n_l1=len(l1), n_l2=len(l2)))
     results = _within_budget(config, requests, backend)
-    return _read(judge, keys, asked, answers, results, config.time_budget_s)
+    return _read(judge, keys, sizes, results, config.time_budget_s)
 
 
 def _within_budget(
@@ -233,8 +246,7 @@ def _within_budget(
 def _read(
     judge: Judge,
     keys: dict[str, tuple[str, str]],
-    asked: dict[tuple[str, str], ProcedureText],
-    answers: dict[str, str],
+    sizes: dict[tuple[str, str], tuple[int, int]],
     results: dict[str, LLMResult],
     budget_s: float,
 ) -> tuple[dict[tuple[str, str], RewardJudgment], dict[tuple[str, str], str]]:
@@ -248,8 +260,7 @@ def _read(
         if not result.ok:
             problems[pair] = f"the judge failed: {result.error}"
             continue
-        n_l1 = len(clean_steps(asked[pair].steps))
-        n_l2 = len(clean_steps(extract_steps(answers[pair[1]])))
+        n_l1, n_l2 = sizes[pair]
         parsed = parse_judge_output(result.text, n_l1=n_l1, n_l2=n_l2)
         if parsed.parse_failed:
             problems[pair] = f"the judge's answer could not be read: {parsed.problem}"
