@@ -66,33 +66,6 @@ def wait_for(url: str, process: subprocess.Popen[bytes]) -> None:
     raise RuntimeError(f"{url} did not answer")
 
 
-def write_reward(directory: Path, judge_url: str) -> None:
-    import yaml
-
-    judge = {
-        "model": "loopback/judge",
-        "backend": "openai",
-        "provider": "vllm",
-        "base_url": judge_url,
-        "max_concurrency": CONCURRENCY,
-        "max_attempts": 1,
-        "request_timeout_s": 30,
-        "max_requests_per_minute": 10**7,
-        "max_tokens_per_minute": 10**10,
-    }
-    (directory / "bench.yaml").write_text(yaml.safe_dump({"judge": judge, "time_budget_s": 25}))
-
-
-def make_trainer() -> str:
-    from django.contrib.auth import get_user_model
-    from django.contrib.auth.models import Permission
-    from rest_framework.authtoken.models import Token
-
-    user = get_user_model().objects.create_user("bench-trainer", password="x", is_staff=True)
-    user.user_permissions.add(Permission.objects.get(codename="request_reward"))
-    return str(Token.objects.create(user=user).key)
-
-
 def start_studio(port: int, workers: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
     command = [
         str(Path(sys.executable).parent / "gunicorn"),
@@ -209,12 +182,17 @@ def main() -> None:
 
     load_before = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     setup_django(args.db, 0, migrate=fresh_database(args.db))
-    token = make_trainer()
+    from tests.reward_world import trainer, write_reward_config
+
+    _, token = trainer()
     judge_port, studio_port = free_port(), free_port()
     judge = start_judge(judge_port, args.latency)
     studio = None
     with tempfile.TemporaryDirectory() as rewards:
-        write_reward(Path(rewards), f"http://127.0.0.1:{judge_port}/v1")
+        judge_url = f"http://127.0.0.1:{judge_port}/v1"
+        write_reward_config(
+            Path(rewards), "bench", base_urls=[judge_url], concurrency=CONCURRENCY, time_budget_s=25
+        )
         env = {**os.environ, "H2E_REWARD_CONFIG_DIR": rewards, "PYTHONPATH": str(ROOT)}
         try:
             studio = start_studio(studio_port, args.workers, env)
