@@ -11,7 +11,7 @@ from django.http import HttpRequest
 
 from h2e_site.bounds import BoundedJSONAdmin
 
-from .models import (
+from annotation.models import (
     AnnotatedFailure,
     Annotation,
     Assignment,

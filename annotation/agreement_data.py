@@ -19,7 +19,7 @@ from django.db.models import QuerySet
 
 from judging.models import Judge, Judgment
 
-from .agreement import (
+from annotation.agreement import (
     Agreement,
     Interval,
     JudgeAgreement,
@@ -36,7 +36,7 @@ from .agreement import (
     pooled,
     step_sets_alpha,
 )
-from .models import AnnotatedFailure, Annotation, Participant, Study
+from annotation.models import AnnotatedFailure, Annotation, Participant, Study
 
 
 @dataclass

@@ -30,13 +30,13 @@ from h2e_site.bounds import SEED
 from judging.api import JudgeQuerySerializer
 from judging.models import Judge
 
-from . import calibration, calibration_sample, failures, planner
-from .calibration_cache import calibrated_board
-from .calibration_jobs import calibration_round_job_create
-from .kinds import KINDS
-from .models import CalibrationDesign, CalibrationRound, Study
-from .report_card import report_card
-from .step_types.classify_serializers import ShareSerializer
+from annotation import calibration, calibration_sample, failures, planner
+from annotation.calibration_cache import calibrated_board
+from annotation.calibration_jobs import calibration_round_job_create
+from annotation.kinds import KINDS
+from annotation.models import CalibrationDesign, CalibrationRound, Study
+from annotation.report_card import report_card
+from annotation.step_types.classify_serializers import ShareSerializer
 
 
 class FailureSerializer(serializers.Serializer):

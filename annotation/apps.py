@@ -18,10 +18,10 @@ class AnnotationConfig(AppConfig):
     def ready(self) -> None:
         from goal_step.human_labels import HumanLabels, human_labels_register
 
-        from .embedding import register_text_sources
-        from .goal_step.validation import task_set_validated_pks
-        from .job_types import register_job_types
-        from .step_types.ordering import ordered_from_step_types
+        from annotation.embedding import register_text_sources
+        from annotation.goal_step.validation import task_set_validated_pks
+        from annotation.job_types import register_job_types
+        from annotation.step_types.ordering import ordered_from_step_types
 
         register_job_types()
         register_text_sources()

@@ -13,7 +13,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .dawid_skene import CrowdLabel, DawidSkene, UnitEstimate, dawid_skene
+from annotation.dawid_skene import CrowdLabel, DawidSkene, UnitEstimate, dawid_skene
 
 if TYPE_CHECKING:
     pass

@@ -57,9 +57,9 @@ from judging.models import Generator, Judge, Judgment
 from judging.sampling import inclusion_after_rounds
 from judging.selectors import How2Score, how2score_leaderboard
 
-from .agreement import majority
-from .critical_failures.gold import gold_by_generation
-from .models import Annotation, CalibrationDraw, Study, StudyItem, StudyKind
+from annotation.agreement import majority
+from annotation.critical_failures.gold import gold_by_generation
+from annotation.models import Annotation, CalibrationDraw, Study, StudyItem, StudyKind
 
 MIN_TOPIC_LABELS = 10
 OTHER_TOPICS = "other topics"

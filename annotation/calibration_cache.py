@@ -16,9 +16,9 @@ from dataclasses import dataclass, replace
 
 from judging.versions import cached, judgments_version
 
-from . import calibration
-from .calibration import CalibratedLine, UnusedStudy
-from .label_versions import calibration_version
+from annotation import calibration
+from annotation.calibration import CalibratedLine, UnusedStudy
+from annotation.label_versions import calibration_version
 
 
 @dataclass(frozen=True)

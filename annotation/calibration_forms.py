@@ -8,8 +8,8 @@ from django import forms
 from h2e_site.bounds import SEED
 from judging.models import Judge
 
-from .models import CalibrationDesign
-from .study_types import SAMPLE_SIZE
+from annotation.models import CalibrationDesign
+from annotation.study_types import SAMPLE_SIZE
 
 
 class CalibrationRoundForm(forms.Form):

@@ -23,9 +23,9 @@ from h2e_site.jobs.loop import JobWork, Progress, job_run
 from h2e_site.jobs.models import Job
 from h2e_site.jobs.services import job_create
 
-from .calibration_sample import ROUND_STEPS, ResolvedRound, RoundRequest, next_round, resolve_round
-from .job_kinds import CALIBRATION_ROUND
-from .models import CalibrationRound, Study
+from annotation.calibration_sample import ROUND_STEPS, ResolvedRound, RoundRequest, next_round, resolve_round
+from annotation.job_kinds import CALIBRATION_ROUND
+from annotation.models import CalibrationRound, Study
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User

@@ -32,8 +32,8 @@ from judging import sampling
 from judging.models import Generation, Judge, Judgment
 from judging.versions import cached
 
-from .models import CalibrationDesign, CalibrationDraw, CalibrationRound, Study, StudyItem, StudyKind
-from .study_types import SAMPLE_SIZE, Selection, subject_key
+from annotation.models import CalibrationDesign, CalibrationDraw, CalibrationRound, Study, StudyItem, StudyKind
+from annotation.study_types import SAMPLE_SIZE, Selection, subject_key
 
 BATCH = 2000  # CalibrationDraw rows per INSERT
 # A round over a frame larger than this is drawn by a job (calibration_jobs.py), not inside the request: a

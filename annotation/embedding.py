@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from h2e_site.embeddings.sources import TextSource, text_source_register
 
-from .models import AnnotatedFailure
+from annotation.models import AnnotatedFailure
 
 HUMAN_FAILURES = "human_failures"
 

@@ -9,11 +9,11 @@ from django import forms
 from h2e_site.bounds import SEED, model_range
 from mining.models import Topic
 
-from . import codebook
-from .comprehension import comprehension_questions_parse, comprehension_questions_text
-from .kinds import KINDS, kind_for
-from .models import PROLIFIC_STUDY_ID, Study, study_slug_free
-from .study_types import ATTENTION_CHECKS, SAMPLE_SIZE, Selection
+from annotation import codebook
+from annotation.comprehension import comprehension_questions_parse, comprehension_questions_text
+from annotation.kinds import KINDS, kind_for
+from annotation.models import PROLIFIC_STUDY_ID, Study, study_slug_free
+from annotation.study_types import ATTENTION_CHECKS, SAMPLE_SIZE, Selection
 
 KIND_TEXTS = (
     "instructions",

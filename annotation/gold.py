@@ -18,7 +18,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from .models import GoldEvent, Study, StudyItem
+from annotation.models import GoldEvent, Study, StudyItem
 
 MAX_REASON = 5_000
 

@@ -15,8 +15,8 @@ from django.urls import reverse
 from h2e_site.jobs.models import Job
 from h2e_site.jobs.registry import JobDescription, JobLink, JobSubject, JobType, job_type_register
 
-from .failure_meaning.jobs import failure_patterns_job_create
-from .job_kinds import (
+from annotation.failure_meaning.jobs import failure_patterns_job_create
+from annotation.job_kinds import (
     CALIBRATION_ROUND,
     CLASSIFY_STEPS,
     FAILURE_PATTERNS,
@@ -24,9 +24,9 @@ from .job_kinds import (
     PROLIFIC_REVIEW,
     PROLIFIC_SYNC,
 )
-from .models import StepTypeClassifier, Study
-from .step_types.classify import classify_job_create, classify_job_retry
-from .tasks import (
+from annotation.models import StepTypeClassifier, Study
+from annotation.step_types.classify import classify_job_create, classify_job_retry
+from annotation.tasks import (
     run_calibration_round_job,
     run_classify_job,
     run_failure_patterns_job,

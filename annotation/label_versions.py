@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from django.db import connection
 
-from .models import Annotation, CalibrationRound, GoldEvent, Study, StudyItem
+from annotation.models import Annotation, CalibrationRound, GoldEvent, Study, StudyItem
 
 
 def study_labels_version(study: Study) -> str:

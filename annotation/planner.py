@@ -59,8 +59,8 @@ from judging.calibration_plan import (
 )
 from judging.models import Generator, Judge, Judgment
 
-from .calibration import CalibratedLine, Example, calibrated_lines, stratum_labels
-from .models import Annotation, Study
+from annotation.calibration import CalibratedLine, Example, calibrated_lines, stratum_labels
+from annotation.models import Annotation, Study
 
 SCOPES = {
     "generator": "one generator",

@@ -35,7 +35,7 @@ import requests
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from .prolific import STUDY_STATUSES, SUBMISSION_STATUSES, normalised_status
+from annotation.prolific import STUDY_STATUSES, SUBMISSION_STATUSES, normalised_status
 
 RETRIES = 4
 BACKOFF_SECONDS = 0.5

@@ -27,8 +27,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from .models import BonusState, Participant, ProlificBonus, Stage, Study
-from .prolific_api import PaymentUnknown, ProlificClient, ProlificError
+from annotation.models import BonusState, Participant, ProlificBonus, Stage, Study
+from annotation.prolific_api import PaymentUnknown, ProlificClient, ProlificError
 
 
 @dataclass(frozen=True)

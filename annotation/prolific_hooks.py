@@ -40,9 +40,9 @@ from django.views.decorators.http import require_POST
 
 from h2e_site.bounds import json_loads_bounded
 
-from . import services
-from .models import Participant, ParticipantStatus, ProlificEvent
-from .prolific import PID_PATTERN, PROLIFIC_ID_PATTERN, study_status, submission_status
+from annotation import services
+from annotation.models import Participant, ParticipantStatus, ProlificEvent
+from annotation.prolific import PID_PATTERN, PROLIFIC_ID_PATTERN, study_status, submission_status
 
 MAX_AGE_SECONDS = 600
 MAX_BODY_CHARS = 65_536  # §7's bodies are four or five short fields

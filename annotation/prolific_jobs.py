@@ -25,11 +25,11 @@ from h2e_site.jobs.loop import JobWork, job_run
 from h2e_site.jobs.models import Job
 from h2e_site.jobs.services import job_create
 
-from .job_kinds import PROLIFIC_BONUSES, PROLIFIC_KINDS, PROLIFIC_REVIEW, PROLIFIC_SYNC
-from .models import Study
-from .prolific_api import ProlificClient, ProlificError, retries_note
-from .prolific_bonuses import bonuses_pay
-from .prolific_studies import ReviewSent, review_plan, review_rows, review_send, submissions_sync
+from annotation.job_kinds import PROLIFIC_BONUSES, PROLIFIC_KINDS, PROLIFIC_REVIEW, PROLIFIC_SYNC
+from annotation.models import Study
+from annotation.prolific_api import ProlificClient, ProlificError, retries_note
+from annotation.prolific_bonuses import bonuses_pay
+from annotation.prolific_studies import ReviewSent, review_plan, review_rows, review_send, submissions_sync
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User

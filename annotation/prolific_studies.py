@@ -29,10 +29,10 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Count
 
-from . import codebook, services
-from .models import Annotation, Participant, Study
-from .prolific import normalised_status
-from .prolific_api import ProlificClient, ProlificError
+from annotation import codebook, services
+from annotation.models import Annotation, Participant, Study
+from annotation.prolific import normalised_status
+from annotation.prolific_api import ProlificClient, ProlificError
 
 SETUP_MINUTES = 5
 

@@ -56,9 +56,9 @@ from judging.judge_figures import Share
 from judging.models import Generation, Judge, Judgment
 from judging.probes.results import ProbeResults, judge_probes
 
-from .agreement import JudgeAgreement, Label, by_unit, human_ceiling, judge_agreement, majority, pooled
-from .agreement_data import study_labels
-from .calibration import (
+from annotation.agreement import JudgeAgreement, Label, by_unit, human_ceiling, judge_agreement, majority, pooled
+from annotation.agreement_data import study_labels
+from annotation.calibration import (
     MIN_TOPIC_LABELS,
     Example,
     generator_samples,
@@ -66,10 +66,10 @@ from .calibration import (
     topic_reason,
     with_judge_labels,
 )
-from .critical_failures.gold import gold_by_generation
-from .label_versions import calibration_version
-from .models import Study, StudyKind
-from .selectors import study_unlabelled_reason
+from annotation.critical_failures.gold import gold_by_generation
+from annotation.label_versions import calibration_version
+from annotation.models import Study, StudyKind
+from annotation.selectors import study_unlabelled_reason
 
 
 @dataclass(frozen=True)

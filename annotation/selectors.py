@@ -10,7 +10,7 @@ from typing import Any
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 
-from .models import Annotation, Assignment, AssignmentStatus, Participant, Stage, Study, StudyItem
+from annotation.models import Annotation, Assignment, AssignmentStatus, Participant, Stage, Study, StudyItem
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,10 @@ from django.utils import timezone
 
 from h2e_site.bounds import OutOfRange
 
-from .db import JSONAppend
-from .kinds import kind_for
-from .kinds.base import AnySubmission, ReadingTexts
-from .models import (
+from annotation.db import JSONAppend
+from annotation.kinds import kind_for
+from annotation.kinds.base import AnySubmission, ReadingTexts
+from annotation.models import (
     Annotation,
     Assignment,
     AssignmentStatus,
@@ -36,11 +36,11 @@ from .models import (
     Study,
     StudyItem,
 )
-from .prolific import RELEASING
-from .study_types import ATTENTION_CHECKS, Refused, Selection
+from annotation.prolific import RELEASING
+from annotation.study_types import ATTENTION_CHECKS, Refused, Selection
 
 # The shared types are defined in study_types.py (below the kinds); callers and tests also reach them here.
-from .study_types import SAMPLE_SIZE as SAMPLE_SIZE
+from annotation.study_types import SAMPLE_SIZE as SAMPLE_SIZE
 
 # --- Studies ---
 

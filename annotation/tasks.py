@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from .calibration_jobs import calibration_round_job_run
-from .failure_meaning.jobs import failure_patterns_job_run
-from .job_kinds import PROLIFIC_BONUSES, PROLIFIC_REVIEW, PROLIFIC_SYNC
-from .prolific_jobs import prolific_job_run
-from .step_types.classify import classify_job_run
+from annotation.calibration_jobs import calibration_round_job_run
+from annotation.failure_meaning.jobs import failure_patterns_job_run
+from annotation.job_kinds import PROLIFIC_BONUSES, PROLIFIC_REVIEW, PROLIFIC_SYNC
+from annotation.prolific_jobs import prolific_job_run
+from annotation.step_types.classify import classify_job_run
 
 
 @shared_task(name="annotation.run_classify_job", acks_late=True, reject_on_worker_lost=True)

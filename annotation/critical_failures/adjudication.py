@@ -27,12 +27,12 @@ from django.db.models import Count, Max
 from judging.models import Judge, Judgment
 from judging.versions import judgments_version
 
-from ..agreement import majority
-from ..dawid_skene import UnitEstimate, dawid_skene
-from ..label_versions import study_labels_version
-from ..models import Annotation, Study, StudyItem
-from .gold import CriticalGold, gold_items
-from .questions import FAILURE, has_failure_labels
+from annotation.agreement import majority
+from annotation.dawid_skene import UnitEstimate, dawid_skene
+from annotation.label_versions import study_labels_version
+from annotation.models import Annotation, Study, StudyItem
+from annotation.critical_failures.gold import CriticalGold, gold_items
+from annotation.critical_failures.questions import FAILURE, has_failure_labels
 
 OPEN, DECIDED, ALL = "open", "decided", "all"
 SHOWN = (OPEN, DECIDED, ALL)

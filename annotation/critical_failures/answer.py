@@ -8,8 +8,8 @@ from typing import Any
 
 from judging.steps import steps_out_of_range
 
-from ..study_types import Refused
-from .posted import Submission
+from annotation.study_types import Refused
+from annotation.critical_failures.posted import Submission
 
 MAX_DESCRIPTION_CHARS = 4000
 MAX_COMMENTS_CHARS = 10000

@@ -22,13 +22,13 @@ from rest_framework.response import Response
 from h2e_site.api import comma_list, query_params
 from h2e_site.api_views import ComputedView
 
-from ..agreement import Agreement
-from ..agreement_data import JudgeFigures, StudyAgreement, studies_agreement, study_agreement
-from ..beyond_majority import beyond_majority_json, question_estimates
-from ..dawid_skene_api import DawidSkeneSerializer
-from ..models import Study
-from ..study_types import KINDS_INDEX, KindEntry
-from .questions import has_failure_question
+from annotation.agreement import Agreement
+from annotation.agreement_data import JudgeFigures, StudyAgreement, studies_agreement, study_agreement
+from annotation.beyond_majority import beyond_majority_json, question_estimates
+from annotation.dawid_skene_api import DawidSkeneSerializer
+from annotation.models import Study
+from annotation.study_types import KINDS_INDEX, KindEntry
+from annotation.critical_failures.questions import has_failure_question
 
 
 class AnnotatorAgreementSerializer(serializers.Serializer):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..models import Annotation, Study
+from annotation.models import Annotation, Study
 
 EXPORT_FIELDS = [
     "study",

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ..gold import gold_as_of
-from ..models import Study, StudyItem
-from .posted import FailureInput, Submission
+from annotation.gold import gold_as_of
+from annotation.models import Study, StudyItem
+from annotation.critical_failures.posted import FailureInput, Submission
 
 
 @dataclass(frozen=True)

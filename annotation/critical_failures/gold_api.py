@@ -19,8 +19,8 @@ from rest_framework.response import Response
 from h2e_site.api import query_params
 from h2e_site.api_views import ComputedView
 
-from ..models import Study
-from .gold_export import event_rows, gold_rows
+from annotation.models import Study
+from annotation.critical_failures.gold_export import event_rows, gold_rows
 
 KIND = "critical_failures"
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from h2e_site.web import csv_lines
 
-from ..models import GoldEvent, Study
-from .gold import gold_from_json
+from annotation.models import GoldEvent, Study
+from annotation.critical_failures.gold import gold_from_json
 
 GOLD_FIELDS = [
     "study",

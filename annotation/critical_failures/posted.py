@@ -12,7 +12,7 @@ from django.http import QueryDict
 
 from h2e_site.inputs import BadInput, ascii_ints, clean_text, one_answer
 
-from ..posted import posted_active_seconds
+from annotation.posted import posted_active_seconds
 
 _FAILURE_KEY = re.compile(r"failure-([0-9]{1,3})-description", re.ASCII)
 MAX_ENTRIES = 50

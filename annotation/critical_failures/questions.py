@@ -8,9 +8,9 @@ from collections.abc import Hashable
 
 from django.urls import reverse
 
-from ..beyond_majority import CategoricalQuestion, UnitRef
-from ..dawid_skene import CrowdLabel
-from ..models import Annotation, Study
+from annotation.beyond_majority import CategoricalQuestion, UnitRef
+from annotation.dawid_skene import CrowdLabel
+from annotation.models import Annotation, Study
 
 FAILURE = "failure"
 NO_FAILURE = "no failure"

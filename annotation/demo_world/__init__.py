@@ -34,22 +34,22 @@ from judging.models import Judge, TrainingRun
 from mining.embedding import PROCEDURES
 from mining.models import MiningRun, Procedure, Split
 
-from ..critical_failures.adjudication import review_queue, with_subjects
-from ..critical_failures.gold import CriticalGold, GoldFailure
-from ..embedding import HUMAN_FAILURES
-from ..gold import gold_decide
-from ..kinds.step_types import procedure_candidates
-from ..models import CalibrationDesign, StepTypeClassifier, Study
-from ..pairwise.data import study_pairs
-from ..services import study_create
-from ..step_types.candidates import StepType
-from ..step_types.imports import step_type_predictions_import
-from ..study_types import Selection
-from . import annotators
-from . import mining_run as synthetic_mining
-from . import multiple_choice as goal_step_tasks
-from . import training_runs as synthetic_training
-from .models_under_test import (
+from annotation.critical_failures.adjudication import review_queue, with_subjects
+from annotation.critical_failures.gold import CriticalGold, GoldFailure
+from annotation.embedding import HUMAN_FAILURES
+from annotation.gold import gold_decide
+from annotation.kinds.step_types import procedure_candidates
+from annotation.models import CalibrationDesign, StepTypeClassifier, Study
+from annotation.pairwise.data import study_pairs
+from annotation.services import study_create
+from annotation.step_types.candidates import StepType
+from annotation.step_types.imports import step_type_predictions_import
+from annotation.study_types import Selection
+from annotation.demo_world import annotators
+from annotation.demo_world import mining_run as synthetic_mining
+from annotation.demo_world import multiple_choice as goal_step_tasks
+from annotation.demo_world import training_runs as synthetic_training
+from annotation.demo_world.models_under_test import (
     Truth,
     generations_create,
     judgments_create,

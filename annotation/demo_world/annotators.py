@@ -18,12 +18,12 @@ from typing import Any
 from django.db.models import F, Sum
 from django.utils import timezone
 
-from ..critical_failures.posted import FailureInput, Submission
-from ..kinds.multiple_choice import NONE, MultipleChoiceSubmission
-from ..kinds.pairwise import PairFailure, PairSubmission, sides
-from ..kinds.step_types import StepTypesSubmission
-from ..models import Assignment, Participant, Study, StudyItem
-from ..services import (
+from annotation.critical_failures.posted import FailureInput, Submission
+from annotation.kinds.multiple_choice import NONE, MultipleChoiceSubmission
+from annotation.kinds.pairwise import PairFailure, PairSubmission, sides
+from annotation.kinds.step_types import StepTypesSubmission
+from annotation.models import Assignment, Participant, Study, StudyItem
+from annotation.services import (
     annotation_submit,
     assignment_acknowledge_goal,
     assignment_next,
@@ -34,10 +34,10 @@ from ..services import (
     participant_finish,
     participant_finish_training,
 )
-from ..step_types.candidates import StepType, candidates
-from . import texts
-from .models_under_test import Truth
-from .multiple_choice import is_hard
+from annotation.step_types.candidates import StepType, candidates
+from annotation.demo_world import texts
+from annotation.demo_world.models_under_test import Truth
+from annotation.demo_world.multiple_choice import is_hard
 
 USER_AGENT = "synthetic demo annotator (manage.py demo_setup)"
 

@@ -16,7 +16,7 @@ from judging.pairwise_prompt import pairwise_template_sha256, parse_pairwise_ver
 from judging.results import generations_store, judgments_store
 from mining.models import Procedure, Split, Topic
 
-from . import texts
+from annotation.demo_world import texts
 
 N_PROCEDURES = 300
 

@@ -7,8 +7,8 @@ from django import forms
 
 from h2e_site.bounds import model_range
 
-from .jobs import DEFAULT_K, DEFAULT_SEED, pattern_k_range
-from .models import FailurePatternRun
+from annotation.failure_meaning.jobs import DEFAULT_K, DEFAULT_SEED, pattern_k_range
+from annotation.failure_meaning.models import FailurePatternRun
 
 
 class FailurePatternsForm(forms.Form):

@@ -26,8 +26,8 @@ from h2e_site.jobs.models import Job
 from h2e_site.jobs.services import job_create
 from mining.models import Topic
 
-from ..job_kinds import FAILURE_PATTERNS
-from .models import FailurePatternRun
+from annotation.job_kinds import FAILURE_PATTERNS
+from annotation.failure_meaning.models import FailurePatternRun
 
 EMBED_FAILURES = "python manage.py embed --source judge_failures --source human_failures"
 
@@ -69,7 +69,7 @@ def failure_patterns_job_create(
     if k is not None:
         model_range(FailurePatternRun, "k").check("k", k)
     model_range(FailurePatternRun, "seed").check("seed", seed)
-    from .work import topic_failure_counts  # numpy: only where vectors are read
+    from annotation.failure_meaning.work import topic_failure_counts  # numpy: only where vectors are read
 
     n, n_all = topic_failure_counts(topic)
     have = f"topic {topic.name!r} has {n} failure{'s' if n != 1 else ''} with a stored vector (of {n_all})"
@@ -86,6 +86,6 @@ def failure_patterns_job_create(
 
 def failure_patterns_job_run(*, job_id: int, on_progress: Callable[[Job], None] | None = None) -> Job | None:
     """Run (or run again) the failure_patterns job `job_id`."""
-    from .work import PatternWork  # numpy and faiss: only where a job runs
+    from annotation.failure_meaning.work import PatternWork  # numpy and faiss: only where a job runs
 
     return job_run(job_id, FAILURE_PATTERNS, lambda job: PatternWork(job, on_progress=on_progress))

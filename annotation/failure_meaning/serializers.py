@@ -8,9 +8,9 @@ from rest_framework import serializers
 from h2e_site.bounds import model_range
 from mining.models import Topic
 
-from ..job_kinds import FAILURE_PATTERNS
-from .jobs import DEFAULT_K, DEFAULT_SEED
-from .models import FailurePatternRun
+from annotation.job_kinds import FAILURE_PATTERNS
+from annotation.failure_meaning.jobs import DEFAULT_K, DEFAULT_SEED
+from annotation.failure_meaning.models import FailurePatternRun
 
 
 class FailurePatternsJobCreateSerializer(serializers.Serializer):

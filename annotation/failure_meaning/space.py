@@ -36,8 +36,8 @@ from h2e_site.embeddings.specs import minilm_spec
 from h2e_site.embeddings.store import READ_CHUNK, text_hash, vectors_read
 from judging.models import CriticalFailure
 
-from ..models import AnnotatedFailure
-from .models import HUMAN, JUDGE
+from annotation.models import AnnotatedFailure
+from annotation.failure_meaning.models import HUMAN, JUDGE
 
 Source = Literal["judge", "human"]
 SIMILAR_K = 10

@@ -32,9 +32,9 @@ from h2e_site.jobs.models import Job
 from judging.models import CriticalFailure, Judge
 from mining.models import Topic
 
-from ..models import AnnotatedFailure
-from .models import HUMAN, JUDGE, FailurePattern, FailurePatternRun
-from .space import default_model
+from annotation.models import AnnotatedFailure
+from annotation.failure_meaning.models import HUMAN, JUDGE, FailurePattern, FailurePatternRun
+from annotation.failure_meaning.space import default_model
 
 NITER = 20
 INIT_SAMPLE = 50_000  # rows k-means++ draws its initial centroids among

@@ -14,10 +14,10 @@ modules.
 
 from __future__ import annotations
 
-from . import search
-from .counts import NO_TOPIC, TopicCount, failure_counts_by_topic
-from .exports import CSV_FIELDS, failure_csv_row, failure_rows_all
-from .filters import (
+from annotation.failures import search
+from annotation.failures.counts import NO_TOPIC, TopicCount, failure_counts_by_topic
+from annotation.failures.exports import CSV_FIELDS, failure_csv_row, failure_rows_all
+from annotation.failures.filters import (
     FailureFilters,
     FailureQuery,
     FilterChoices,
@@ -25,9 +25,9 @@ from .filters import (
     filter_choices_for,
     pattern_choices,
 )
-from .paging import Cursor, FailurePage, FailureRow, failure_page, parse_token
-from .paging import _judge_failures as _judge_failures  # benchmarks/researcher_pages.py EXPLAINs its query
-from .search import is_full_text
+from annotation.failures.paging import Cursor, FailurePage, FailureRow, failure_page, parse_token
+from annotation.failures.paging import _judge_failures as _judge_failures  # benchmarks/researcher_pages.py EXPLAINs its query
+from annotation.failures.search import is_full_text
 
 __all__ = [
     "CSV_FIELDS",

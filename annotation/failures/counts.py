@@ -15,9 +15,9 @@ from django.db.models import Count, Sum
 from judging.models import Judgment
 from mining.models import Topic
 
-from .filters import FailureFilters
-from .paging import _human_failures, _judge_failures
-from .search import _among
+from annotation.failures.filters import FailureFilters
+from annotation.failures.paging import _human_failures, _judge_failures
+from annotation.failures.search import _among
 
 NO_TOPIC = "(no topic)"
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .filters import FailureFilters
-from .paging import Cursor, FailureRow, failure_page
+from annotation.failures.filters import FailureFilters
+from annotation.failures.paging import Cursor, FailureRow, failure_page
 
 
 def failure_rows_all(*, filters: FailureFilters, page_size: int = 1000) -> Iterator[FailureRow]:

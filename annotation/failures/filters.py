@@ -15,10 +15,10 @@ from typing import Any, Literal
 from judging.models import Generator, Judge
 from mining.models import Topic
 
-from ..failure_meaning.models import FailurePattern
-from ..models import Study
-from . import search
-from .search import _text_hits, is_full_text
+from annotation.failure_meaning.models import FailurePattern
+from annotation.models import Study
+from annotation.failures import search
+from annotation.failures.search import _text_hits, is_full_text
 
 Source = Literal["judge", "human"]
 SOURCES: tuple[Source, ...] = ("judge", "human")

@@ -16,9 +16,9 @@ from django.db.models import Q, QuerySet
 
 from judging.models import CriticalFailure, Generation, Judge
 
-from ..models import AnnotatedFailure
-from .filters import SOURCES, FailureFilters, Source
-from .search import _among, _pks_among, _text_match
+from annotation.models import AnnotatedFailure
+from annotation.failures.filters import SOURCES, FailureFilters, Source
+from annotation.failures.search import _among, _pks_among, _text_match
 
 _SOURCE_RANK = {"judge": 0, "human": 1}
 PAGE_SIZE = 50

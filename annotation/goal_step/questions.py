@@ -9,11 +9,11 @@ from collections.abc import Hashable
 
 from goal_step.options import option_letter
 
-from ..beyond_majority import CategoricalQuestion, UnitRef
-from ..dawid_skene import CrowdLabel
-from ..models import Study
-from .guidelines import NONE_LABELS
-from .validation import study_answers
+from annotation.beyond_majority import CategoricalQuestion, UnitRef
+from annotation.dawid_skene import CrowdLabel
+from annotation.models import Study
+from annotation.goal_step.guidelines import NONE_LABELS
+from annotation.goal_step.validation import study_answers
 
 NO_CHOICE = "none of the options"
 

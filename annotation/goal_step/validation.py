@@ -19,8 +19,8 @@ from typing import Any
 
 from judging.judge_figures import Share
 
-from ..models import Annotation, Study, StudyKind
-from ..step_types.measures import nominal_alpha_coefficient
+from annotation.models import Annotation, Study, StudyKind
+from annotation.step_types.measures import nominal_alpha_coefficient
 
 NONE_CODE = -1.0
 

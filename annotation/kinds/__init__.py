@@ -16,13 +16,13 @@ defines them in its module; the annotation app loads the registry with its model
 
 from __future__ import annotations
 
-from ..models import Study, StudyKind
-from ..study_types import KINDS_INDEX, KindEntry
-from .base import KindForm, StudyKindSpec
-from .critical_failures import CriticalFailures
-from .multiple_choice import MultipleChoice
-from .pairwise import Pairwise
-from .step_types import StepTypes
+from annotation.models import Study, StudyKind
+from annotation.study_types import KINDS_INDEX, KindEntry
+from annotation.kinds.base import KindForm, StudyKindSpec
+from annotation.kinds.critical_failures import CriticalFailures
+from annotation.kinds.multiple_choice import MultipleChoice
+from annotation.kinds.pairwise import Pairwise
+from annotation.kinds.step_types import StepTypes
 
 KINDS: dict[str, StudyKindSpec] = {
     StudyKind.CRITICAL_FAILURES: CriticalFailures(),

@@ -16,13 +16,13 @@ from django.urls import URLPattern
 
 from h2e_site.inputs import BadInput
 
-from ..models import StudyItem
-from ..study_types import subject_key
+from annotation.models import StudyItem
+from annotation.study_types import subject_key
 
 if TYPE_CHECKING:
-    from ..beyond_majority import CategoricalQuestion
-    from ..models import Annotation, Assignment, Participant, Study
-    from ..study_types import Selection
+    from annotation.beyond_majority import CategoricalQuestion
+    from annotation.models import Annotation, Assignment, Participant, Study
+    from annotation.study_types import Selection
 
 # The kind's own fields of an attention check: (the seeded random source, the subject's pk, its number).
 AttentionFields = Callable[[random.Random, int, int], dict[str, Any]]

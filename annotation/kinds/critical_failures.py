@@ -21,17 +21,17 @@ from h2e_site.jobs.views import job_lines
 from h2e_site.web import can_run_jobs
 from judging.models import Generation, Generator, Judge, Judgment
 
-from .. import calibration_sample, codebook
-from ..beyond_majority import CategoricalQuestion
-from ..calibration import not_calibration_reason
-from ..calibration_forms import CalibrationRoundForm
-from ..critical_failures import api, exports, gold_api, posted
-from ..critical_failures.answer import check_answer
-from ..critical_failures.posted import Submission
-from ..critical_failures.questions import has_failure_question
-from ..embedding import HUMAN_FAILURES
-from ..job_kinds import CALIBRATION_ROUND
-from ..models import (
+from annotation import calibration_sample, codebook
+from annotation.beyond_majority import CategoricalQuestion
+from annotation.calibration import not_calibration_reason
+from annotation.calibration_forms import CalibrationRoundForm
+from annotation.critical_failures import api, exports, gold_api, posted
+from annotation.critical_failures.answer import check_answer
+from annotation.critical_failures.posted import Submission
+from annotation.critical_failures.questions import has_failure_question
+from annotation.embedding import HUMAN_FAILURES
+from annotation.job_kinds import CALIBRATION_ROUND
+from annotation.models import (
     AnnotatedFailure,
     Annotation,
     Assignment,
@@ -40,10 +40,10 @@ from ..models import (
     Study,
     StudyItem,
 )
-from ..study_types import Selection
-from ..views import adjudication
-from ..views import critical_failures as agreement_views
-from .base import (
+from annotation.study_types import Selection
+from annotation.views import adjudication
+from annotation.views import critical_failures as agreement_views
+from annotation.kinds.base import (
     AnnotationFields,
     KindForm,
     ReadingTexts,

@@ -22,14 +22,14 @@ from goal_step.models import GoalStepTask, TaskExample, TaskSet, TaskSplit
 from goal_step.options import MAX_CANDIDATES, option_letter
 from h2e_site.inputs import BadInput, ascii_int, clean_text
 
-from ..beyond_majority import CategoricalQuestion
-from ..goal_step import guidelines
-from ..goal_step.questions import choice_questions
-from ..models import Annotation, Assignment, Study, StudyItem
-from ..posted import posted_active_seconds
-from ..study_types import Refused, Selection
-from ..views import goal_step as agreement_views
-from .base import (
+from annotation.beyond_majority import CategoricalQuestion
+from annotation.goal_step import guidelines
+from annotation.goal_step.questions import choice_questions
+from annotation.models import Annotation, Assignment, Study, StudyItem
+from annotation.posted import posted_active_seconds
+from annotation.study_types import Refused, Selection
+from annotation.views import goal_step as agreement_views
+from annotation.kinds.base import (
     AnnotationFields,
     AttentionFields,
     KindForm,

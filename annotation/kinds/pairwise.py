@@ -27,17 +27,17 @@ from django.urls import URLPattern
 from h2e_site.inputs import BadInput, ascii_ints, clean_text, one_answer
 from judging.models import Generation, Generator
 
-from .. import codebook
-from ..beyond_majority import CategoricalQuestion
-from ..models import Annotation, Assignment, Study, StudyItem
-from ..pairwise import api, data, guidelines
-from ..pairwise.guidelines import SIDE_WORDS, VERDICTS
-from ..pairwise.models import PairwiseItem, pair_of
-from ..pairwise.questions import outcome_question
-from ..posted import posted_active_seconds
-from ..study_types import Refused, Selection
-from ..views import pairwise as pages
-from .base import (
+from annotation import codebook
+from annotation.beyond_majority import CategoricalQuestion
+from annotation.models import Annotation, Assignment, Study, StudyItem
+from annotation.pairwise import api, data, guidelines
+from annotation.pairwise.guidelines import SIDE_WORDS, VERDICTS
+from annotation.pairwise.models import PairwiseItem, pair_of
+from annotation.pairwise.questions import outcome_question
+from annotation.posted import posted_active_seconds
+from annotation.study_types import Refused, Selection
+from annotation.views import pairwise as pages
+from annotation.kinds.base import (
     AnnotationFields,
     KindForm,
     ReadingTexts,

@@ -22,17 +22,17 @@ from django.urls import URLPattern, path, reverse
 from h2e_site.inputs import BadInput, clean_text, one_answer
 from mining.models import Procedure, Split
 
-from ..beyond_majority import CategoricalQuestion
-from ..models import Annotation, Assignment, StepCandidate, StepTypeLabel, Study, StudyItem
-from ..posted import posted_active_seconds
-from ..step_types import guidelines
-from ..step_types.agreement_api import StepTypesAgreementView
-from ..step_types.candidates import Candidate, StepType, candidates
-from ..step_types.exports import LABEL_FIELDS, study_label_rows
-from ..step_types.questions import step_type_questions
-from ..study_types import Refused, Selection
-from ..views import step_types as agreement_views
-from .base import (
+from annotation.beyond_majority import CategoricalQuestion
+from annotation.models import Annotation, Assignment, StepCandidate, StepTypeLabel, Study, StudyItem
+from annotation.posted import posted_active_seconds
+from annotation.step_types import guidelines
+from annotation.step_types.agreement_api import StepTypesAgreementView
+from annotation.step_types.candidates import Candidate, StepType, candidates
+from annotation.step_types.exports import LABEL_FIELDS, study_label_rows
+from annotation.step_types.questions import step_type_questions
+from annotation.study_types import Refused, Selection
+from annotation.views import step_types as agreement_views
+from annotation.kinds.base import (
     AnnotationFields,
     AttentionFields,
     KindForm,

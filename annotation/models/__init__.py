@@ -3,10 +3,10 @@ annotations (studies.py); calibration rounds (calibration.py); the step-types ki
 Prolific's events, statuses and bonuses (prolific.py); adjudicated gold (gold.py). Every model is imported
 here, so `annotation.models` names them all, as Django and the rest of the code expect."""
 
-from .calibration import CalibrationDesign, CalibrationDraw, CalibrationRound
-from .gold import GoldEvent
-from .prolific import BonusState, ParticipantStatus, ProlificBonus, ProlificEvent
-from .step_types import (
+from annotation.models.calibration import CalibrationDesign, CalibrationDraw, CalibrationRound
+from annotation.models.gold import GoldEvent
+from annotation.models.prolific import BonusState, ParticipantStatus, ProlificBonus, ProlificEvent
+from annotation.models.step_types import (
     StepCandidate,
     StepTypeChoice,
     StepTypeClassifier,
@@ -14,7 +14,7 @@ from .step_types import (
     StepTypeLabelSet,
     StepTypePrediction,
 )
-from .studies import (
+from annotation.models.studies import (
     PROLIFIC_STUDY_ID,
     STUDY_PAGES,
     AnnotatedFailure,

@@ -9,7 +9,7 @@ from django.db.models import Q
 from h2e_site.bounds import SEED, Range
 from judging.models import Generation
 
-from .studies import Study
+from annotation.models.studies import Study
 
 
 class CalibrationDesign(models.TextChoices):

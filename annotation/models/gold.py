@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from .studies import StudyItem
+from annotation.models.studies import StudyItem
 
 
 class GoldEvent(models.Model):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
-from .studies import Participant, Study
+from annotation.models.studies import Participant, Study
 
 
 class ProlificEvent(models.Model):

@@ -8,7 +8,7 @@ from django.db.models import Q
 
 from mining.models import Procedure
 
-from .studies import Annotation
+from annotation.models.studies import Annotation
 
 
 class StepTypeChoice(models.TextChoices):

@@ -22,9 +22,9 @@ from h2e_site.bounds import Range
 from judging.models import FailureBase, Generation
 from mining.models import Procedure
 
-from .. import codebook
-from ..comprehension import comprehension_questions_validate
-from ..study_types import kind_choices, kind_label
+from annotation import codebook
+from annotation.comprehension import comprehension_questions_validate
+from annotation.study_types import kind_choices, kind_label
 
 
 class StudyKind(models.TextChoices):

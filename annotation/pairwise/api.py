@@ -16,11 +16,11 @@ from rest_framework.response import Response
 
 from h2e_site.api_views import ComputedView
 
-from ..beyond_majority import beyond_majority_json, question_estimates
-from ..dawid_skene_api import DawidSkeneSerializer
-from ..models import Study
-from .figures import figures_json, study_figures
-from .questions import outcome_question
+from annotation.beyond_majority import beyond_majority_json, question_estimates
+from annotation.dawid_skene_api import DawidSkeneSerializer
+from annotation.models import Study
+from annotation.pairwise.figures import figures_json, study_figures
+from annotation.pairwise.questions import outcome_question
 
 KIND = "pairwise"
 

@@ -15,8 +15,8 @@ from judging.pairwise_figures import A_BETTER, B_BETTER, TIE_FAIL, TIE_NONE, Com
 from judging.pairwise_jobs import pairwise_judge_job_create
 from judging.pairwise_verdicts import pairwise_comparisons
 
-from ..models import Annotation, Study
-from .models import PairwiseItem, pair_of
+from annotation.models import Annotation, Study
+from annotation.pairwise.models import PairwiseItem, pair_of
 
 EXPORT_FIELDS = [
     "study", "item", "is_attention_check", "attention_passed", "source_example_id", "goal",

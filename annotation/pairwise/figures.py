@@ -31,9 +31,9 @@ from judging.pairwise_figures import (
     ranking_tau,
 )
 
-from ..models import Study
-from .data import human_comparisons, judge_comparisons, pointwise_verdicts, study_pairs
-from .models import PairwiseItem
+from annotation.models import Study
+from annotation.pairwise.data import human_comparisons, judge_comparisons, pointwise_verdicts, study_pairs
+from annotation.pairwise.models import PairwiseItem
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from django.db.models import F, Q
 
 from judging.models import Generation
 
-from ..models import StudyItem
+from annotation.models import StudyItem
 
 
 class PairwiseItem(models.Model):

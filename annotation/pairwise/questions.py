@@ -8,10 +8,10 @@ from collections.abc import Hashable
 
 from judging.pairwise_figures import A_BETTER, B_BETTER, TIE_FAIL, TIE_NONE
 
-from ..beyond_majority import CategoricalQuestion, UnitRef
-from ..dawid_skene import CrowdLabel
-from ..models import Annotation, Study
-from .data import canonical_outcome
+from annotation.beyond_majority import CategoricalQuestion, UnitRef
+from annotation.dawid_skene import CrowdLabel
+from annotation.models import Annotation, Study
+from annotation.pairwise.data import canonical_outcome
 
 OUTCOME_NAMES = {
     A_BETTER: "A better",

@@ -24,10 +24,10 @@ from typing import Any
 
 from django.db.models import Count, Q
 
-from ..models import Annotation, Participant, StepTypeLabelSet, Study
-from ..models import StepTypeLabel as StoredLabel
-from .candidates import StepType
-from .measures import (
+from annotation.models import Annotation, Participant, StepTypeLabelSet, Study
+from annotation.models import StepTypeLabel as StoredLabel
+from annotation.step_types.candidates import StepType
+from annotation.step_types.measures import (
     ALL,
     TASK_EXPERT,
     Agreement,

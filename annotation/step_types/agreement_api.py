@@ -17,12 +17,12 @@ from rest_framework.response import Response
 from h2e_site.api import query_params
 from h2e_site.api_views import ComputedView
 
-from ..beyond_majority import beyond_majority_json, question_estimates
-from ..dawid_skene_api import DawidSkeneSerializer
-from ..models import StepTypeLabelSet, Study, StudyKind
-from .agreement import label_set_agreement, study_step_types_agreement
-from .classify_serializers import ShareSerializer
-from .questions import step_type_questions
+from annotation.beyond_majority import beyond_majority_json, question_estimates
+from annotation.dawid_skene_api import DawidSkeneSerializer
+from annotation.models import StepTypeLabelSet, Study, StudyKind
+from annotation.step_types.agreement import label_set_agreement, study_step_types_agreement
+from annotation.step_types.classify_serializers import ShareSerializer
+from annotation.step_types.questions import step_type_questions
 
 
 class StepTypesAgreementQuerySerializer(serializers.Serializer):

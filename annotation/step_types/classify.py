@@ -38,11 +38,11 @@ from h2e_site.llm.base import LLMBackend, LLMRequest, LLMResult
 from h2e_site.llm.config import ModelConfig, config_identity, hashed_id
 from mining.models import Procedure
 
-from ..job_kinds import CLASSIFY_STEPS
-from ..kinds.step_types import procedure_candidates
-from ..models import StepCandidate, StepTypeClassifier, StepTypePrediction, Study, StudyKind
-from .candidates import Candidate, StepType
-from .llm import PROMPT_FILES, PROMPTS_DIR, parse_answer, prompt_template, step_type_prompt
+from annotation.job_kinds import CLASSIFY_STEPS
+from annotation.kinds.step_types import procedure_candidates
+from annotation.models import StepCandidate, StepTypeClassifier, StepTypePrediction, Study, StudyKind
+from annotation.step_types.candidates import Candidate, StepType
+from annotation.step_types.llm import PROMPT_FILES, PROMPTS_DIR, parse_answer, prompt_template, step_type_prompt
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User

@@ -19,9 +19,9 @@ from rest_framework.response import Response
 from h2e_site.api import query_params
 from h2e_site.api_views import ComputedView
 
-from ..models import Study, StudyKind
-from .classify_serializers import StepTypeModelsSerializer
-from .evaluation import GOLD_STUDY, step_type_models_table
+from annotation.models import Study, StudyKind
+from annotation.step_types.classify_serializers import StepTypeModelsSerializer
+from annotation.step_types.evaluation import GOLD_STUDY, step_type_models_table
 
 
 class StepTypeModelsQuerySerializer(serializers.Serializer):

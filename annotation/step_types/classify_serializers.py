@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from ..job_kinds import CLASSIFY_STEPS
-from ..models import StepTypeClassifier, Study, StudyKind
+from annotation.job_kinds import CLASSIFY_STEPS
+from annotation.models import StepTypeClassifier, Study, StudyKind
 
 
 class ClassifyJobCreateSerializer(serializers.Serializer):

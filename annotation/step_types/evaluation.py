@@ -22,10 +22,10 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..models import StepTypeClassifier, StepTypeLabel, StepTypeLabelSet, StepTypePrediction, Study, StudyItem
-from . import measures
-from .candidates import StepType
-from .measures import ALL, Contradiction, Evaluation, Item
+from annotation.models import StepTypeClassifier, StepTypeLabel, StepTypeLabelSet, StepTypePrediction, Study, StudyItem
+from annotation.step_types import measures
+from annotation.step_types.candidates import StepType
+from annotation.step_types.measures import ALL, Contradiction, Evaluation, Item
 
 __all__ = [
     "GOLD_STUDY",

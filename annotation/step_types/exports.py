@@ -26,7 +26,7 @@ import orjson
 
 from h2e_site import web
 
-from ..models import StepTypeClassifier, StepTypeLabel, StepTypePrediction, Study, StudyItem
+from annotation.models import StepTypeClassifier, StepTypeLabel, StepTypePrediction, Study, StudyItem
 
 __all__ = [
     "LABEL_FIELDS",

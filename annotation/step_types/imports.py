@@ -42,9 +42,9 @@ from mining.models import Procedure
 from mining.readers import ReadError, Record, format_of, iter_records
 from mining.services import FileReport, ImportProgress, ImportReport, InvalidRecord
 
-from ..kinds.step_types import procedure_candidates
-from ..models import StepCandidate, StepTypeClassifier, StepTypeLabel, StepTypeLabelSet, StepTypePrediction
-from .candidates import Candidate, StepType, candidates
+from annotation.kinds.step_types import procedure_candidates
+from annotation.models import StepCandidate, StepTypeClassifier, StepTypeLabel, StepTypeLabelSet, StepTypePrediction
+from annotation.step_types.candidates import Candidate, StepType, candidates
 
 __all__ = ["step_type_labels_import", "step_type_predictions_import"]
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from h2e_site.llm.json_output import find_json_object
 
-from .candidates import Candidate, StepType, context_window
+from annotation.step_types.candidates import Candidate, StepType, context_window
 
 __all__ = [
     "PROMPTS_DIR",

@@ -38,7 +38,7 @@ from h2e_site.stats import Coefficient, agreement_undefined, nominal_chance_agre
 from judging.judge_figures import Share
 from judging.stats import Confusion, kappa, wilson_interval
 
-from .candidates import Candidate, StepType, candidates
+from annotation.step_types.candidates import Candidate, StepType, candidates
 
 __all__ = [
     "ALL",

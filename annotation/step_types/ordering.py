@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..models import StepTypeLabel as StoredLabel
-from .candidates import StepType, candidates
-from .measures import StepTypeLabel, majority_labels
+from annotation.models import StepTypeLabel as StoredLabel
+from annotation.step_types.candidates import StepType, candidates
+from annotation.step_types.measures import StepTypeLabel, majority_labels
 
 
 def ordered_from_step_types(procedure_pks: list[int]) -> dict[int, bool]:

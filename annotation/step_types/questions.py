@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
-from ..beyond_majority import CategoricalQuestion, UnitRef
-from ..dawid_skene import CrowdLabel
-from ..models import Study
-from .agreement import ROW_TITLES, study_labels
-from .candidates import StepType
-from .measures import TASK_EXPERT
+from annotation.beyond_majority import CategoricalQuestion, UnitRef
+from annotation.dawid_skene import CrowdLabel
+from annotation.models import Study
+from annotation.step_types.agreement import ROW_TITLES, study_labels
+from annotation.step_types.candidates import StepType
+from annotation.step_types.measures import TASK_EXPERT
 
 HOLDS = "holds"
 DOES_NOT_HOLD = "does not hold"

@@ -3,8 +3,8 @@ types: /agreement/step-types/label-sets/[<name>/], a classifier's predictions.""
 
 from django.urls import path
 
-from ..views import agreement as views
-from ..views import goal_step, step_types
+from annotation.views import agreement as views
+from annotation.views import goal_step, step_types
 
 app_name = "agreement"
 urlpatterns = [

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from ..views import annotator as views
+from annotation.views import annotator as views
 
 app_name = "annotator"
 urlpatterns = [

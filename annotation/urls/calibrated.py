@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from ..views import calibrated as views
+from annotation.views import calibrated as views
 
 app_name = "calibrated"
 urlpatterns = [

@@ -3,8 +3,8 @@ by meaning: /failures/<judge-12|human-7>/similar/, /failures/patterns/[<topic id
 
 from django.urls import path
 
-from ..views import failure_meaning
-from ..views import failures as views
+from annotation.views import failure_meaning
+from annotation.views import failures as views
 
 app_name = "failures"
 urlpatterns = [

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from ..views import judges as views
+from annotation.views import judges as views
 
 app_name = "judges"
 urlpatterns = [path("<str:judge_id>/", views.report_card_page, name="report_card")]

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from ..views import planner as views
+from annotation.views import planner as views
 
 app_name = "planner"
 urlpatterns = [path("", views.plan_page, name="plan")]

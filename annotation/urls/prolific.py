@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from ..prolific_hooks import prolific_hook
+from annotation.prolific_hooks import prolific_hook
 
 app_name = "prolific"
 urlpatterns = [path("hooks/", prolific_hook, name="hooks")]

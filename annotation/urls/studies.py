@@ -1,8 +1,8 @@
 from django.urls import path
 
-from ..kinds import KINDS
-from ..views import prolific, step_type_models
-from ..views import studies as views
+from annotation.kinds import KINDS
+from annotation.views import prolific, step_type_models
+from annotation.views import studies as views
 
 app_name = "annotation"
 urlpatterns = [

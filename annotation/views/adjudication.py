@@ -24,15 +24,15 @@ from h2e_site.inputs import BadInput, clean_text, one_answer
 from h2e_site.web import request_user, staff_required
 from judging.models import Judgment
 
-from ..critical_failures.adjudication import OPEN, SHOWN, QueueEntry, next_open, queue_entry, review_queue
-from ..critical_failures.answer import check_answer
-from ..critical_failures.gold import CriticalGold, gold_from_json, gold_from_submission, gold_items
-from ..critical_failures.gold_export import events_jsonl_lines, gold_csv_lines, gold_jsonl_lines
-from ..critical_failures.posted import FailureEntry, posted_item, submission
-from ..gold import MAX_REASON, gold_decide, gold_revert
-from ..models import Annotation, GoldEvent, Study, StudyItem
-from ..study_types import Refused
-from .failures import FailureView, step_links
+from annotation.critical_failures.adjudication import OPEN, SHOWN, QueueEntry, next_open, queue_entry, review_queue
+from annotation.critical_failures.answer import check_answer
+from annotation.critical_failures.gold import CriticalGold, gold_from_json, gold_from_submission, gold_items
+from annotation.critical_failures.gold_export import events_jsonl_lines, gold_csv_lines, gold_jsonl_lines
+from annotation.critical_failures.posted import FailureEntry, posted_item, submission
+from annotation.gold import MAX_REASON, gold_decide, gold_revert
+from annotation.models import Annotation, GoldEvent, Study, StudyItem
+from annotation.study_types import Refused
+from annotation.views.failures import FailureView, step_links
 
 KIND = "critical_failures"
 PER_PAGE = 50

@@ -9,8 +9,8 @@ from django.views.decorators.http import require_GET
 
 from h2e_site.web import staff_required
 
-from ..kinds import KINDS, kind_for
-from ..models import Study
+from annotation.kinds import KINDS, kind_for
+from annotation.models import Study
 
 
 @staff_required

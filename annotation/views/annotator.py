@@ -29,10 +29,10 @@ from django.views.decorators.vary import vary_on_headers
 from h2e_site.inputs import BadInput, clean_text
 from h2e_site.web import HtmxHttpRequest, staff_required, wants_fragment
 
-from .. import codebook, posted, services
-from ..kinds import KindForm, kind_for
-from ..models import Assignment, AssignmentStatus, Participant, Stage, Study
-from ..prolific import PID_PATTERN, PROLIFIC_ID_PATTERN
+from annotation import codebook, posted, services
+from annotation.kinds import KindForm, kind_for
+from annotation.models import Assignment, AssignmentStatus, Participant, Stage, Study
+from annotation.prolific import PID_PATTERN, PROLIFIC_ID_PATTERN
 
 # Read on their own pages only: left out of the participant lookup every request makes.
 STAGE_TEXTS = ("consent_text", "training_text", "comprehension_questions", "selection")

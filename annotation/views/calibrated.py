@@ -22,9 +22,9 @@ from judging.calibration import CalibratedScore, StratifiedScore
 from judging.models import Generator, Judge
 from judging.views import ALL_JUDGES, _leaderboard_judges
 
-from .. import calibration
-from ..calibration import CalibratedLine
-from ..calibration_cache import calibratable_judges, calibrated_board
+from annotation import calibration
+from annotation.calibration import CalibratedLine
+from annotation.calibration_cache import calibratable_judges, calibrated_board
 
 
 @dataclass(frozen=True)

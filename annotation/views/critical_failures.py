@@ -20,18 +20,18 @@ from h2e_site.web import request_user
 from judging.models import CriticalFailure, Generation, Judge, Judgment
 from judging.stats import wilson_interval
 
-from .. import calibration_sample
-from ..agreement import majority
-from ..agreement_data import StudyAgreement, studies_agreement, study_agreement
-from ..beyond_majority import question_estimates
-from ..calibration_forms import CalibrationRoundForm
-from ..calibration_jobs import calibration_round_job_create
-from ..charts import Bar, BarChart, bar_chart
-from ..critical_failures.questions import has_failure_question
-from ..kinds.base import refusal_on_form
-from ..models import AnnotatedFailure, Annotation, Study, StudyKind
-from ..selectors import study_unlabelled_reason
-from .failures import FailureView, step_links
+from annotation import calibration_sample
+from annotation.agreement import majority
+from annotation.agreement_data import StudyAgreement, studies_agreement, study_agreement
+from annotation.beyond_majority import question_estimates
+from annotation.calibration_forms import CalibrationRoundForm
+from annotation.calibration_jobs import calibration_round_job_create
+from annotation.charts import Bar, BarChart, bar_chart
+from annotation.critical_failures.questions import has_failure_question
+from annotation.kinds.base import refusal_on_form
+from annotation.models import AnnotatedFailure, Annotation, Study, StudyKind
+from annotation.selectors import study_unlabelled_reason
+from annotation.views.failures import FailureView, step_links
 
 MAX_STUDIES_ON_OVERVIEW = 50
 

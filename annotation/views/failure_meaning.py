@@ -23,12 +23,12 @@ from h2e_site.web import HtmxHttpRequest, can_run_jobs, request_user, staff_requ
 from judging.models import CriticalFailure, Generator, Judge
 from mining.models import Topic
 
-from .. import failures
-from ..failure_meaning.forms import FailurePatternsForm
-from ..failure_meaning.jobs import TooFewFailures, failure_patterns_job_create
-from ..failure_meaning.models import HUMAN, JUDGE, FailurePattern, FailurePatternRun, Share
-from ..job_kinds import FAILURE_PATTERNS
-from ..models import AnnotatedFailure
+from annotation import failures
+from annotation.failure_meaning.forms import FailurePatternsForm
+from annotation.failure_meaning.jobs import TooFewFailures, failure_patterns_job_create
+from annotation.failure_meaning.models import HUMAN, JUDGE, FailurePattern, FailurePatternRun, Share
+from annotation.job_kinds import FAILURE_PATTERNS
+from annotation.models import AnnotatedFailure
 
 RECENT_JOBS = 5
 RECENT_RUNS = 10
@@ -39,7 +39,7 @@ RECENT_RUNS = 10
 @vary_on_headers("HX-Request")
 def similar_failures(request: HtmxHttpRequest, token: str) -> HttpResponse:
     """The failures nearest this one by meaning; 404 for a token that names no failure the browser lists."""
-    from ..failure_meaning.space import failure_seen, similar_failures  # numpy, faiss
+    from annotation.failure_meaning.space import failure_seen, similar_failures  # numpy, faiss
 
     parsed = failures.parse_token(token)
     failure = failure_seen(*parsed) if parsed else None

@@ -20,10 +20,10 @@ from judging.models import CriticalFailure, Generation, Generator, Judge, JudgeE
 from judging.steps import step_in_range
 from mining.models import Topic
 
-from .. import failures
-from ..critical_failures.gold import GoldFailure
-from ..models import AnnotatedFailure, Annotation, Study
-from .failure_meaning import pattern_of
+from annotation import failures
+from annotation.critical_failures.gold import GoldFailure
+from annotation.models import AnnotatedFailure, Annotation, Study
+from annotation.views.failure_meaning import pattern_of
 
 
 @dataclass(frozen=True)

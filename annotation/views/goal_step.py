@@ -14,11 +14,11 @@ from goal_step.answer_views import task_models_context
 from goal_step.models import TaskExample, TaskSet
 from h2e_site.web import staff_required
 
-from ..beyond_majority import question_estimates
-from ..goal_step.questions import choice_questions
-from ..goal_step.validation import kept_example_ids, study_answers, validate
-from ..models import Study, StudyKind
-from ..selectors import study_unlabelled_reason
+from annotation.beyond_majority import question_estimates
+from annotation.goal_step.questions import choice_questions
+from annotation.goal_step.validation import kept_example_ids, study_answers, validate
+from annotation.models import Study, StudyKind
+from annotation.selectors import study_unlabelled_reason
 
 
 def study_validation_page(request: HttpRequest, study: Study) -> HttpResponse:

@@ -9,7 +9,7 @@ from django.views.decorators.http import require_GET
 from h2e_site.web import staff_required
 from judging.models import Judge
 
-from ..report_card import report_card
+from annotation.report_card import report_card
 
 
 @staff_required

@@ -28,13 +28,13 @@ from judging.models import Judge
 from judging.pairwise_figures import BradleyTerry, Strength
 from judging.selectors import generator_names
 
-from ..beyond_majority import question_estimates
-from ..models import Study
-from ..pairwise.data import twin_job_create
-from ..pairwise.figures import study_figures
-from ..pairwise.forms import AttachJudgeConfigForm, PairwiseJudgeForm
-from ..pairwise.questions import outcome_question
-from ..selectors import study_unlabelled_reason
+from annotation.beyond_majority import question_estimates
+from annotation.models import Study
+from annotation.pairwise.data import twin_job_create
+from annotation.pairwise.figures import study_figures
+from annotation.pairwise.forms import AttachJudgeConfigForm, PairwiseJudgeForm
+from annotation.pairwise.questions import outcome_question
+from annotation.selectors import study_unlabelled_reason
 
 KIND = "pairwise"
 RECENT_JOBS = 5

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET
 from h2e_site.web import staff_required
 from judging.models import Generator, Judge
 
-from ..planner import (
+from annotation.planner import (
     BOUNDS,
     CURRENCIES,
     DEFAULT_HUMAN_SHARE,

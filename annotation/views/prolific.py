@@ -24,12 +24,12 @@ from h2e_site.jobs.models import Job
 from h2e_site.jobs.views import job_lines
 from h2e_site.web import RUN_PERMISSION, View, request_user, staff_required
 
-from ..job_kinds import PROLIFIC_BONUSES, PROLIFIC_KINDS, PROLIFIC_REVIEW, PROLIFIC_SYNC
-from ..models import Study
-from ..prolific_api import STUDY_ACTIONS, ProlificClient, ProlificError, retries_note, token_missing
-from ..prolific_bonuses import bonuses_create
-from ..prolific_jobs import prolific_job_active, prolific_job_create
-from ..prolific_studies import (
+from annotation.job_kinds import PROLIFIC_BONUSES, PROLIFIC_KINDS, PROLIFIC_REVIEW, PROLIFIC_SYNC
+from annotation.models import Study
+from annotation.prolific_api import STUDY_ACTIONS, ProlificClient, ProlificError, retries_note, token_missing
+from annotation.prolific_bonuses import bonuses_create
+from annotation.prolific_jobs import prolific_job_active, prolific_job_create
+from annotation.prolific_studies import (
     REJECTION_CATEGORIES,
     REVIEW_ACTIONS,
     estimated_minutes,

@@ -22,23 +22,23 @@ from h2e_site.jobs.views import JobLine, job_lines
 from h2e_site.llm.config import ConfigError
 from h2e_site.web import HtmxHttpRequest, can_run_jobs, request_user, staff_required, wants_fragment
 
-from ..job_kinds import CLASSIFY_STEPS
-from ..models import Study, StudyKind
-from ..step_types.candidates import StepType
-from ..step_types.classify import (
+from annotation.job_kinds import CLASSIFY_STEPS
+from annotation.models import Study, StudyKind
+from annotation.step_types.candidates import StepType
+from annotation.step_types.classify import (
     classifier_config,
     classifier_for_config,
     classify_job_create,
     step_type_configs,
 )
-from ..step_types.evaluation import (
+from annotation.step_types.evaluation import (
     GOLD_STUDY,
     Column,
     ModelFigures,
     StepTypeModelsTable,
     step_type_models_table,
 )
-from ..step_types.measures import ALL
+from annotation.step_types.measures import ALL
 
 RECENT_JOBS = 5
 

@@ -16,12 +16,12 @@ from django.views.decorators.http import require_GET
 
 from h2e_site.web import query_string, staff_required
 
-from ..beyond_majority import question_estimates
-from ..models import StepTypeClassifier, StepTypeLabelSet, Study, StudyKind
-from ..selectors import study_unlabelled_reason
-from ..step_types import exports
-from ..step_types.agreement import label_set_agreement, study_step_types_agreement
-from ..step_types.questions import step_type_questions
+from annotation.beyond_majority import question_estimates
+from annotation.models import StepTypeClassifier, StepTypeLabelSet, Study, StudyKind
+from annotation.selectors import study_unlabelled_reason
+from annotation.step_types import exports
+from annotation.step_types.agreement import label_set_agreement, study_step_types_agreement
+from annotation.step_types.questions import step_type_questions
 
 TEMPLATE = "annotation/step_types_agreement.html"
 MAX_STUDIES_ON_OVERVIEW = 50

@@ -18,13 +18,13 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from h2e_site.inputs import BadInput
 from h2e_site.web import csv_lines, staff_required
 
-from .. import codebook, selectors, services
-from ..forms import StudyForm
-from ..kinds import KINDS, kind_for
-from ..kinds.base import refusal_on_form
-from ..models import Study
-from ..study_types import kind_choices
-from .prolific import prolific_page_context
+from annotation import codebook, selectors, services
+from annotation.forms import StudyForm
+from annotation.kinds import KINDS, kind_for
+from annotation.kinds.base import refusal_on_form
+from annotation.models import Study
+from annotation.study_types import kind_choices
+from annotation.views.prolific import prolific_page_context
 
 ITEMS_PER_PAGE = 100  # the study page's item table (a calibration study has thousands: issue #31 item 22)
 ANNOTATORS_PER_PAGE = 100  # and its annotators (600 for a 10,000-item study)
