@@ -8,24 +8,16 @@ class AnnotationConfig(AppConfig):
     verbose_name = "Human annotation studies"
 
     def import_models(self) -> None:
-        """The engine's models, then the kind registry: a kind's module may define its own tables (the
-        pairwise kind's pair of generations), which must exist with the app's models; then the failure
-        patterns' tables (annotation/failure_meaning/models.py)."""
-        super().import_models()
-        import_module(f"{self.name}.kinds")
-        import_module(f"{self.name}.failure_meaning.models")
+        """The engine's tables (annotation/base/models.py is the app's models module), then the kind registry,
+        whose folders define their own tables (annotation/kinds/), then the operations' tables (Prolific's,
+        the failure patterns'). By name: Django imports apps.py while it fills the app registry."""
+        super().import_models()  # no annotation.models module: the tables live in the packages below
+        self.models_module = import_module(f"{self.name}.base.models")
+        import_module(f"{self.name}.kinds").load()
+        import_module(f"{self.name}.prolific.models")
+        import_module(f"{self.name}.failures.meaning.models")
 
     def ready(self) -> None:
-        from goal_step.human_labels import HumanLabels, human_labels_register
+        from annotation.mounting.ready import ready
 
-        from annotation.embedding import register_text_sources
-        from annotation.goal_step.validation import task_set_validated_pks
-        from annotation.job_types import register_job_types
-        from annotation.step_types.ordering import ordered_from_step_types
-
-        register_job_types()
-        register_text_sources()
-        # The one seam through which the goal-step app (a layer below) reads what people said: a task set's
-        # validated test examples (its multiple-choice studies) and, where Procedure.ordered is empty,
-        # whether a procedure's order matters (the step-types studies' labels). goal_step/human_labels.py.
-        human_labels_register(HumanLabels(validated=task_set_validated_pks, ordered=ordered_from_step_types))
+        ready()

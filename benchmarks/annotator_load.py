@@ -64,7 +64,7 @@ def setup_django(db: str, *, migrate: bool = True) -> None:
 
 
 def store_study(n_items: int) -> Any:
-    from annotation import services
+    from annotation.flow import services
     from judging.models import Generation, Generator
     from mining.models import Procedure
 
@@ -211,7 +211,7 @@ def run_load(base_url: str, n_annotators: int, seconds: float, think: float, ram
 def check_database(study: Any) -> dict[str, Any]:
     from django.db.models import Count
 
-    from annotation.models import Annotation, StudyItem
+    from annotation.base.models import Annotation, StudyItem
 
     over = StudyItem.objects.filter(study=study, completed_count__gt=3).count()
     twice = (

@@ -3,7 +3,8 @@
 
 - `bench-calibration`: a critical-failures study whose calibration sample's frame is every generation with
   L2 steps (20 generators x 7,000 = 140,000 in the full benchmark), round 1 a uniform draw of n_items
-  (10,000) drawn with the app's own draw (annotation/calibration_sample.py: one CalibrationDraw per frame
+  (10,000) drawn with the app's own draw (annotation/kinds/critical_failures/calibration/sample.py: one
+  CalibrationDraw per frame
   generation, an item per generation drawn), k = 3 annotations an item by participants who label 50 items
   each (an item's "truth" is the first judge's verdict, flipped for 20 % of the items; an annotator gives the
   truth 85 % of the time, one in ten annotators a coin flip), ~40 % of the "failure" verdicts with one
@@ -31,9 +32,10 @@ def add_calibration_study(
     """Both studies (module docstring); returns their shape and the seconds round 1 took."""
     import time
 
-    from annotation.calibration_sample import draw_round, frame_of
-    from annotation.models import CalibrationDesign, Study, StudyKind
-    from annotation.study_types import Selection
+    from annotation.base.models import Study, StudyKind
+    from annotation.base.types import Selection
+    from annotation.kinds.critical_failures.calibration.sample import draw_round, frame_of
+    from annotation.kinds.critical_failures.models import CalibrationDesign
     from judging.models import Generator
 
     selection = Selection(sample_size=n_items, seed=seed, calibration_design=CalibrationDesign.UNIFORM)
@@ -69,7 +71,7 @@ def add_calibration_study(
 def _annotate(study: Any, *, k: int, per_participant: int, rng: random.Random) -> None:
     from django.utils import timezone
 
-    from annotation.models import AnnotatedFailure, Annotation, Assignment, Participant, StudyItem
+    from annotation.base.models import AnnotatedFailure, Annotation, Assignment, Participant, StudyItem
     from judging.models import Judgment
 
     items = list(study.items.order_by("position").values_list("pk", "generation_id"))
@@ -124,7 +126,8 @@ def _gold(study: Any, *, n_gold: int, rng: random.Random) -> None:
 
     from django.utils import timezone
 
-    from annotation.models import Annotation, GoldEvent
+    from annotation.base.models import Annotation
+    from annotation.kinds.critical_failures.models import GoldEvent
 
     verdicts: dict[int, set[bool]] = defaultdict(set)
     for item, has_failure in Annotation.objects.filter(study=study).values_list("item_id", "has_failure"):

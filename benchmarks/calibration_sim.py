@@ -25,7 +25,8 @@ Routing (issue #20 item 3; "routing" in the output): other worlds (routing_world
 (right ~55 % where the two disagree, ~90 % where they agree, ~80 % overall, shifted by class and topic). At
 the same n: a uniform sample (PPI++, unweighted) against a routed one, drawn with
 judging.sampling.disagreement_probabilities (uncertainty judge_uncertainty of the two verdicts, --mix the
-uniform share) and systematic_pps, estimated as the app does (annotation.calibration.score_of: over the design
+uniform share) and systematic_pps, estimated as the app does
+(annotation.kinds.critical_failures.calibration.calibrated.score_of: over the design
 strata, the distinct inclusion probabilities, by judging.calibration.design_stratified_score); the same routed
 sample weighted by 1 / pi instead (the Hajek estimate, ppi-python's weighted one: for comparison); and two
 rounds (n / 2 uniform, then n / 2 routed; pi = inclusion_after_rounds). About 15 s for 1,000 worlds (the draws
@@ -230,7 +231,8 @@ def routed_draw(
 
 
 def app_estimate(human: Array, judge: Array, items: NDArray[np.intp], pi: Array) -> tuple[float, float]:
-    """What the app computes (annotation.calibration.score_of): the design-stratified PPI++ estimate over the
+    """What the app computes (annotation.kinds.critical_failures.calibration.calibrated.score_of): the
+    design-stratified PPI++ estimate over the
     distinct inclusion probabilities when design_stratified_score's rule holds, else the 1 / pi weighted one.
     The estimate and its standard error."""
     labelled = np.zeros(len(human), dtype=bool)

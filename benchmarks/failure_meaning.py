@@ -179,7 +179,7 @@ def peak_rss_mb() -> float:
 
 
 def space_figures(runs: int, seed: int) -> tuple[dict[str, Any], Any]:
-    from annotation.failure_meaning.space import default_model, failure_seen, failure_space, similar_failures
+    from annotation.failures.meaning.space import default_model, failure_seen, failure_space, similar_failures
     from judging.models import CriticalFailure
 
     model = default_model()
@@ -212,7 +212,7 @@ def space_figures(runs: int, seed: int) -> tuple[dict[str, Any], Any]:
 def _after_adding_one() -> dict[str, Any]:
     """A failure added and its vector stored, then similar failures of it: the request that grows the
     space (in place) and finds it."""
-    from annotation.failure_meaning.space import default_model, failure_seen, similar_failures
+    from annotation.failures.meaning.space import default_model, failure_seen, similar_failures
     from h2e_site.embeddings.store import text_hash, vectors_save
     from judging.models import CriticalFailure
 
@@ -235,7 +235,7 @@ def _after_adding_one() -> dict[str, Any]:
 def recall_figures(space: Any, db: str, seed: int) -> dict[str, Any]:
     """recall@10 of the space's index against the exact search on 200 rows, and the search alone at several
     nprobe (the stored vectors read again, in the space's order)."""
-    from annotation.failure_meaning.space import default_model, failure_descriptions
+    from annotation.failures.meaning.space import default_model, failure_descriptions
     from h2e_site.embeddings.search import recall_at_k, unit_rows
     from h2e_site.embeddings.store import text_hash, vectors_read
 
@@ -254,7 +254,7 @@ def recall_figures(space: Any, db: str, seed: int) -> dict[str, Any]:
             "search_only": search,
             "recall_at_10": round(recall_at_k(space.index, vectors, k=10, sample=200, seed=seed), 3),
         }
-    from annotation.failure_meaning.space import SPACE_NPROBE
+    from annotation.failures.meaning.space import SPACE_NPROBE
 
     space.index.index.nprobe = SPACE_NPROBE
     return {"nprobe_sweep": sweep, "used_nprobe": SPACE_NPROBE}
@@ -292,7 +292,7 @@ def pattern_figures(db: str, *, k: int, runs: int) -> dict[str, Any]:
     from django.test import Client
     from django.urls import reverse
 
-    from annotation.failure_meaning.models import FailurePatternRun
+    from annotation.failures.meaning.models import FailurePatternRun
     from mining.models import Topic
 
     topic = Topic.objects.filter(name__startswith="Bench topic ").order_by("name").first()

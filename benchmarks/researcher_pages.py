@@ -161,7 +161,7 @@ def add_human_study(*, n_items: int = 200, k: int = 3) -> None:
 
     from django.utils import timezone
 
-    from annotation.models import AnnotatedFailure, Annotation, Assignment, Participant, Study, StudyItem
+    from annotation.base.models import AnnotatedFailure, Annotation, Assignment, Participant, Study, StudyItem
     from judging.models import Generation
 
     rng = random.Random(5)
@@ -221,7 +221,7 @@ def add_study_judges(*, n_judges: int = AGREEMENT_JUDGES) -> list[Any]:
     Returns the judges it added (the caller removes them, so the other pages always see the same data)."""
     import random
 
-    from annotation.models import Annotation
+    from annotation.base.models import Annotation
     from judging.models import CriticalFailure, Generation, Judge, Judgment
 
     rng = random.Random(9)
@@ -321,7 +321,7 @@ def timed(
 def _forget_remembered() -> None:
     """What pages remember in this process besides Django's cache (the adjudication queue's subjects and
     Dawid-Skene fits): forgotten for the timings "computed afresh"."""
-    from annotation.critical_failures import adjudication
+    from annotation.kinds.critical_failures import adjudication
 
     for name in ("_SUBJECTS", "_FITS"):
         if hasattr(adjudication, name):
@@ -408,8 +408,8 @@ def research_pages(client: Any) -> list[Timing]:
 def agreement_page(client: Any) -> list[Timing]:
     from django.urls import reverse
 
-    from annotation.agreement_data import study_agreement
-    from annotation.models import Study
+    from annotation.base.models import Study
+    from annotation.kinds.critical_failures.agreement_data import study_agreement
 
     added = add_study_judges()
     try:
@@ -472,8 +472,8 @@ def adjudication_pages(client: Any) -> list[Timing]:
     fitted on the study) and the page of the first item in it."""
     from django.urls import reverse
 
-    from annotation.critical_failures.adjudication import review_queue
-    from annotation.models import Study
+    from annotation.base.models import Study
+    from annotation.kinds.critical_failures.adjudication import review_queue
 
     study = Study.objects.get(slug="bench-study")
     queue = review_queue(study, "all")
@@ -502,7 +502,8 @@ CALIBRATION_RUNS = 5  # the pages that compute afresh or write: fewer timed requ
 
 
 def _calibration_shape() -> str:
-    from annotation.models import Annotation, CalibrationDraw, Study
+    from annotation.base.models import Annotation, Study
+    from annotation.kinds.critical_failures.models import CalibrationDraw
     from benchmarks.calibration_data import CALIBRATION_SLUG
 
     study = Study.objects.get(slug=CALIBRATION_SLUG)
@@ -540,8 +541,9 @@ def calibration_adjudication_pages(client: Any) -> list[Timing]:
     page, and gold decisions (each POST decides another open item; removed afterwards)."""
     from django.urls import reverse
 
-    from annotation.critical_failures.adjudication import review_queue
-    from annotation.models import GoldEvent, Study
+    from annotation.base.models import Study
+    from annotation.kinds.critical_failures.adjudication import review_queue
+    from annotation.kinds.critical_failures.models import GoldEvent
     from benchmarks.calibration_data import CALIBRATION_SLUG
 
     study = Study.objects.get(slug=CALIBRATION_SLUG)
@@ -593,7 +595,8 @@ def calibration_round_pages(client: Any) -> list[Timing]:
     this process, timed as its own line). Every round drawn here is removed afterwards."""
     from django.urls import reverse
 
-    from annotation.models import CalibrationRound, Study
+    from annotation.base.models import Study
+    from annotation.kinds.critical_failures.models import CalibrationRound
     from benchmarks.calibration_data import CALIBRATION_SLUG, SMALL_SLUG
 
     study = Study.objects.get(slug=CALIBRATION_SLUG)
@@ -617,7 +620,7 @@ def calibration_round_pages(client: Any) -> list[Timing]:
 def _round_posts(client: Any, study: Any, name: str, *, runs: int) -> Timing:
     from django.urls import reverse
 
-    from annotation.models import CalibrationDraw
+    from annotation.kinds.critical_failures.models import CalibrationDraw
 
     url = reverse("annotation:study_calibration_round", args=[study.slug])
     times = []
@@ -634,7 +637,7 @@ def _round_posts(client: Any, study: Any, name: str, *, runs: int) -> Timing:
 
 def _round_posts_large(client: Any, study: Any) -> list[Timing]:
     """POSTs of rounds over the large frame; where they start jobs, the jobs run here (timed)."""
-    from annotation import calibration_sample
+    from annotation.kinds.critical_failures.calibration import sample as calibration_sample
     from h2e_site.jobs.models import Job
 
     before = Job.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
@@ -649,7 +652,7 @@ def _round_posts_large(client: Any, study: Any) -> list[Timing]:
     jobs = list(Job.objects.filter(pk__gt=before, kind="calibration_round").order_by("pk"))
     if not jobs:
         return [post]
-    from annotation.calibration_jobs import calibration_round_job_run
+    from annotation.kinds.critical_failures.calibration.jobs import calibration_round_job_run
 
     times = []
     for job in jobs:
@@ -726,7 +729,7 @@ def run_pages() -> tuple[list[Timing], dict[str, int], str]:
     from django.contrib.auth.models import Permission
     from django.test import Client
 
-    from annotation.models import AnnotatedFailure, Study
+    from annotation.base.models import AnnotatedFailure, Study
     from judging.models import CriticalFailure, Judgment
 
     if not Study.objects.filter(slug="bench-study").exists():

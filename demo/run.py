@@ -39,7 +39,7 @@ READY_TIMEOUT_SECONDS = 90
 LOG_TAIL_LINES = 20
 sys.path.insert(0, str(ROOT))  # the project's modules below, run as a script (no Django setup needed)
 
-from annotation.prolific import entry_link  # noqa: E402
+from annotation.base.prolific_ids import entry_link  # noqa: E402
 from h2e_site.llm.local import INSTALL_HINT, local_llm_url, server_is_up  # noqa: E402
 
 

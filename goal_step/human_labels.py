@@ -6,15 +6,16 @@
 - whether a procedure's order matters, where `Procedure.ordered` is empty (the step-types studies'
   SEQUENTIAL majorities), for which procedures Step Ordering is built from (selection.py).
 
-The data flows down, so it comes through this one seam: annotation's AppConfig.ready() registers one
-HumanLabels, once. Without it (the goal-step app on its own, or a test that clears it) no example is known
+The data flows down, so it comes through this one seam: each annotation study kind that knows one of them
+registers its source when the app is ready (human_labels_update). Without it (the goal-step app on its own, or
+a test that clears it) no example is known
 to be validated (None: "no validation results yet") and no procedure's order is known beyond its field.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .models import TaskSet
 
@@ -48,6 +49,18 @@ def human_labels_register(labels: HumanLabels | None) -> HumanLabels | None:
     before = _registered[0] if _registered else None
     _registered[:] = [labels] if labels is not None else []
     return before
+
+
+def human_labels_update(
+    *, validated: ValidationSource | None = None, ordered: OrderSource | None = None
+) -> None:
+    """Set some of the sources (a study kind registers the one it knows), keeping the others."""
+    labels = _labels()
+    if validated is not None:
+        labels = replace(labels, validated=validated)
+    if ordered is not None:
+        labels = replace(labels, ordered=ordered)
+    _registered[:] = [labels]
 
 
 def _labels() -> HumanLabels:

@@ -9,3 +9,5 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "h2e_site.settings")
 app = Celery("h2e_site")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+# The annotation app's tasks live where its packages are mounted (annotation/mounting/tasks.py).
+app.autodiscover_tasks(["annotation.mounting"])

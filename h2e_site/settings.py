@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "judging",
     "goal_step",
     "annotation",
+    "demo",  # the demo world and `manage.py demo_setup`
 ]
 
 MIDDLEWARE = [
@@ -73,7 +74,9 @@ ASGI_APPLICATION = "h2e_site.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # A study kind's folder holds its own templates and static files (annotation/kinds/<kind>/templates/,
+        # .../static/)
+        "DIRS": [BASE_DIR / "templates", *sorted(BASE_DIR.glob("annotation/kinds/*/templates"))],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -110,7 +113,7 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_DIRS = [BASE_DIR / "static", *sorted(BASE_DIR.glob("annotation/kinds/*/static"))]
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
@@ -235,10 +238,10 @@ LOGGING = {
     },
 }
 
-# Prolific's researcher API (annotation/prolific_api.py). The token lives in the environment only: never in
+# Prolific's researcher API (annotation/prolific/client.py). The token lives in the environment only: never in
 # the database, a log or a page.
 PROLIFIC_API_URL = env_str("PROLIFIC_API_URL", "https://api.prolific.com/api/v1")
 PROLIFIC_API_TOKEN = env_str("PROLIFIC_API_TOKEN", "")
 # The workspace's webhook secret (POST /api/v1/hooks/secrets/): signs the events Prolific posts to
-# /prolific/hooks/ (annotation/prolific_hooks.py); without it every event is refused.
+# /prolific/hooks/ (annotation/prolific/hooks.py); without it every event is refused.
 PROLIFIC_WEBHOOK_SECRET = env_str("PROLIFIC_WEBHOOK_SECRET", "")

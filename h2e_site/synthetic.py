@@ -1,4 +1,4 @@
-"""Synthetic demo data (`manage.py demo_setup`'s seeded world, annotation/demo_world/): how its rows are
+"""Synthetic demo data (`manage.py demo_setup`'s seeded world, demo/world/): how its rows are
 marked, and the badge every page shows beside them.
 
 The mark is in the names, so any page that shows a row shows its mark without one more query: generators

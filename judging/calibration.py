@@ -329,7 +329,8 @@ def stratified_score(
     """theta = sum_h W_h theta_h, se^2 = sum_h W_h^2 se_h^2, W_h = N_h / N (module docstring); strata without
     judge labels have weight 0 and are left out. Undefined when a stratum with judge labels has an undefined
     estimate (e.g. fewer than 2 human labels: the reason names the stratum;
-    annotation.calibration.topic_strata merges such a pool of topics into the largest stratum first); its
+    annotation.kinds.critical_failures.calibration.calibrated.topic_strata merges such a pool of topics into
+    the largest stratum first); its
     interval is undefined when the combined variance is 0. Effective n: n * (sum_h W_h^2 se0_h^2) / se^2,
     se0_h the human-only errors."""
     scores = {

@@ -1,5 +1,5 @@
 """What a judge is like as an instrument, from judge data alone (the report card's judging half; the human
-agreement half is annotation/report_card.py):
+agreement half is annotation/kinds/critical_failures/report_card.py):
 
 - instrument failures: parse failures (a judgment, left out of How2Score) and requests that failed (a
   JudgeError: no judgment at all), never counted as failures of the generator;

@@ -46,7 +46,7 @@ def make_runner(**fields: Any) -> AbstractUser:
 
 def study_on_prolific(study: Any) -> Any:
     """The study with a draft on Prolific (the fake one the test's settings point at), its id stored."""
-    from annotation.prolific_api import ProlificClient
+    from annotation.prolific.client import ProlificClient
 
     study.prolific_study_id = ProlificClient().study_create(
         {"name": "n", "description": "d", "external_study_url": "https://x/", "completion_codes": [],

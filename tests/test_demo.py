@@ -276,7 +276,7 @@ def test_it_keeps_the_demo_password_across_setups(tmp_path: Path) -> None:
             "--no-imports",
             "-c",
             "from django.contrib.auth import authenticate; from judging.models import Generation, Judgment;"
-            "from annotation.models import Study;"
+            "from annotation.base.models import Study;"
             f"u = authenticate(username={username!r}, password={password!r});"
             "paper = dict(generator__model__startswith='synthetic/');"
             "print(u is not None and u.is_staff, Generation.objects.exclude(**paper).count(),"

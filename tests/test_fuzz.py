@@ -18,16 +18,9 @@ from django.utils import timezone
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from annotation import services
-from annotation.models import (
-    AnnotatedFailure,
-    Annotation,
-    Assignment,
-    Participant,
-    StepTypeLabel,
-    StudyItem,
-    StudyKind,
-)
+from annotation.base.models import AnnotatedFailure, Annotation, Assignment, Participant, StudyItem, StudyKind
+from annotation.flow import services
+from annotation.kinds.step_types.models import StepTypeLabel
 from tests.annotation.conftest import make_study, pid, qualified
 from tests.annotation.pairwise.helpers import make_pairwise_study
 from tests.factories import make_procedure, make_scored_world, make_user

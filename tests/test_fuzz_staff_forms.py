@@ -34,9 +34,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rest_framework import serializers
 
-from annotation import services
-from annotation.kinds import KINDS
-from annotation.models import Study
+from annotation.base.models import Study
+from annotation.base.registry import KINDS
+from annotation.flow import services
 from goal_step.models import TaskSet
 from h2e_site.bounds import model_range
 from h2e_site.embeddings.specs import minilm_spec
@@ -295,7 +295,7 @@ class FormTarget:
 
 def _builder(kind: str) -> FormTarget:
     url = reverse("annotation:study_create") + f"?kind={kind}"
-    from annotation.forms import StudyForm
+    from annotation.flow.forms import StudyForm
 
     return FormTarget(
         f"study builder ({kind})",
@@ -336,12 +336,13 @@ def _checkpoints_url(what: str = "training_checkpoints") -> str:
 
 
 def _site_forms() -> list[FormTarget]:
-    from annotation.calibration_forms import CalibrationRoundForm
-    from annotation.failure_meaning.forms import FailurePatternsForm
-    from annotation.models import CalibrationRound, ProlificBonus
-    from annotation.pairwise.forms import AttachJudgeConfigForm, PairwiseJudgeForm
-    from annotation.views.planner import PlanForm
-    from annotation.views.prolific import BonusForm, DraftForm
+    from annotation.failures.meaning.forms import FailurePatternsForm
+    from annotation.kinds.critical_failures.calibration.forms import CalibrationRoundForm
+    from annotation.kinds.critical_failures.calibration.views_planner import PlanForm
+    from annotation.kinds.critical_failures.models import CalibrationRound
+    from annotation.kinds.pairwise.forms import AttachJudgeConfigForm, PairwiseJudgeForm
+    from annotation.prolific.models import ProlificBonus
+    from annotation.prolific.views import BonusForm, DraftForm
     from goal_step.admin import RebuildForm
     from goal_step.answer_forms import AnswerTasksForm
     from goal_step.forms import TaskSetBuildForm

@@ -25,7 +25,12 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 
-from annotation.models import StepTypeClassifier, StepTypeLabel, StepTypeLabelSet, StepTypePrediction
+from annotation.kinds.step_types.models import (
+    StepTypeClassifier,
+    StepTypeLabel,
+    StepTypeLabelSet,
+    StepTypePrediction,
+)
 from goal_step.models import TaskExample, TaskSet
 from goal_step.options import MAX_CANDIDATES
 from h2e_site.jobs.models import Job, JobStatus

@@ -150,7 +150,7 @@ def test_no_first_party_import_inside_a_function() -> None:
     offending = [lazy for lazy in lazy_first_party_imports() if lazy.where not in ALLOWED]
     assert not offending, (
         "first-party imports inside functions (import at the module's top; if that makes a cycle, move the "
-        "shared code below both modules, as annotation/study_types.py does):\n"
+        "shared code below both modules, as annotation/base/types.py does):\n"
         + "\n".join(f"  {lazy.where} (line {lazy.line}) imports {lazy.imported}" for lazy in offending)
     )
 
@@ -170,14 +170,14 @@ def test_it_finds_a_lazy_first_party_import(tmp_path: Path) -> None:
     )
     path = tmp_path / "views.py"
     path.write_text(source, encoding="utf-8")
-    found = [(lazy.where, lazy.imported) for lazy in _lazy_imports("annotation.views.studies", path)]
+    found = [(lazy.where, lazy.imported) for lazy in _lazy_imports("annotation.flow.views.studies", path)]
     assert found == [
-        ("annotation.views.studies:View.get", "annotation.kinds"),
-        ("annotation.views.studies:View.get", "annotation.views.services"),
+        ("annotation.flow.views.studies:View.get", "annotation.kinds"),
+        ("annotation.flow.views.studies:View.get", "annotation.flow.views.services"),
     ]
 
 
 def test_a_module_behind_a_heavy_library_may_be_imported_lazily() -> None:
     heavy = _heavy_modules()
     assert "h2e_site.embeddings.encoders" in heavy  # numpy and scipy at its top
-    assert "annotation.services" not in heavy
+    assert "annotation.flow.services" not in heavy

@@ -26,7 +26,9 @@ from annotation.failures.filters import (
     pattern_choices,
 )
 from annotation.failures.paging import Cursor, FailurePage, FailureRow, failure_page, parse_token
-from annotation.failures.paging import _judge_failures as _judge_failures  # benchmarks/researcher_pages.py EXPLAINs its query
+from annotation.failures.paging import (
+    _judge_failures as _judge_failures,  # benchmarks/researcher_pages.py EXPLAINs its query
+)
 from annotation.failures.search import is_full_text
 
 __all__ = [

@@ -12,12 +12,11 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Sum
 
-from judging.models import Judgment
-from mining.models import Topic
-
 from annotation.failures.filters import FailureFilters
 from annotation.failures.paging import _human_failures, _judge_failures
 from annotation.failures.search import _among
+from judging.models import Judgment
+from mining.models import Topic
 
 NO_TOPIC = "(no topic)"
 

@@ -3,7 +3,7 @@
 
 Filters: topic (name), generator (generator_id), judge (judge_id; only judge failures), study (slug; only
 human failures), source ("judge" / "human"; absent = both), q (text; search.py), pattern (a FailurePattern's
-id: the failures of one cluster of a topic's failure patterns, annotation/failure_meaning/).
+id: the failures of one cluster of a topic's failure patterns, annotation/failures/meaning/).
 """
 
 from __future__ import annotations
@@ -12,13 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from annotation.base.models import Study
+from annotation.failures import search
+from annotation.failures.meaning.models import FailurePattern
+from annotation.failures.search import _text_hits, is_full_text
 from judging.models import Generator, Judge
 from mining.models import Topic
-
-from annotation.failure_meaning.models import FailurePattern
-from annotation.models import Study
-from annotation.failures import search
-from annotation.failures.search import _text_hits, is_full_text
 
 Source = Literal["judge", "human"]
 SOURCES: tuple[Source, ...] = ("judge", "human")

@@ -14,11 +14,10 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
-from judging.models import CriticalFailure, Generation, Judge
-
-from annotation.models import AnnotatedFailure
+from annotation.base.models import AnnotatedFailure
 from annotation.failures.filters import SOURCES, FailureFilters, Source
 from annotation.failures.search import _among, _pks_among, _text_match
+from judging.models import CriticalFailure, Generation, Judge
 
 _SOURCE_RANK = {"judge": 0, "human": 1}
 PAGE_SIZE = 50

@@ -3,10 +3,10 @@ in its kind's words, with one uniqueness for every kind (one regular item per su
 one partial constraint per kind's foreign key; Assignment.presentation stores how the kind showed the item to
 the participant; Study.kind's choices are the kind registry's (a callable: no migration per kind)."""
 
-import annotation.study_types
+import annotation.base.types
 from django.db import migrations, models
 
-# The existing items' subjects, as the kinds now write them (annotation.study_types.subject_key).
+# The existing items' subjects, as the kinds now write them (annotation.base.types.subject_key).
 FILL_SUBJECTS = """
 UPDATE annotation_studyitem SET subject_key = CASE
     WHEN generation_id IS NOT NULL THEN 'generation:' || generation_id
@@ -70,7 +70,7 @@ class Migration(migrations.Migration):
             model_name="study",
             name="kind",
             field=models.CharField(
-                choices=annotation.study_types.kind_choices,
+                choices=annotation.base.types.kind_choices,
                 db_default="critical_failures",
                 default="critical_failures",
                 max_length=32,

@@ -8,9 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from annotation import services
-from annotation.critical_failures.posted import FailureInput, Submission
-from annotation.models import CalibrationDesign, CalibrationDraw, CalibrationRound, Study, StudyItem
+from annotation.base.models import Study, StudyItem
+from annotation.flow import services
+from annotation.kinds.critical_failures.models import CalibrationDesign, CalibrationDraw, CalibrationRound
+from annotation.kinds.critical_failures.posted import FailureInput, Submission
 from judging.models import Generation, Generator, Judge
 from judging.sampling import stratified_probabilities, uniform_probabilities
 from tests.annotation.conftest import annotate_all, qualified

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from annotation import services
-from annotation.critical_failures.posted import Submission
-from annotation.models import Assignment, Participant, Stage, Study
+from annotation.base.models import Assignment, Participant, Stage, Study
+from annotation.flow import services
+from annotation.kinds.critical_failures.posted import Submission
 from tests.annotation.gunicorn_server import Gunicorn
 from tests.factories import make_generation, make_generator, make_procedure
 from tests.worker_process import process_env
@@ -121,8 +121,8 @@ def gunicorn_server(django_db_setup: None, tmp_path_factory: pytest.TempPathFact
 def run_prolific_jobs() -> list[Any]:
     """Run the queued Prolific jobs (sync, review, bonuses) the pages queued, oldest first, as a worker would;
     the finished jobs."""
-    from annotation.job_kinds import PROLIFIC_KINDS
-    from annotation.prolific_jobs import prolific_job_run
+    from annotation.base.job_kinds import PROLIFIC_KINDS
+    from annotation.prolific.jobs import prolific_job_run
     from h2e_site.jobs.models import Job, JobStatus
 
     queued = Job.objects.filter(kind__in=PROLIFIC_KINDS, status=JobStatus.QUEUED).order_by("pk")

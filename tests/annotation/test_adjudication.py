@@ -17,11 +17,12 @@ from django.utils import timezone
 from hypothesis import given
 from hypothesis import strategies as st
 
-from annotation.critical_failures.adjudication import review_queue
-from annotation.critical_failures.gold import gold_items
-from annotation.critical_failures.posted import FailureInput, Submission
-from annotation.gold import gold_decide
-from annotation.models import Annotation, GoldEvent, Study, StudyItem
+from annotation.base.models import Annotation, Study, StudyItem
+from annotation.kinds.critical_failures.adjudication import review_queue
+from annotation.kinds.critical_failures.gold import gold_items
+from annotation.kinds.critical_failures.gold_events import gold_decide
+from annotation.kinds.critical_failures.models import GoldEvent
+from annotation.kinds.critical_failures.posted import FailureInput, Submission
 from tests.annotation.conftest import annotate_all, make_study, no_failure, qualified
 from tests.factories import logged_in, make_judge, make_judgment, make_user
 from tests.fuzzing import fuzz_settings
@@ -262,7 +263,7 @@ def test_a_tie_comes_first_and_a_decided_item_last() -> None:
 
 
 def test_the_queue_pages_keep_what_is_shown(world: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("annotation.views.adjudication.PER_PAGE", 2)
+    monkeypatch.setattr("annotation.kinds.critical_failures.views_adjudication.PER_PAGE", 2)
     url = reverse("annotation:adjudication_queue", args=[world["study"].slug])
     first = world["client"].get(url, {"show": "all"}).content.decode()
     assert 'href="?show=all&amp;page=2"' in first and "Page 1 of 2" in first

@@ -7,8 +7,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotation import services
-from annotation.models import Assignment
+from annotation.base.models import Assignment
+from annotation.flow import services
 from tests.annotation.conftest import make_study, qualified
 from tests.factories import make_user
 

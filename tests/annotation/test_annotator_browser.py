@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from annotation.models import Annotation
+from annotation.base.models import Annotation
 from tests.annotation.conftest import make_study, pid
 from tests.browser.conftest import PROLIFIC, STAFF_PASSWORD, screenshot
 from tests.factories import make_user

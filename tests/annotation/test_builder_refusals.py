@@ -14,9 +14,9 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
 
-from annotation import services
-from annotation.comprehension import comprehension_questions_parse, comprehension_questions_text
-from annotation.models import Study, StudyKind
+from annotation.base.comprehension import comprehension_questions_parse, comprehension_questions_text
+from annotation.base.models import Study, StudyKind
+from annotation.flow import services
 from goal_step.models import TaskSet
 from h2e_site.jobs.models import Job
 from tests.annotation.conftest import make_study
@@ -84,7 +84,7 @@ def test_it_takes_a_prolific_id_and_the_plain_question_format(boss: Client) -> N
 
 
 def test_the_question_text_reads_back_as_the_kinds_defaults() -> None:
-    from annotation.goal_step.guidelines import default_comprehension_questions
+    from annotation.kinds.multiple_choice.guidelines import default_comprehension_questions
 
     questions = default_comprehension_questions()
     assert comprehension_questions_parse(comprehension_questions_text(questions)) == questions

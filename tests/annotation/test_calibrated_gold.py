@@ -11,10 +11,10 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotation.calibration import calibrated_lines
-from annotation.gold import gold_decide
-from annotation.models import StudyItem
-from annotation.report_card import CalibrationBias, calibration_bias
+from annotation.base.models import StudyItem
+from annotation.kinds.critical_failures.calibration.calibrated import calibrated_lines
+from annotation.kinds.critical_failures.gold_events import gold_decide
+from annotation.kinds.critical_failures.report_card import CalibrationBias, calibration_bias
 from judging.calibration import calibrated_score
 from judging.sampling import uniform_probabilities
 from judging.stats import wilson_interval

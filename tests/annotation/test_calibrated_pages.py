@@ -1,5 +1,6 @@
 """The calibrated leaderboard page, its per-topic page and its API (issue #20 item 5): staff only, the same
-judge selection as the leaderboard, the figures of annotation/calibration.py (bounds clipped to 0-100 % on
+judge selection as the leaderboard, the figures of
+annotation/kinds/critical_failures/calibration/calibrated.py (bounds clipped to 0-100 % on
 the page, raw in the API), the empty states with their true reason and the studies not used."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotation.calibration import calibrated_lines
+from annotation.kinds.critical_failures.calibration.calibrated import calibrated_lines
 from tests.annotation.calibration_world import small_world
 from tests.annotation.conftest import make_study
 from tests.factories import make_generation, make_judge, make_judgment, make_user
@@ -121,7 +122,7 @@ def test_the_api_refuses_unknown_and_empty_judges(admin_client: Client, world: d
 def test_the_report_card_shows_the_judges_bias_on_the_calibration_samples(
     admin_client: Client, world: dict[str, object]
 ) -> None:
-    from annotation.report_card import calibration_bias
+    from annotation.kinds.critical_failures.report_card import calibration_bias
     from judging.calibration_bias import judge_bias, weighted_mean_difference
 
     judge = world["judge"]

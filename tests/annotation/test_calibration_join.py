@@ -1,4 +1,5 @@
-"""The join of judge verdicts and human majorities into the calibrated How2Score (annotation/calibration.py),
+"""The join of judge verdicts and human majorities into the calibrated How2Score
+(annotation/kinds/critical_failures/calibration/calibrated.py),
 on small worlds annotated through the real services: each figure equals judging.calibration's estimator on
 the labels the module docstring's rules give, listed here by hand."""
 
@@ -8,9 +9,15 @@ from dataclasses import replace
 
 import pytest
 
-from annotation import calibration, services
-from annotation.calibration import OTHER_TOPICS, CalibratedLine, calibrated_lines, unused_studies
-from annotation.models import CalibrationDraw, CalibrationRound
+from annotation.flow import services
+from annotation.kinds.critical_failures.calibration import calibrated as calibration
+from annotation.kinds.critical_failures.calibration.calibrated import (
+    OTHER_TOPICS,
+    CalibratedLine,
+    calibrated_lines,
+    unused_studies,
+)
+from annotation.kinds.critical_failures.models import CalibrationDraw, CalibrationRound
 from judging.calibration import (
     MIN_DESIGN_STRATUM_LABELS,
     StratumLabels,

@@ -9,10 +9,11 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotation import calibration_sample
-from annotation.calibration_jobs import calibration_round_job_run
-from annotation.job_kinds import CALIBRATION_ROUND
-from annotation.models import CalibrationDraw, CalibrationRound, Study
+from annotation.base.job_kinds import CALIBRATION_ROUND
+from annotation.base.models import Study
+from annotation.kinds.critical_failures.calibration import sample as calibration_sample
+from annotation.kinds.critical_failures.calibration.jobs import calibration_round_job_run
+from annotation.kinds.critical_failures.models import CalibrationDraw, CalibrationRound
 from h2e_site.jobs.models import Job, JobStatus
 from tests.annotation.test_calibration_sample import _frame, _study
 

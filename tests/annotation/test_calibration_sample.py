@@ -16,9 +16,11 @@ from django.urls import reverse
 from hypothesis import given
 from hypothesis import strategies as st
 
-from annotation import calibration_sample, services
-from annotation.calibration import generator_samples
-from annotation.models import CalibrationDraw, CalibrationRound, Study, StudyItem, StudyKind
+from annotation.base.models import Study, StudyItem, StudyKind
+from annotation.flow import services
+from annotation.kinds.critical_failures.calibration import sample as calibration_sample
+from annotation.kinds.critical_failures.calibration.calibrated import generator_samples
+from annotation.kinds.critical_failures.models import CalibrationDraw, CalibrationRound
 from judging.models import Generation, Generator, Judge, Judgment
 from tests.factories import (
     make_generation,

@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from annotation.models import Annotation, Assignment, AssignmentStatus, Participant, Stage, StudyItem
+from annotation.base.models import Annotation, Assignment, AssignmentStatus, Participant, Stage, StudyItem
 from tests.annotation.conftest import make_study, pid
 from tests.annotation.gunicorn_server import Gunicorn
 from tests.annotation.http_annotator import HttpAnnotator

@@ -17,14 +17,14 @@ from django.urls import reverse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from annotation import services
-from annotation.beyond_majority import QuestionEstimate, question_estimates
-from annotation.critical_failures.posted import FailureInput, Submission
-from annotation.critical_failures.questions import FAILURE, NO_FAILURE
+from annotation.base.beyond_majority import QuestionEstimate, question_estimates
+from annotation.base.models import Annotation, Study
+from annotation.base.registry import kind_for
 from annotation.dawid_skene import CrowdLabel, DawidSkene, dawid_skene, majority_label
-from annotation.kinds import kind_for
-from annotation.models import Annotation, Study
-from annotation.pairwise.questions import OUTCOME_NAMES
+from annotation.flow import services
+from annotation.kinds.critical_failures.posted import FailureInput, Submission
+from annotation.kinds.critical_failures.questions import FAILURE, NO_FAILURE
+from annotation.kinds.pairwise.questions import OUTCOME_NAMES
 from tests.annotation.conftest import annotate_all, make_study, pid, qualified, read_everything
 from tests.annotation.pairwise.helpers import answer, make_pairwise_study
 from tests.annotation.test_agreement_pages import VERDICTS, annotate, items_in_order
@@ -253,8 +253,8 @@ def test_attention_checks_are_left_out() -> None:
 
 @pytest.mark.django_db
 def test_a_step_types_study_has_a_question_per_type_and_the_expert_answer(staff: Client) -> None:
-    from annotation.models import StepTypeLabel as StoredLabel
-    from annotation.step_types.measures import step_type_of
+    from annotation.kinds.step_types.measures import step_type_of
+    from annotation.kinds.step_types.models import StepTypeLabel as StoredLabel
     from tests.annotation.step_types.labelled import table6_study
 
     study, _ = table6_study()

@@ -17,29 +17,20 @@ from django.db.models import Max, Model
 from django.test import Client
 from django.urls import reverse
 
-from annotation.agreement_data import study_agreement
-from annotation.calibration import calibrated_lines
-from annotation.critical_failures.adjudication import review_queue
-from annotation.demo_world import CALIBRATION_SLUG, MULTIPLE_CHOICE_SLUG, PAIRWISE_SLUG, STEP_TYPES_SLUG
-from annotation.demo_world import training_runs as synthetic_training
-from annotation.demo_world.mining_run import RUN_NAME, mining_run_create
-from annotation.goal_step.validation import study_answers, validate
-from annotation.models import (
-    AnnotatedFailure,
-    Annotation,
-    Assignment,
-    CalibrationDraw,
-    GoldEvent,
-    Participant,
-    StepTypeLabel,
-    StepTypePrediction,
-    Study,
-    StudyItem,
-)
-from annotation.pairwise.figures import study_figures
-from annotation.report_card import report_card
-from annotation.step_types.agreement import step_types_agreement, study_labels
-from annotation.step_types.evaluation import step_type_models_table
+from annotation.base.models import AnnotatedFailure, Annotation, Assignment, Participant, Study, StudyItem
+from annotation.kinds.critical_failures.adjudication import review_queue
+from annotation.kinds.critical_failures.agreement_data import study_agreement
+from annotation.kinds.critical_failures.calibration.calibrated import calibrated_lines
+from annotation.kinds.critical_failures.models import CalibrationDraw, GoldEvent
+from annotation.kinds.critical_failures.report_card import report_card
+from annotation.kinds.multiple_choice.validation import study_answers, validate
+from annotation.kinds.pairwise.figures import study_figures
+from annotation.kinds.step_types.agreement import step_types_agreement, study_labels
+from annotation.kinds.step_types.evaluation import step_type_models_table
+from annotation.kinds.step_types.models import StepTypeLabel, StepTypePrediction
+from demo.world import CALIBRATION_SLUG, MULTIPLE_CHOICE_SLUG, PAIRWISE_SLUG, STEP_TYPES_SLUG
+from demo.world import training_runs as synthetic_training
+from demo.world.mining_run import RUN_NAME, mining_run_create
 from goal_step.models import TaskExample, TaskSet
 from h2e_site.synthetic import BADGE_TEXT, synthetic_badge
 from judging.models import (

@@ -11,8 +11,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotation.models import Annotation, StudyItem
-from annotation.report_card import SkippedStudy, report_card
+from annotation.base.models import Annotation, StudyItem
+from annotation.kinds.critical_failures.report_card import SkippedStudy, report_card
 from judging.models import Judge
 from tests.annotation.conftest import annotate_all, make_study, no_failure, qualified
 from tests.annotation.goal_step.test_mc_kind import make_mc_study

@@ -13,21 +13,25 @@ import pytest
 from django.test import Client
 from django.urls import resolve, reverse
 
-from annotation.kinds import KINDS
+from annotation.base.registry import KINDS
 from tests.annotation.step_types.labelled import step_study
 from tests.factories import make_judge
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGINE = [
-    "annotation/services.py",
-    "annotation/selectors.py",
-    "annotation/posted.py",
-    "annotation/forms.py",
-    "annotation/study_types.py",
-    "annotation/views/agreement.py",
-    "annotation/views/annotator.py",
-    "annotation/views/studies.py",
-]  # annotation/api.py too, once its judge-side endpoints (report card, calibration) leave it
+    "annotation/flow/services/__init__.py",
+    "annotation/flow/services/studies.py",
+    "annotation/flow/services/participants.py",
+    "annotation/flow/services/assignments.py",
+    "annotation/flow/services/submissions.py",
+    "annotation/base/selectors.py",
+    "annotation/base/posted.py",
+    "annotation/flow/forms.py",
+    "annotation/base/types.py",
+    "annotation/flow/views/agreement.py",
+    "annotation/flow/views/annotator.py",
+    "annotation/flow/views/studies.py",
+]  # annotation/mounting/api.py too, once its judge-side endpoints (report card, calibration) leave it
 # The critical-failures kind's fields, relations, types and modules; any kind named by its StudyKind member.
 KIND_WORDS = re.compile(
     r"has_failure|n_failures|failure_number|generation__|item\.generation|FailureInput|critical_failures"

@@ -20,15 +20,15 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
 
-from annotation.embedding import HUMAN_FAILURES
-from annotation.failure_meaning.jobs import (
+from annotation.base.embedding import HUMAN_FAILURES
+from annotation.base.models import AnnotatedFailure
+from annotation.failures.meaning.jobs import (
     failure_patterns_job_create,
     failure_patterns_job_run,
     k_from_failures,
 )
-from annotation.failure_meaning.models import FailurePattern, FailurePatternRun
-from annotation.failure_meaning.space import failure_seen, similar_failures
-from annotation.models import AnnotatedFailure
+from annotation.failures.meaning.models import FailurePattern, FailurePatternRun
+from annotation.failures.meaning.space import failure_seen, similar_failures
 from h2e_site.bounds import OutOfRange
 from h2e_site.embeddings.job_kinds import EMBED
 from h2e_site.embeddings.jobs import embed_job_run

@@ -15,11 +15,11 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from annotation import calibration
-from annotation.calibration_cache import calibrated_board
-from annotation.critical_failures import adjudication
-from annotation.gold import gold_decide
-from annotation.models import Annotation, StudyItem
+from annotation.base.models import Annotation, StudyItem
+from annotation.kinds.critical_failures import adjudication
+from annotation.kinds.critical_failures.calibration import calibrated as calibration
+from annotation.kinds.critical_failures.calibration.cache import calibrated_board
+from annotation.kinds.critical_failures.gold_events import gold_decide
 from tests.annotation.calibration_world import small_world
 from tests.annotation.test_adjudication import labelled
 from tests.factories import make_judge, make_judgment
@@ -134,7 +134,7 @@ def test_the_queue_reads_a_fixed_number_of_queries_whatever_its_size() -> None:
 
 
 def test_the_study_page_shows_its_items_a_page_at_a_time(admin_client: Client) -> None:
-    from annotation.views.studies import ITEMS_PER_PAGE
+    from annotation.flow.views.studies import ITEMS_PER_PAGE
     from tests.annotation.conftest import make_study
 
     study = make_study(n_items=ITEMS_PER_PAGE + 3)
@@ -151,7 +151,7 @@ def test_the_study_page_shows_its_items_a_page_at_a_time(admin_client: Client) -
 def test_the_report_cards_bias_is_cached_until_a_label_or_gold_changes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from annotation import report_card
+    from annotation.kinds.critical_failures import report_card
 
     world = small_world()
     cache.clear()
@@ -167,8 +167,8 @@ def test_the_report_cards_bias_is_cached_until_a_label_or_gold_changes(
 
 
 def test_the_study_page_shows_its_annotators_a_page_at_a_time(admin_client: Client) -> None:
-    from annotation.models import Participant
-    from annotation.views.studies import ANNOTATORS_PER_PAGE
+    from annotation.base.models import Participant
+    from annotation.flow.views.studies import ANNOTATORS_PER_PAGE
     from tests.annotation.conftest import make_study
 
     study = make_study(n_items=1)

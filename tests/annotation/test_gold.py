@@ -8,8 +8,8 @@ import time
 import pytest
 from django.utils import timezone
 
-from annotation.gold import gold_as_of, gold_decide, gold_revert
-from annotation.models import GoldEvent
+from annotation.kinds.critical_failures.gold_events import gold_as_of, gold_decide, gold_revert
+from annotation.kinds.critical_failures.models import GoldEvent
 from tests.annotation.conftest import make_study
 from tests.factories import make_user
 

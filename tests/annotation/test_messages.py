@@ -7,9 +7,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotation import services
-from annotation.kinds import KINDS
-from annotation.kinds.multiple_choice import NO_STEPS
+from annotation.base.registry import KINDS
+from annotation.flow import services
+from annotation.kinds.multiple_choice.spec import NO_STEPS
 from tests.annotation.conftest import make_study, qualified
 from tests.annotation.goal_step.test_mc_kind import make_mc_study
 from tests.annotation.step_types.test_kind import make_step_study

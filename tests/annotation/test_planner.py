@@ -1,4 +1,5 @@
-"""The budget planner (annotation/planner.py, /calibration/plan/, /api/calibration/plan/): minutes per item
+"""The budget planner (annotation/kinds/critical_failures/calibration/planner.py, /calibration/plan/,
+/api/calibration/plan/): minutes per item
 from a study annotated through the real services, the counts and the cost by hand, the difference and topic
 scopes against judging.calibration's functions, the paper's example by hand, bad inputs refused with a 400
 naming the field (fuzzed: never a 5xx), staff only. (The planner's n against a simulation:
@@ -16,8 +17,15 @@ from django.test import Client
 from hypothesis import given
 from hypothesis import strategies as st
 
-from annotation.models import Annotation, CalibrationDesign, CalibrationDraw, CalibrationRound, Study
-from annotation.planner import PlanInput, cost, minutes_per_item, paper_example, plan
+from annotation.base.models import Annotation, Study
+from annotation.kinds.critical_failures.calibration.planner import (
+    PlanInput,
+    cost,
+    minutes_per_item,
+    paper_example,
+    plan,
+)
+from annotation.kinds.critical_failures.models import CalibrationDesign, CalibrationDraw, CalibrationRound
 from judging.calibration import z_value
 from judging.calibration_plan import (
     PlanMoments,

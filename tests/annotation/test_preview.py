@@ -12,9 +12,18 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation import selectors, services
-from annotation.agreement_data import study_agreement
-from annotation.models import Annotation, Assignment, AssignmentStatus, Participant, Stage, Study, StudyItem
+from annotation.base import selectors
+from annotation.base.models import (
+    Annotation,
+    Assignment,
+    AssignmentStatus,
+    Participant,
+    Stage,
+    Study,
+    StudyItem,
+)
+from annotation.flow import services
+from annotation.kinds.critical_failures.agreement_data import study_agreement
 from tests.annotation.conftest import make_study, no_failure, qualified, read_everything
 from tests.factories import make_user
 

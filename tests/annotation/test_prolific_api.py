@@ -13,8 +13,8 @@ from django.core.exceptions import ImproperlyConfigured
 from hypothesis import given
 from hypothesis import strategies as st
 
-from annotation import prolific_api
-from annotation.prolific_api import (
+from annotation.prolific import client as prolific_api
+from annotation.prolific.client import (
     PAGE_SIZE,
     RETRIES,
     PaymentUnknown,
@@ -124,7 +124,7 @@ def test_it_retries_429_500_and_timeouts_with_back_off_and_records_each(prolific
 
 
 def test_a_timeout_is_retried(prolific: FakeProlific, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("annotation.prolific_api.TIMEOUT_SECONDS", 0.2)
+    monkeypatch.setattr("annotation.prolific.client.TIMEOUT_SECONDS", 0.2)
     client = _client(prolific)
     prolific.script(Trouble(hang=0.5))
     assert client.study_create(DRAFT)["status"] == "UNPUBLISHED"

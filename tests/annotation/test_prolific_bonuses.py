@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from annotation import services
-from annotation.models import BonusState, ProlificBonus, Study
-from annotation.prolific_api import ProlificClient
-from annotation.prolific_bonuses import bonuses_for_finished, bonuses_pay
+from annotation.base.models import Study
+from annotation.flow import services
+from annotation.prolific.bonuses import bonuses_for_finished, bonuses_pay
+from annotation.prolific.client import ProlificClient
+from annotation.prolific.models import BonusState, ProlificBonus
 from h2e_site.celery import app
 from tests.annotation.conftest import annotate_all, make_study, no_failure, qualified, run_prolific_jobs
 from tests.factories import logged_in, make_prolific_staff, make_user

@@ -14,9 +14,10 @@ from django.test import Client
 from hypothesis import given
 from hypothesis import strategies as st
 
-from annotation import services
-from annotation.models import Assignment, AssignmentStatus, ParticipantStatus, ProlificEvent, StudyItem
-from annotation.prolific import RELEASING, SUBMISSION_STATUSES, submission_status
+from annotation.base.models import Assignment, AssignmentStatus, StudyItem
+from annotation.base.prolific_ids import RELEASING, SUBMISSION_STATUSES, submission_status
+from annotation.flow import services
+from annotation.prolific.models import ParticipantStatus, ProlificEvent
 from tests.annotation.conftest import make_study, pid, qualified
 from tests.fuzzing import fuzz_settings
 from tests.prolific_server import signed_body, signed_event

@@ -9,16 +9,11 @@ from typing import Any
 
 import pytest
 
-from annotation import services
-from annotation.models import (
-    Assignment,
-    AssignmentStatus,
-    BonusState,
-    ParticipantStatus,
-    ProlificBonus,
-)
-from annotation.prolific_api import ProlificClient
-from annotation.prolific_studies import estimated_minutes, maximum_allowed_minutes, places
+from annotation.base.models import Assignment, AssignmentStatus
+from annotation.flow import services
+from annotation.prolific.client import ProlificClient
+from annotation.prolific.models import BonusState, ParticipantStatus, ProlificBonus
+from annotation.prolific.studies import estimated_minutes, maximum_allowed_minutes, places
 from tests.annotation.conftest import annotate_all, make_study, no_failure, qualified, run_prolific_jobs
 from tests.factories import logged_in, make_prolific_staff
 from tests.prolific_server import FakeProlific, Trouble, signed_event

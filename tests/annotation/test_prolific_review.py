@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from annotation import services
-from annotation.critical_failures.posted import FailureInput, Submission
-from annotation.models import Participant, ParticipantStatus, Stage, Study
+from annotation.base.models import Participant, Stage, Study
+from annotation.flow import services
+from annotation.kinds.critical_failures.posted import FailureInput, Submission
+from annotation.prolific.models import ParticipantStatus
 from tests.annotation.conftest import annotate_all, make_study, no_failure, qualified, run_prolific_jobs
 from tests.factories import logged_in, make_prolific_staff, study_on_prolific
 from tests.prolific_server import FakeProlific

@@ -16,10 +16,12 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from annotation import codebook, prolific_api
-from annotation.models import ParticipantStatus, Study
-from annotation.prolific_api import RETRIES
-from annotation.prolific_studies import estimated_minutes, maximum_allowed_minutes
+from annotation.base import codebook
+from annotation.base.models import Study
+from annotation.prolific import client as prolific_api
+from annotation.prolific.client import RETRIES
+from annotation.prolific.models import ParticipantStatus
+from annotation.prolific.studies import estimated_minutes, maximum_allowed_minutes
 from h2e_site.jobs.models import Job
 from tests.annotation.conftest import annotate_all, make_study, no_failure, qualified, run_prolific_jobs
 from tests.factories import logged_in, make_prolific_staff, make_user, study_on_prolific
@@ -42,7 +44,7 @@ def _finished(study: Study, prolific: FakeProlific) -> str:
     """A participant who finished the study and submitted on Prolific: their submission's id."""
     done = qualified(study, 1)
     annotate_all(done, lambda assignment: no_failure())
-    from annotation import services
+    from annotation.flow import services
 
     services.participant_finish(participant=done)
     return prolific.submit(study.prolific_study_id, participant_id=done.prolific_pid)

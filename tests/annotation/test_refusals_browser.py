@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from annotation.models import Assignment, AssignmentStatus, Study
+from annotation.base.models import Assignment, AssignmentStatus, Study
 from tests.annotation.conftest import make_study
 from tests.annotation.test_annotator_browser import COCONUT_L1, COCONUT_L2, htmx_ready, qualify, read_steps
 from tests.browser.conftest import LAPTOP, PHONE, screenshot

@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotation.report_card import fit_length_threshold, report_card
+from annotation.kinds.critical_failures.report_card import fit_length_threshold, report_card
 from judging.models import Generation
 from judging.stats import wilson_interval
 from mining.models import Procedure

@@ -11,9 +11,14 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotation.gold import gold_decide
-from annotation.models import Study, StudyItem
-from annotation.report_card import GoldComparison, SkippedStudy, StudyCard, report_card
+from annotation.base.models import Study, StudyItem
+from annotation.kinds.critical_failures.gold_events import gold_decide
+from annotation.kinds.critical_failures.report_card import (
+    GoldComparison,
+    SkippedStudy,
+    StudyCard,
+    report_card,
+)
 from judging.judge_figures import Share
 from judging.models import Generation, Judge
 from judging.stats import wilson_interval

@@ -9,10 +9,11 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotation import codebook, services
-from annotation.critical_failures.posted import FailureInput, Submission
-from annotation.kinds.critical_failures import generations_selected
-from annotation.models import Annotation, Assignment, AssignmentStatus, Stage, StudyItem
+from annotation.base import codebook
+from annotation.base.models import Annotation, Assignment, AssignmentStatus, Stage, StudyItem
+from annotation.flow import services
+from annotation.kinds.critical_failures.posted import FailureInput, Submission
+from annotation.kinds.critical_failures.spec import generations_selected
 from tests.annotation.conftest import annotate_all, make_study, no_failure, qualified, read_everything
 from tests.factories import make_generation, make_generator, make_judge, make_judgment, make_procedure
 
@@ -279,7 +280,7 @@ def test_it_keeps_a_returning_pid_where_it_was() -> None:
 
 
 def test_it_exports_every_annotation_with_its_evidence() -> None:
-    from annotation.critical_failures.exports import EXPORT_FIELDS, annotations_export
+    from annotation.kinds.critical_failures.exports import EXPORT_FIELDS, annotations_export
 
     study = make_study(n_items=1)
     assignment = read_everything(services.assignment_next(participant=qualified(study, 1)))

@@ -13,8 +13,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotation import services
-from annotation.models import Annotation, Assignment, Participant, Stage, Study
+from annotation.base.models import Annotation, Assignment, Participant, Stage, Study
+from annotation.flow import services
 from tests.annotation.conftest import make_study, pid
 from tests.factories import make_user
 
@@ -388,7 +388,7 @@ def test_it_labels_each_study_by_its_kind_and_counts_the_kinds_in_the_lede(staff
     """#31 item 4: a pairwise study was listed as "Critical failures" and the lede said "two kinds"."""
     from django.utils.html import escape
 
-    from annotation.kinds import KINDS
+    from annotation.base.registry import KINDS
 
     for name in KINDS:
         Study.objects.create(slug=f"study-{name.replace('_', '-')}", title=f"A {name} study", kind=name)
@@ -492,7 +492,7 @@ def test_it_closes_the_items_of_a_study_that_was_closed(client: Client) -> None:
 
 
 def test_it_shows_reading_progress_and_clocks_as_the_paper_does() -> None:
-    from annotation.views.annotator import clock, reading_percent
+    from annotation.flow.views.annotator import clock, reading_percent
 
     assert (reading_percent(7, 8), reading_percent(1, 8), reading_percent(0, 4), reading_percent(0, 0)) == (
         88,

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from annotation.critical_failures.gold import gold_items
-from annotation.models import GoldEvent
+from annotation.kinds.critical_failures.gold import gold_items
+from annotation.kinds.critical_failures.models import GoldEvent
 from tests.annotation.test_adjudication import labelled
 from tests.browser.conftest import both_widths
 from tests.factories import make_judge, make_judgment

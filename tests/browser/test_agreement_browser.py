@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from annotation.models import Study
+from annotation.base.models import Study
 from tests.annotation.conftest import make_study
 from tests.annotation.test_agreement_pages import annotate, items_in_order, verdict
 from tests.browser.conftest import screenshot

@@ -11,8 +11,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 
-from annotation import calibration_sample
-from annotation.models import CalibrationRound, Study
+from annotation.base.models import Study
+from annotation.kinds.critical_failures.calibration import sample as calibration_sample
+from annotation.kinds.critical_failures.models import CalibrationRound
 from tests.browser.conftest import DESKTOP, PHONE, SCREENSHOTS, both_widths, screenshot
 from tests.browser.test_page_widths_browser import _no_page_overflow
 from tests.factories import make_generation, make_generator, make_judge, make_judgment, make_procedure

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from annotation.critical_failures.questions import FAILURE
-from annotation.models import Study
+from annotation.base.models import Study
+from annotation.kinds.critical_failures.questions import FAILURE
 from tests.annotation.conftest import make_study
 from tests.annotation.pairwise.helpers import make_pairwise_study
 from tests.annotation.test_agreement_pages import annotate, items_in_order

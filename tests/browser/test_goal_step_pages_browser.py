@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from annotation import services
-from annotation.kinds.multiple_choice import MultipleChoiceSubmission
-from annotation.models import StudyKind
+from annotation.base.models import StudyKind
+from annotation.flow import services
+from annotation.kinds.multiple_choice.spec import MultipleChoiceSubmission
 from goal_step.models import TaskAnswer, TaskModel
 from tests.annotation.conftest import annotate_all, qualified
 from tests.browser.conftest import both_widths

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Permission, User
 
-from annotation import services
-from annotation.models import Stage
+from annotation.base.models import Stage
+from annotation.flow import services
 from tests.annotation.conftest import make_study, run_prolific_jobs
 from tests.browser.conftest import both_widths
 from tests.prolific_server import FakeProlific

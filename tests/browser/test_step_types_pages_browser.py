@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from annotation.models import StepTypeClassifier, StepTypePrediction
+from annotation.kinds.step_types.models import StepTypeClassifier, StepTypePrediction
 from tests.annotation.step_types.labelled import table6_study
 from tests.browser.conftest import DESKTOP, PAGE_OVERFLOW, PHONE, screenshot
 
@@ -27,7 +27,7 @@ def _predict(study: Any) -> StepTypeClassifier:
 
 
 def _labels(study: Any) -> list[Any]:
-    from annotation.models import StepTypeLabel
+    from annotation.kinds.step_types.models import StepTypeLabel
 
     return list(StepTypeLabel.objects.filter(annotation__study=study).select_related("candidate"))
 

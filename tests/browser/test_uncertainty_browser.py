@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from annotation.models import Study
+from annotation.base.models import Study
 from tests.annotation.test_agreement_pages import annotate
 from tests.browser.conftest import DESKTOP, PAGE_OVERFLOW, PHONE, screenshot
 from tests.browser.test_research_pages_browser import research_world

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from annotation.goal_step.validation import task_set_validated_pks
-from annotation.step_types.ordering import ordered_from_step_types
+from annotation.kinds.multiple_choice.validation import task_set_validated_pks
+from annotation.kinds.step_types.ordering import ordered_from_step_types
 from goal_step.human_labels import HumanLabels, human_labels_register, ordered_by_people, validated_pks
 from goal_step.models import TaskSet
 

@@ -154,7 +154,7 @@ def test_the_api_answers_503_saying_the_upload_is_stored_and_the_job_not_queued(
 def test_a_participant_answer_is_stored_and_sees_no_warning_when_its_embed_job_is_not_queued(
     broker_down: str, client: Client
 ) -> None:
-    from annotation.models import AnnotatedFailure
+    from annotation.base.models import AnnotatedFailure
     from tests.annotation.conftest import make_study
     from tests.annotation.test_hardening import failure_post, ready_item
     from tests.annotation.test_views import url

@@ -7,7 +7,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotation.job_kinds import (
+from annotation.base.job_kinds import (
     CALIBRATION_ROUND,
     CLASSIFY_STEPS,
     FAILURE_PATTERNS,

@@ -76,8 +76,8 @@ def test_a_text_search_of_human_failures_can_use_their_full_text_index() -> None
     """annotation migration 0020: the GIN index on the human failures' descriptions has the expression the
     search filters on, so the planner can answer a word from the index (forced here: a test table is too small
     for the planner to prefer it on its own)."""
+    from annotation.base.models import AnnotatedFailure
     from annotation.failures.search import _text_match
-    from annotation.models import AnnotatedFailure
 
     query = _text_match(AnnotatedFailure.objects.order_by(), AnnotatedFailure._meta.db_table, "temperature")
     sql, params = query.values("pk").query.sql_with_params()

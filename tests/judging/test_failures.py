@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation import failures
-from annotation.models import AnnotatedFailure, Annotation, Assignment, Participant, Study, StudyItem
+from annotation.base.models import AnnotatedFailure, Annotation, Assignment, Participant, Study, StudyItem
 from judging.models import Generation
 from tests.factories import (
     Failure,

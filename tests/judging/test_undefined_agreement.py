@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from annotation.agreement import Label, binary_alpha
-from annotation.step_types.measures import Contradiction, contradiction_rate, nominal_alpha_coefficient
+from annotation.kinds.step_types.measures import Contradiction, contradiction_rate, nominal_alpha_coefficient
 from h2e_site.stats import agreement_undefined, nominal_chance_agreement
 from judging.stats import Confusion, ac1, kappa
 

@@ -1,5 +1,5 @@
 """python manage.py calibration_round SLUG --size N [--judge ID ...] [--design D] [--seed S]: a calibration
-study's next round (annotation/calibration_sample.py)."""
+study's next round (annotation/kinds/critical_failures/calibration/sample.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from annotation.calibration_sample import ROUND_STEPS, RoundRequest, next_round
-from annotation.models import CalibrationDesign, Study
+from annotation.base.models import Study
+from annotation.kinds.critical_failures.calibration.sample import ROUND_STEPS, RoundRequest, next_round
+from annotation.kinds.critical_failures.models import CalibrationDesign
 from judging.models import Judge
 
 

@@ -8,8 +8,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from annotation.models import Study, StudyKind
-from annotation.step_types.classify import NothingToClassify, classifier_for_config, classify_job_create
+from annotation.base.models import Study, StudyKind
+from annotation.kinds.step_types.classify import NothingToClassify, classifier_for_config, classify_job_create
 from h2e_site.jobs.follow import follow_job
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotation.failure_meaning.jobs import (
+from annotation.failures.meaning.jobs import (
     DEFAULT_K,
     DEFAULT_SEED,
     TooFewFailures,

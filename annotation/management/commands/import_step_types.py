@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotation.step_types.imports import step_type_labels_import, step_type_predictions_import
+from annotation.kinds.step_types.imports import step_type_labels_import, step_type_predictions_import
 from mining.management.commands.import_bench import print_import_report
 from mining.services import TqdmProgress
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from annotation import services
-from annotation.models import Annotation, StudyKind
+from annotation.base.models import Annotation, StudyKind
+from annotation.flow import services
 from goal_step.models import TaskExample
 from tests.annotation.conftest import pid
 from tests.annotation.goal_step.conftest import make_task_set

@@ -15,10 +15,10 @@ from django.core.exceptions import ValidationError
 from django.test import Client
 from django.urls import reverse
 
-from annotation import services
-from annotation.goal_step.validation import kept_example_ids, study_answers, study_validation
-from annotation.kinds.multiple_choice import NONE, MultipleChoiceSubmission
-from annotation.models import Annotation, Study, StudyItem, StudyKind
+from annotation.base.models import Annotation, Study, StudyItem, StudyKind
+from annotation.flow import services
+from annotation.kinds.multiple_choice.spec import NONE, MultipleChoiceSubmission
+from annotation.kinds.multiple_choice.validation import kept_example_ids, study_answers, study_validation
 from goal_step.models import TaskExample
 from goal_step.options import option_letter
 from judging.stats import wilson_interval

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from annotation import services
-from annotation.kinds.pairwise import KIND, PairFailure, PairSubmission
-from annotation.models import Study
+from annotation.base.models import Study
+from annotation.flow import services
+from annotation.kinds.pairwise.spec import KIND, PairFailure, PairSubmission
 from judging.models import Generator
 from tests.factories import make_generation, make_generator, make_procedure
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from annotation.models import Annotation, Assignment
-from annotation.pairwise.guidelines import SIDE_WORDS
+from annotation.base.models import Annotation, Assignment
+from annotation.kinds.pairwise.guidelines import SIDE_WORDS
 from tests.annotation.conftest import pid
 from tests.annotation.test_annotator_browser import htmx_ready
 from tests.browser.conftest import DESKTOP, PAGE_OVERFLOW, PHONE, PROLIFIC, screenshot

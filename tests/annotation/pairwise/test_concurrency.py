@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from annotation.models import Annotation, StudyItem
+from annotation.base.models import Annotation, StudyItem
 from tests.annotation.conftest import pid
 from tests.annotation.gunicorn_server import Gunicorn
 from tests.annotation.http_annotator import HttpAnnotator

@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 from django.http import QueryDict
 
-from annotation import services
-from annotation.kinds import kind_for
-from annotation.kinds.pairwise import PairFailure, PairSubmission, pairs_selected
-from annotation.models import Annotation, Assignment, StudyItem
-from annotation.pairwise.data import canonical_outcome, export_rows
-from annotation.pairwise.figures import study_figures
-from annotation.pairwise.models import PairwiseItem
-from annotation.study_types import Refused
+from annotation.base.models import Annotation, Assignment, StudyItem
+from annotation.base.registry import kind_for
+from annotation.base.types import Refused
+from annotation.flow import services
+from annotation.kinds.pairwise.data import canonical_outcome, export_rows
+from annotation.kinds.pairwise.figures import study_figures
+from annotation.kinds.pairwise.models import PairwiseItem
+from annotation.kinds.pairwise.spec import PairFailure, PairSubmission, pairs_selected
 from judging.models import PairwiseJudgment
 from tests.annotation.conftest import qualified, read_everything
 from tests.factories import make_judge, make_judgment

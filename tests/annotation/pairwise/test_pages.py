@@ -15,7 +15,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation.models import Annotation, Assignment, Study
+from annotation.base.models import Annotation, Assignment, Study
 from h2e_site.jobs.models import Job
 from h2e_site.llm.config import config_from_mapping
 from h2e_site.llm.prompts import prompt_sha256

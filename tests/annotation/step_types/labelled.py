@@ -9,17 +9,17 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from annotation.kinds.step_types import procedure_candidates
-from annotation.models import (
+from annotation.base.models import (
     Annotation,
     Assignment,
     AssignmentStatus,
     Participant,
-    StepTypeLabel,
     Study,
     StudyItem,
     StudyKind,
 )
+from annotation.kinds.step_types.models import StepTypeLabel
+from annotation.kinds.step_types.spec import procedure_candidates
 from mining.models import Procedure
 from tests.factories import make_procedure
 

@@ -11,9 +11,10 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotation.models import StepTypeLabelSet, Study
-from annotation.step_types.agreement import study_labels, study_step_types_agreement
-from annotation.step_types.measures import ALL, TASK_EXPERT, Expert
+from annotation.base.models import Study
+from annotation.kinds.step_types.agreement import study_labels, study_step_types_agreement
+from annotation.kinds.step_types.measures import ALL, TASK_EXPERT, Expert
+from annotation.kinds.step_types.models import StepTypeLabelSet
 from h2e_site.stats import wilson_interval
 from tests.factories import make_procedure
 

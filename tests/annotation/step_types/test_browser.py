@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from annotation import services
-from annotation.models import Annotation, StepTypeLabel, StudyKind
+from annotation.base.models import Annotation, StudyKind
+from annotation.flow import services
+from annotation.kinds.step_types.models import StepTypeLabel
 from mining.models import Split
 from tests.annotation.conftest import pid
 from tests.browser.conftest import PAGE_OVERFLOW, PHONE, PROLIFIC, screenshot

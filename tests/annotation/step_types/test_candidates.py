@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from annotation.step_types.candidates import Candidate, StepType, candidates, context_window
+from annotation.kinds.step_types.candidates import Candidate, StepType, candidates, context_window
 
 SEQ, INT, OPT = StepType.SEQUENTIAL, StepType.INTERCHANGEABLE, StepType.OPTIONAL
 

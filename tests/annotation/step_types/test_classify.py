@@ -20,28 +20,26 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation import services
-from annotation.job_kinds import CLASSIFY_STEPS
-from annotation.kinds.step_types import StepTypesSubmission, procedure_candidates
-from annotation.models import (
-    Annotation,
-    StepCandidate,
-    StepTypeClassifier,
-    StepTypeLabel,
-    StepTypeLabelSet,
-    StepTypePrediction,
-    Study,
-    StudyKind,
-)
-from annotation.step_types.candidates import StepType
-from annotation.step_types.classify import (
+from annotation.base.job_kinds import CLASSIFY_STEPS
+from annotation.base.models import Annotation, Study, StudyKind
+from annotation.flow import services
+from annotation.kinds.step_types.candidates import StepType
+from annotation.kinds.step_types.classify import (
     NothingToClassify,
     classifier_for_config,
     classify_job_create,
     classify_job_run,
 )
-from annotation.step_types.evaluation import step_type_models_table
-from annotation.step_types.measures import ALL
+from annotation.kinds.step_types.evaluation import step_type_models_table
+from annotation.kinds.step_types.measures import ALL
+from annotation.kinds.step_types.models import (
+    StepCandidate,
+    StepTypeClassifier,
+    StepTypeLabel,
+    StepTypeLabelSet,
+    StepTypePrediction,
+)
+from annotation.kinds.step_types.spec import StepTypesSubmission, procedure_candidates
 from h2e_site.jobs.models import Job, JobStatus
 from h2e_site.jobs.services import NothingToRetry, job_retry_failed
 from h2e_site.llm.config import ConfigError

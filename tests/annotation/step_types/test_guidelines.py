@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from annotation.codebook import training_blocks
-from annotation.step_types.guidelines import GUIDELINES, TRAINING, default_comprehension_questions
+from annotation.base.codebook import training_blocks
+from annotation.kinds.step_types.guidelines import GUIDELINES, TRAINING, default_comprehension_questions
 
 
 def test_it_renders_the_training_text_as_codebook_blocks() -> None:

@@ -19,10 +19,9 @@ from django.urls import reverse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from annotation.kinds.step_types import procedure_candidates
-from annotation.models import StepTypeClassifier, StepTypeLabel, StepTypeLabelSet, StepTypePrediction, Study
-from annotation.step_types.agreement import label_set_agreement, study_step_types_agreement
-from annotation.step_types.exports import (
+from annotation.base.models import Study
+from annotation.kinds.step_types.agreement import label_set_agreement, study_step_types_agreement
+from annotation.kinds.step_types.exports import (
     LABEL_FIELDS,
     PREDICTION_FIELDS,
     csv_lines,
@@ -30,8 +29,15 @@ from annotation.step_types.exports import (
     prediction_rows,
     study_label_rows,
 )
-from annotation.step_types.imports import step_type_labels_import, step_type_predictions_import
-from annotation.step_types.measures import TASK_EXPERT
+from annotation.kinds.step_types.imports import step_type_labels_import, step_type_predictions_import
+from annotation.kinds.step_types.measures import TASK_EXPERT
+from annotation.kinds.step_types.models import (
+    StepTypeClassifier,
+    StepTypeLabel,
+    StepTypeLabelSet,
+    StepTypePrediction,
+)
+from annotation.kinds.step_types.spec import procedure_candidates
 from mining.models import Procedure
 from tests.factories import make_procedure, make_user
 from tests.fuzzing import fuzz_settings

@@ -11,19 +11,12 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotation import services
-from annotation.kinds.step_types import StepTypesSubmission
-from annotation.models import (
-    Annotation,
-    Assignment,
-    StepCandidate,
-    StepTypeLabel,
-    Study,
-    StudyItem,
-    StudyKind,
-)
-from annotation.step_types import guidelines
-from annotation.step_types.candidates import candidates
+from annotation.base.models import Annotation, Assignment, Study, StudyItem, StudyKind
+from annotation.flow import services
+from annotation.kinds.step_types import guidelines
+from annotation.kinds.step_types.candidates import candidates
+from annotation.kinds.step_types.models import StepCandidate, StepTypeLabel
+from annotation.kinds.step_types.spec import StepTypesSubmission
 from mining.models import Split
 from tests.annotation.conftest import qualified, read_everything
 from tests.annotation.test_views import qualify, read_all, url

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.step_types.candidates import Candidate, StepType, candidates
-from annotation.step_types.llm import (
+from annotation.kinds.step_types.candidates import Candidate, StepType, candidates
+from annotation.kinds.step_types.llm import (
     PROMPT_FILES,
     PROMPTS_DIR,
     parse_answer,

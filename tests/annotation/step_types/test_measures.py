@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from annotation.step_types.candidates import Candidate, StepType, candidates
-from annotation.step_types.measures import (
+from annotation.kinds.step_types.candidates import Candidate, StepType, candidates
+from annotation.kinds.step_types.measures import (
     ALL,
     TASK_EXPERT,
     Contradiction,

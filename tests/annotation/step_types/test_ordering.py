@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.step_types.ordering import ordered_from_step_types
+from annotation.kinds.step_types.ordering import ordered_from_step_types
 from goal_step.selection import selected_procedures
 from tests.annotation.step_types.labelled import FOUR_STEPS, add_item, annotate, step_study
 from tests.factories import make_procedure

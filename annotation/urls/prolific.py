@@ -1,8 +1,0 @@
-"""What Prolific calls: its webhooks (/prolific/hooks/, signed; annotation/prolific_hooks.py)."""
-
-from django.urls import path
-
-from annotation.prolific_hooks import prolific_hook
-
-app_name = "prolific"
-urlpatterns = [path("hooks/", prolific_hook, name="hooks")]
