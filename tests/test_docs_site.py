@@ -1,5 +1,5 @@
-"""The manual is a MkDocs site (mkdocs.yml, docs/): it builds with --strict (no broken link, missing page or
-anchor), and the README stays a front page (at most 250 lines) whose links all reach a file of the repository."""
+"""The manual is a MkDocs site (mkdocs.yml, docs/): it builds with --strict (no broken link, missing page
+or anchor), and the README stays a front page (at most 250 lines) whose links all reach a repository file."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
-# [text](target) and [text]: target; a target up to its first space (a title may follow) or closing parenthesis.
+# [text](target) and [text]: target; a target ends at a space (a title may follow) or a parenthesis.
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)[^)]*\)|^\[[^\]]+\]:\s*(\S+)", re.M)
 
 

@@ -1,6 +1,6 @@
 """The training guide's "Training with How2Score as a reward" (docs/guides/researcher/training.md, once the
-README's): its TRL, verl and open-instruct snippets, run as they are written (read out of the page) and called as
-each trainer calls them, against the live studio."""
+README's): its TRL, verl and open-instruct snippets, run as they are written (read out of the page) and called
+as each trainer calls them, against the live studio."""
 
 from __future__ import annotations
 
