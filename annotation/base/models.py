@@ -134,8 +134,9 @@ class Study(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         verbose_name_plural = "studies"
-        # Acting on Prolific reaches people outside and spends money: permissions of their own (README,
-        # "Running the study on Prolific"), checked before anything is sent (annotation/prolific/views.py).
+        # Acting on Prolific reaches people outside and spends money: permissions of their own
+        # (docs/guides/researcher/studies.md, "Running the study on Prolific"), checked before anything is
+        # sent (annotation/prolific/views.py).
         permissions = [
             (
                 "run_prolific_study",

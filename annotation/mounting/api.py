@@ -179,10 +179,10 @@ class PlanQuerySerializer(serializers.Serializer):
 
 
 class PlanView(ComputedView):
-    """The budget planner (annotation/kinds/critical_failures/calibration/planner.py; README "Budget
-    planner"): the human labels, annotations,
-    participants, minutes and cost to reach a target half-width, the minimum detectable differences at the
-    labels collected, and the paper's setting as a fixed example.
+    """The budget planner (annotation/kinds/critical_failures/calibration/planner.py;
+    docs/reference/statistics.md, "The budget planner"): the
+    human labels, annotations, participants, minutes and cost to reach a target half-width, the minimum
+    detectable differences at the labels collected, and the paper's setting as a fixed example.
 
     Rules the schema cannot state: a `judge` or `generator` that does not exist is a 404; a 400 naming the
     parameter for a judge that has not judged the generator, a difference (`other_generator`) that is missing
@@ -332,7 +332,7 @@ class SkippedStudySerializer(GoldComparisonSerializer):
 
 
 class ReportCardSerializer(serializers.Serializer):
-    """Shape of report_card.ReportCard.as_json() (the README defines every figure)."""
+    """Shape of report_card.ReportCard.as_json() (docs/reference/statistics.md defines every figure)."""
 
     judge_id = serializers.CharField()
     model = serializers.CharField()
@@ -354,7 +354,7 @@ class JudgeReportCardView(ComputedView):
     Wilson intervals, Cohen's kappa, Gwet's AC1, the human leave-one-out band and trivial baselines on the
     same items) and with the adjudicated gold (beside the majority's own agreement with it), length bias (§D.5
     regression), agreement with the other judges, cost, latency and flips, and its bias against people on the
-    calibration samples. The README defines every figure."""
+    calibration samples. docs/reference/statistics.md defines every figure."""
 
     serializer_class = ReportCardSerializer
 
@@ -522,10 +522,10 @@ class RoundJobSerializer(serializers.Serializer):
 class CalibrationRoundView(ComputedView):
     """Draw the next round of a calibration study: every frame generation's inclusion probability from the
     judges' verdicts only, a systematic PPS draw, and an item for each generation drawn that the study does
-    not have yet (annotation/kinds/critical_failures/calibration/sample.py; the README defines the designs). A
-    frame of more than
-    10,000 examples is drawn by a calibration_round job: 202 with the job (which needs the 'add job'
-    permission, else 403); a smaller one in the request: 201 with the round."""
+    not have yet (annotation/kinds/critical_failures/calibration/sample.py;
+    docs/guides/researcher/calibration.md defines the
+    designs). A frame of more than 10,000 examples is drawn by a calibration_round job: 202 with the job
+    (which needs the 'add job' permission, else 403); a smaller one in the request: 201 with the round."""
 
     serializer_class = CalibrationRoundSerializer
     parser_classes = [ObjectJSONParser]  # a JSON object: a list of judges has no unambiguous form encoding

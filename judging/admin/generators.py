@@ -48,7 +48,9 @@ class GeneratorAdmin(BoundedJSONAdmin, RunActionsMixin, admin.ModelAdmin):
         ]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
-        return False  # a generator is made from a config (its id hashes it) or imported: see the README
+        # a generator is made from a config (its id hashes it) or imported:
+        # see docs/guides/researcher/benchmark.md
+        return False
 
     @admin.display(description="page")
     def page_link(self, obj: Generator) -> SafeString | str:

@@ -84,7 +84,7 @@ class GenerationAdmin(BoundedJSONAdmin, admin.ModelAdmin):
         return bool(obj.error)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
-        return False  # L2 comes from generate jobs and imports: see the README
+        return False  # L2 comes from generate jobs and imports: see docs/guides/researcher/benchmark.md
 
     @admin.display(description="page")
     def page_link(self, obj: Generation) -> SafeString | str:
@@ -242,7 +242,7 @@ class JudgmentAdmin(BoundedJSONAdmin, RunActionsMixin, admin.ModelAdmin):
         )
 
     def has_add_permission(self, request: HttpRequest) -> bool:
-        return False  # judgments come from judge jobs and imports: see the README
+        return False  # judgments come from judge jobs and imports: see docs/guides/researcher/benchmark.md
 
     @admin.display(description="page")
     def page_link(self, obj: Judgment) -> SafeString | str:

@@ -1,5 +1,6 @@
 """The statistics of a judge probe, pure functions of counts and lists (tested against hand and library
-computations in tests/judging/test_probe_stats.py; the README's "Judge probes" defines them).
+computations in tests/judging/test_probe_stats.py; docs/reference/statistics.md, "Judge probes' figures",
+defines them).
 
 Verbose rewrite, on the items scored both times (neither verdict a parse failure), n of them, as a paired
 2 x 2 table: `both_pass`, `gained` (the original fails, the rewrite passes), `lost` (the original passes, the

@@ -1,6 +1,7 @@
 """GET /api/training/runs/ and GET /api/training/runs/<name>/ (staff): the training runs, and a run's figures
 per step or bucket of steps with their 95 % intervals and the length-gaming alarm (judging/training/watch.py
-computes them; the README's "Training runs and the length-gaming alarm" defines each)."""
+computes them; docs/reference/statistics.md, "Training runs: the figures and the length-gaming alarm", defines
+each)."""
 
 from __future__ import annotations
 

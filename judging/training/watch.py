@@ -2,7 +2,8 @@
 calls with their 95 % intervals, and the length-gaming alarm (paper Table 12). Pure arithmetic: no Django
 here (judging/training/selectors.py adds the sums up in the database and hands them over).
 
-The figures of a bucket (README, "Training runs and the length-gaming alarm", defines each):
+The figures of a bucket (docs/reference/statistics.md, "Training runs: the figures and the length-gaming
+alarm", defines each):
 - How2Score: the share of its calls the judge scored 1, over the calls it scored (0 or 1; null left out),
   with its Wilson interval; and the same among the calls whose step format passed (the §7.1 confound).
 - the format pass rate: the share of calls whose format is 1, over those with a format, Wilson interval;

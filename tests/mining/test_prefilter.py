@@ -79,8 +79,9 @@ def test_it_reports_the_rates_it_measured() -> None:
 
 
 def test_it_counts_only_the_steps_that_are_there_unlike_the_reference() -> None:
-    """A deliberate deviation (README, "How it differs from the reference"): a 5-item extraction with one
-    blank step has 4 steps here and fails the 5-15 check; the reference counts the blank and passes it."""
+    """A deliberate deviation (docs/guides/researcher/benchmark.md, "How it differs from the reference"): a
+    5-item extraction with one blank step has 4 steps here and fails the 5-15 check; the reference counts the
+    blank and passes it."""
     import json
 
     from mining.stages import parse_stage_output

@@ -1,5 +1,6 @@
-"""README's "Training with How2Score as a reward": its TRL, verl and open-instruct snippets, run as they are
-written (read out of the README) and called as each trainer calls them, against the live studio."""
+"""The training guide's "Training with How2Score as a reward" (docs/guides/researcher/training.md, once the
+README's): its TRL, verl and open-instruct snippets, run as they are written (read out of the page) and called
+as each trainer calls them, against the live studio."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from tests.reward_client.trainers import (
     verl_custom_reward_fn,
 )
 
-README = Path(settings.BASE_DIR) / "README.md"
+README = Path(settings.BASE_DIR) / "docs/guides/researcher/training.md"
 GOOD, FAILING, BULLETS = numbered(STEPS), numbered(STEPS, marker=FAILS), "\n".join(f"- {s}" for s in STEPS)
 
 

@@ -1,9 +1,9 @@
-"""A pairwise study's figures (the definitions are judging/pairwise_figures.py's and the README's): the
-humans' Bradley-Terry ranking of the generators with bootstrap intervals, their agreement (Krippendorff's
-alpha on pairs) and position bias; for each pairwise judge (the study's LLM twin) its ranking, its agreement
-with the human majority, its position bias and how often its verdict flips with the order; for each
-pointwise judge, how often the humans' pairwise order agrees with its How2Score order of the same two
-generations, and Kendall's tau between the two rankings."""
+"""A pairwise study's figures (the definitions are judging/pairwise_figures.py's and
+docs/reference/statistics.md's): the humans' Bradley-Terry ranking of the generators with bootstrap intervals,
+their agreement (Krippendorff's alpha on pairs) and position bias; for each pairwise judge (the study's LLM
+twin) its ranking, its agreement with the human majority, its position bias and how often its verdict flips
+with the order; for each pointwise judge, how often the humans' pairwise order agrees with its How2Score order
+of the same two generations, and Kendall's tau between the two rankings."""
 
 from __future__ import annotations
 

@@ -37,7 +37,7 @@ class StepTypeModelsView(ComputedView):
     """Each step-type classifier against the gold labels of a step-types study: precision, recall and F1
     per type and their macro "All" (the SIO paper's Table 3), overall and per topic, answers that could
     not be read counted apart, and the sequential/interchangeable contradiction rate beside the humans'.
-    The README defines every figure."""
+    docs/reference/study-kinds.md and docs/reference/statistics.md define every figure."""
 
     serializer_class = StepTypeModelsSerializer
 

@@ -2,7 +2,7 @@
 examples joined with the human majority on the calibration sample of them (judging/calibration.py has the
 estimator, judging/sampling.py the designs).
 
-Rules (the README repeats them):
+Rules (docs/guides/researcher/calibration.md, "Calibrated leaderboard", repeats them):
 - **Which human labels.** Only a critical-failures study built with a *calibration sample* (its rounds store
   every frame example's inclusion probability) is used. Any other study is listed with the reason it is not
   (its selection keeps only where judges disagree, or a topic filter, or no probabilities recorded). Where

@@ -3,7 +3,7 @@ generator, each topic, or the difference between two generators), how many more 
 needed, how many annotations and participants that is, how long it takes and what it costs; and, for the
 labels already collected, the minimum detectable difference between generators.
 
-Rules (the README's "Budget planner" repeats them):
+Rules (docs/reference/statistics.md, "The budget planner", repeats them):
 - **Labels needed** come from judging.calibration's closed form of the PPI++ variance: labels_needed_from on
   the paired labels collected so far (annotation.kinds.critical_failures.calibration.calibrated's join),
   weighted by 1 / pi where their

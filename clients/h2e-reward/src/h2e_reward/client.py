@@ -114,7 +114,7 @@ class RewardClient:
     def score(
         self, items: Iterable[Mapping[str, Any]], components: Sequence[str] | None = None
     ) -> list[Answer]:
-        """One answer per item, in order (the contract's item answers; README "Training with How2Score")."""
+        """One answer per item, in order (the contract's item answers; docs/guides/researcher/training.md)."""
         batch = [dict(item) for item in items]
         wanted = check_components(components)
         answers: list[Answer] = []
