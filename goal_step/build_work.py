@@ -33,9 +33,8 @@ from .build import (
     split_kept,
 )
 from .corpus import Corpus
-from .jobs import SplitBy
 from .models import GoalStepTask, TaskExample, TaskSet, TaskSplit
-from .selection import procedures_selected, selected_procedures
+from .selection import SplitBy, procedures_selected, selected_procedures
 
 HALF_PRECISION_ABOVE = 300_000  # texts: a larger corpus holds its vectors in float16 (half the memory)
 STORE_BATCH = 2_000  # examples per INSERT
