@@ -11,7 +11,7 @@ Celery task (tasks.py) calls build_job_run(), which runs BuildWork in the core's
    are read from the store;
 3. builds Step Inference, Goal Inference and Step Ordering (build.py, seeded; Step Ordering from the
    procedures whose `ordered` is True), one progress unit each;
-4. splits each task into test and train (build.split_kept, test_share of its examples), then drops
+4. splits each task into test and train (split.split_kept, test_share of its examples), then drops
    every train example sharing a prompt or candidate text with a test example of *any* task (split by text);
    or, split by procedure, draws test_share of the procedures for test and builds each side on its own;
 5. runs the candidates-only artifact check (artifacts.py) on the stored examples of each task, the vectors
