@@ -20,8 +20,9 @@ from h2e_site.bounds import BoundedJSONAdmin, model_range
 from h2e_site.web import RunActionsMixin, confirmed, request_user
 from mining.models import Split
 
-from .jobs import SplitBy, TaskSetRefused, task_set_create
+from .jobs import TaskSetRefused, task_set_create
 from .models import TaskExample, TaskSet
+from .selection import SplitBy
 
 
 class RebuildForm(forms.Form):

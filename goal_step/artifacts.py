@@ -17,7 +17,8 @@ import numpy as np
 from h2e_site.embeddings.search import unit_rows
 from h2e_site.stats import wilson_interval
 
-from .build import Embed, Example, Kept
+from .build import Embed, Example
+from .kept import Kept
 
 TIE = 1e-6  # centralities this close count as equal (float32 rounding)
 BLOCK = 20_000  # examples compared at once

@@ -34,12 +34,14 @@ sharing a word with its own goal, say), and so would sink every example it is in
 
 Reproducible: the procedures are put in pk order first, and every draw comes from numpy Generators seeded by
 (seed, task).
+
+What a build keeps of each task (its Funnel and Kept drafts) is in kept.py; cutting it into test and train
+(§3.4) in split.py.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -47,7 +49,7 @@ import numpy as np
 from h2e_site.embeddings.search import unit_rows
 
 from .batch import Drafts, batch_of
-from .corpus import Corpus, Draft
+from .corpus import Corpus
 from .examples import (
     GOAL_INFERENCE,
     N_CANDIDATES,
@@ -57,14 +59,10 @@ from .examples import (
     Example,
     Pk,
     ProcedureText,
+    pk_order,
 )
-from .filters import (
-    DEFAULT_FILTERS,
-    ORDERING_FILTERS,
-    Filter,
-    filter_name,
-    words,
-)
+from .filters import DEFAULT_FILTERS, ORDERING_FILTERS, Filter, filter_name
+from .kept import REASON_SAMPLES, Funnel, Kept
 from .lexicon import Lexicon, best_tfidf, item_tokens, segments_gather
 from .neighbours import nearest_in_other_groups
 from .options import MAX_CANDIDATES
@@ -73,94 +71,8 @@ TOO_FEW_NEGATIVES = "too_few_negatives"
 SAME_GOAL = "same_goal"
 NOT_ORDERED = "not_ordered"
 DUPLICATE = "duplicate"
-REASON_SAMPLES = 3
 
 Embed = Callable[[Sequence[str]], np.ndarray]
-
-
-@dataclass
-class Funnel:
-    """Per task: drafted examples in, removed at each stage (in order), kept; a few reasons per stage."""
-
-    task: str
-    candidates_in: int = 0
-    removed: dict[str, int] = field(default_factory=dict)
-    kept: int = 0
-    reasons: dict[str, list[str]] = field(default_factory=dict)
-
-    def remove_many(self, stage: str, count: int, reasons: Sequence[str]) -> None:
-        """`count` drafts removed at `stage`; a few of their reasons kept."""
-        if not count:
-            return
-        self.removed[stage] = self.removed.get(stage, 0) + count
-        samples = self.reasons.setdefault(stage, [])
-        samples += reasons[: REASON_SAMPLES - len(samples)]
-
-    def merged(self, other: Funnel) -> Funnel:
-        """This funnel and another of the same task, counted together."""
-        removed = dict(self.removed)
-        for stage, count in other.removed.items():
-            removed[stage] = removed.get(stage, 0) + count
-        reasons = {
-            stage: [*self.reasons.get(stage, []), *other.reasons.get(stage, [])][:REASON_SAMPLES]
-            for stage in removed
-        }
-        return Funnel(
-            self.task, self.candidates_in + other.candidates_in, removed, self.kept + other.kept, reasons
-        )
-
-    def lines(self) -> list[str]:
-        lines = [f"{self.task}: {self.candidates_in:,} in"]
-        lines += [f"  - {stage}: {count:,}" for stage, count in self.removed.items()]
-        lines.append(f"  = {self.kept:,} kept")
-        return lines
-
-
-@dataclass(frozen=True, eq=False)
-class Kept:
-    """A task's examples before they are made: the drafts, the rows kept (in order) and the item each was
-    searched around. A build keeps a few hundred thousand of them at the wikiHow paper's scale and stores
-    the share its split keeps: they are made (Example objects, texts and metadata) only then."""
-
-    corpus: Corpus
-    drafts: Drafts
-    rows: np.ndarray
-    seed_items: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def text_ids(self) -> np.ndarray:
-        """Per example, the normalised-text ids of its prompt and candidates."""
-        prompts = self.corpus.text_ids[self.drafts.prompts[self.rows, 0]]
-        return np.column_stack([prompts, self.corpus.text_ids[self.drafts.candidates[self.rows]]])
-
-    def examples(self, which: np.ndarray | None = None) -> list[Example]:
-        """The examples (those at positions `which`, in order, when given)."""
-        positions = np.arange(len(self.rows)) if which is None else which
-        return [
-            _example(self.drafts.draft(int(self.rows[i]), 0), self.corpus, seed_item=int(self.seed_items[i]))
-            for i in positions.tolist()
-        ]
-
-
-@dataclass(frozen=True)
-class KeptSplit:
-    """Positions (into a task's Kept) of its test and train examples, and how many train ones were dropped
-    for sharing a text with a test example."""
-
-    test: np.ndarray
-    train: np.ndarray
-    dropped: int
-
-
-def normalise(text: str) -> str:
-    """Case-folded words joined by single spaces: how texts are compared for equality."""
-    return " ".join(words(text))
-
-
-def _pk_order(pk: Pk) -> tuple[int, int, str]:
-    return (0, pk, "") if isinstance(pk, int) else (1, 0, str(pk))
 
 
 def prepare_corpus(procedures: Iterable[ProcedureText], *, embed: Embed) -> Corpus:
@@ -196,7 +108,7 @@ def prepare_corpus(procedures: Iterable[ProcedureText], *, embed: Embed) -> Corp
 
 def _validated(procedures: Iterable[ProcedureText]) -> list[ProcedureText]:
     """The procedures in pk order; ValueError naming the first repeated pk, empty goal or empty step."""
-    ordered = sorted(procedures, key=lambda p: _pk_order(p.pk))
+    ordered = sorted(procedures, key=lambda p: pk_order(p.pk))
     seen: set[Pk] = set()
     for procedure in ordered:
         if procedure.pk in seen:
@@ -431,78 +343,6 @@ def build_all(
     return {task: pair[0] for task, pair in built.items()}, {task: pair[1] for task, pair in built.items()}
 
 
-@dataclass
-class TrainTestSplit:
-    train: list[Example]
-    test: list[Example]
-    dropped: int  # examples left out of train because they share a text with the test set
-
-
-def procedures_split(
-    procedures: Sequence[ProcedureText], *, test_share: float, seed: int
-) -> tuple[list[ProcedureText], list[ProcedureText]]:
-    """The split by procedure: round(test_share x n) procedures drawn with the seed (in pk order first) are
-    test, the rest train."""
-    ordered = sorted(procedures, key=lambda p: _pk_order(p.pk))
-    chosen = set(
-        np.random.default_rng([seed, len(TASKS)])
-        .choice(len(ordered), size=round(test_share * len(ordered)), replace=False)
-        .tolist()
-    )
-    return [p for i, p in enumerate(ordered) if i in chosen], [
-        p for i, p in enumerate(ordered) if i not in chosen
-    ]
-
-
-def split_train_test(examples: Sequence[Example], *, test_size: int, seed: int) -> TrainTestSplit:
-    """§3.4: `test_size` examples drawn at random are the test set; the training set is the rest, minus any
-    example whose prompt or a candidate (normalised) is the prompt or a candidate of a test example. The rule
-    as a list of examples: a build runs split_kept, its form on arrays across tasks, which the tests check
-    against this one."""
-    if not 0 <= test_size <= len(examples):
-        raise ValueError(f"test_size must be between 0 and {len(examples)}, got {test_size}")
-    in_test = _test_mask(len(examples), test_size, seed)
-    test = [e for e, t in zip(examples, in_test, strict=True) if t]
-    test_texts = {normalise(text) for e in test for text in (e.prompt, *e.candidates)}
-    train: list[Example] = []
-    dropped = 0
-    for example, is_test in zip(examples, in_test, strict=True):
-        if is_test:
-            continue
-        if any(normalise(text) in test_texts for text in (example.prompt, *example.candidates)):
-            dropped += 1
-        else:
-            train.append(example)
-    return TrainTestSplit(train=train, test=test, dropped=dropped)
-
-
-def _test_mask(n: int, size: int, seed: int) -> np.ndarray:
-    """Which of n examples are test: `size` of them drawn without replacement with the seed."""
-    mask = np.zeros(n, dtype=bool)
-    mask[np.random.default_rng(seed).choice(n, size=size, replace=False)] = True
-    return mask
-
-
-def split_kept(kept: dict[str, Kept], *, test_share: float, seed: int) -> dict[str, KeptSplit]:
-    """split_train_test on every task at once, as arrays: per task round(test_share x n) examples drawn with
-    the seed are test; train is the rest minus any example sharing a normalised text (prompt or candidate)
-    with a test example of any task."""
-    ids = {task: examples.text_ids() for task, examples in kept.items()}
-    in_test = {
-        task: _test_mask(len(examples), round(test_share * len(examples)), seed)
-        for task, examples in kept.items()
-    }
-    test_ids = np.unique(np.concatenate([ids[task][in_test[task]].ravel() for task in kept] or [[]]))
-    splits = {}
-    for task in kept:
-        shares = np.isin(ids[task], test_ids).any(axis=1)
-        train = ~in_test[task] & ~shares
-        splits[task] = KeptSplit(
-            np.flatnonzero(in_test[task]), np.flatnonzero(train), int((~in_test[task] & shares).sum())
-        )
-    return splits
-
-
 def _positives(rng: np.random.Generator, rows: int, n_candidates: int, reassign: bool) -> np.ndarray:
     """Which candidate becomes the positive: uniform with reassignment, else the one searched around (0)."""
     if reassign:
@@ -650,25 +490,3 @@ def _reason(check: Filter, drafts: Drafts, row: int, fails: np.ndarray, corpus: 
     if reason is None:
         raise RuntimeError(f"filter {filter_name(check)}: its batch form refused {draft}, which it passes")
     return f"had candidate {draft.answer} been the answer: {reason}" if labeling else reason
-
-
-def _example(draft: Draft, corpus: Corpus, *, seed_item: int) -> Example:
-    procedures = corpus.procedures
-    owners = [int(corpus.owner[item]) for item in draft.candidates]
-    if draft.task == STEP_ORDERING:
-        first = int(corpus.step_starts[draft.prompt])
-        meta: dict[str, Any] = {"step_numbers": [item - first + 1 for item in draft.candidates]}
-    else:
-        meta = {
-            "candidate_pks": [procedures[o].pk for o in owners],
-            "candidate_topics": [procedures[o].topic for o in owners],
-            "seed_pk": procedures[int(corpus.owner[seed_item])].pk,
-        }
-    return Example(
-        task=draft.task,
-        prompt=corpus.texts[draft.prompt],
-        candidates=[corpus.texts[item] for item in draft.candidates],
-        answer=draft.answer,
-        source_pk=procedures[int(corpus.owner[draft.prompt])].pk,
-        meta=meta,
-    )

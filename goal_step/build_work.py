@@ -22,20 +22,17 @@ from .artifacts import ArtifactReport, kept_baseline
 from .build import (
     TASKS,
     Example,
-    Funnel,
-    Kept,
     ProcedureText,
     draft_goal_inference,
     draft_step_inference,
     draft_step_ordering,
     prepare_corpus,
-    procedures_split,
-    split_kept,
 )
 from .corpus import Corpus
-from .jobs import SplitBy
+from .kept import Funnel, Kept
 from .models import GoalStepTask, TaskExample, TaskSet, TaskSplit
-from .selection import procedures_selected, selected_procedures
+from .selection import SplitBy, procedures_selected, selected_procedures
+from .split import procedures_split, split_kept
 
 HALF_PRECISION_ABOVE = 300_000  # texts: a larger corpus holds its vectors in float16 (half the memory)
 STORE_BATCH = 2_000  # examples per INSERT
@@ -165,7 +162,7 @@ class TaskSplitRows:
 
 
 def _split(kept: dict[str, Kept], *, test_share: float, seed: int) -> dict[str, TaskSplitRows]:
-    """Per task, its test and train rows (build.split_kept: train examples sharing a text with the test set
+    """Per task, its test and train rows (split.split_kept: train examples sharing a text with the test set
     of any task are dropped)."""
     splits = split_kept(kept, test_share=test_share, seed=seed)
     return {

@@ -34,3 +34,8 @@ class Example:
     answer: int
     source_pk: Pk | None = None  # the procedure the prompt and the answer come from
     meta: dict[str, Any] = field(default_factory=dict)
+
+
+def pk_order(pk: Pk) -> tuple[int, int, str]:
+    """How procedures are put in order: int pks by value, then the others by text."""
+    return (0, pk, "") if isinstance(pk, int) else (1, 0, str(pk))

@@ -9,8 +9,9 @@ from django import forms
 from h2e_site.bounds import model_range
 from mining.models import Split, Topic
 
-from .jobs import DEFAULT_TEST_SHARE, SplitBy
+from .jobs import DEFAULT_TEST_SHARE
 from .models import TaskSet
+from .selection import SplitBy
 
 
 class TaskSetBuildForm(forms.Form):

@@ -11,7 +11,7 @@ Celery task (tasks.py) calls build_job_run(), which runs BuildWork in the core's
    are read from the store;
 3. builds Step Inference, Goal Inference and Step Ordering (build.py, seeded; Step Ordering from the
    procedures whose `ordered` is True), one progress unit each;
-4. splits each task into test and train (build.split_kept, test_share of its examples), then drops
+4. splits each task into test and train (split.split_kept, test_share of its examples), then drops
    every train example sharing a prompt or candidate text with a test example of *any* task (split by text);
    or, split by procedure, draws test_share of the procedures for test and builds each side on its own;
 5. runs the candidates-only artifact check (artifacts.py) on the stored examples of each task, the vectors
@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from django.db import models, transaction
+from django.db import transaction
 
 from h2e_site.bounds import OutOfRange, model_range
 from h2e_site.embeddings.specs import DEFAULT_EMBEDDING_MODEL
@@ -43,7 +43,7 @@ from .filters import DEFAULT_FILTERS, ORDERING_FILTERS, filter_name
 from .job_kinds import BUILD_TASKS
 from .models import TaskSet
 from .names import task_set_name_check
-from .selection import procedures_selected
+from .selection import SplitBy, procedures_selected
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -52,16 +52,6 @@ if TYPE_CHECKING:
 
 DEFAULT_TEST_SHARE = 0.2
 SOURCE_BUILT = "built"
-
-
-class SplitBy(models.TextChoices):
-    """How a built set is cut into test and train."""
-
-    TEXT = "text", "by text (the paper, §3.4): train drops every example sharing a text with a test example"
-    PROCEDURE = (
-        "procedure",
-        "by procedure: test procedures are never seen in train (each side built on its own)",
-    )
 
 
 class TaskSetRefused(ValueError):

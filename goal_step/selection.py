@@ -1,18 +1,29 @@
-"""Which procedures a task set is built from: its selection (splits, topics) read off the database as
-build.py reads procedures. Used by jobs.py (a set with nothing selected is refused) and by build_work.py
-(the procedures the job builds from); below both, so neither imports the other for it."""
+"""Which procedures a task set is built from: its selection (splits, topics, how it is split) read off the
+database as build.py reads procedures. Used by jobs.py (a set with nothing selected is refused) and by
+build_work.py (the procedures the job builds from); below both, so neither imports the other for it."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import Any
 
+from django.db import models
 from django.db.models import QuerySet
 
 from mining.models import Procedure
 
 from .examples import ProcedureText
 from .human_labels import ordered_by_people
+
+
+class SplitBy(models.TextChoices):
+    """How a built set is cut into test and train."""
+
+    TEXT = "text", "by text (the paper, §3.4): train drops every example sharing a text with a test example"
+    PROCEDURE = (
+        "procedure",
+        "by procedure: test procedures are never seen in train (each side built on its own)",
+    )
 
 
 def procedures_selected(selection: dict[str, Any]) -> QuerySet[Procedure]:

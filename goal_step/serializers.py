@@ -8,8 +8,9 @@ from h2e_site.bounds import model_range
 from mining.models import Split, Topic
 
 from .job_kinds import BUILD_TASKS
-from .jobs import DEFAULT_TEST_SHARE, SplitBy
+from .jobs import DEFAULT_TEST_SHARE
 from .models import TaskSet
+from .selection import SplitBy
 
 
 class BuildTasksJobCreateSerializer(serializers.Serializer):

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from h2e_site.llm.base import LLMRequest
-from h2e_site.llm.config import ModelConfig
+from h2e_site.llm.config import ModelConfig, decoding_request
 from h2e_site.llm.prompts import PROMPTS_DIR, check_prompt, prompt_sha256, read_prompt
 
 from .models import PairwiseVerdict
@@ -68,17 +68,8 @@ def pairwise_prompt(
 
 def pairwise_request(config: ModelConfig, *, key: str, prompt: str) -> LLMRequest:
     """One pairwise question under the judge's decoding (the embedded model under VERDICT_GRAMMAR)."""
-    stop = (
-        () if config.backend == "vllm" and "stop" in config.vllm.get("sampling_kwargs", {}) else config.stop
-    )
-    return LLMRequest(
-        key=key,
-        prompt=prompt,
-        max_tokens=config.max_new_tokens,
-        temperature=config.temperature,
-        stop=stop,
-        grammar=VERDICT_GRAMMAR if config.backend == "local" else None,
-    )
+    grammar = VERDICT_GRAMMAR if config.backend == "local" else None
+    return decoding_request(config, key=key, prompt=prompt, grammar=grammar)
 
 
 @dataclass(frozen=True)

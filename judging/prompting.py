@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from h2e_site.llm.base import LLMRequest
-from h2e_site.llm.config import ModelConfig
+from h2e_site.llm.config import ModelConfig, decoding_request
 from h2e_site.llm.local import bounded_judge_schema, numbered_steps_grammar
 
 JUDGE_PROMPT_SUFFIX = "\n\nReturn only valid json."
@@ -72,14 +72,7 @@ def generation_request(config: ModelConfig, *, key: str, prompt: str, n_steps: i
     grammar = None
     if config.backend == "local":
         grammar = numbered_steps_grammar(n_steps)
-    return LLMRequest(
-        key=key,
-        prompt=prompt,
-        max_tokens=config.max_new_tokens,
-        temperature=config.temperature,
-        stop=_request_stop(config),
-        grammar=grammar,
-    )
+    return decoding_request(config, key=key, prompt=prompt, grammar=grammar)
 
 
 def judge_request(config: ModelConfig, *, key: str, prompt: str, n_l1: int, n_l2: int) -> LLMRequest:
@@ -90,18 +83,4 @@ def judge_request(config: ModelConfig, *, key: str, prompt: str, n_l1: int, n_l2
         schema = bounded_judge_schema(n_l1, n_l2)
     elif config.json_schema:
         schema = JUDGE_SCHEMA
-    return LLMRequest(
-        key=key,
-        prompt=prompt,
-        max_tokens=config.max_new_tokens,
-        temperature=config.temperature,
-        stop=_request_stop(config),
-        json_schema=schema,
-    )
-
-
-def _request_stop(config: ModelConfig) -> tuple[str, ...]:
-    # vLLM takes a configured stop from sampling_kwargs itself; don't pass it twice.
-    if config.backend == "vllm" and "stop" in config.vllm.get("sampling_kwargs", {}):
-        return ()
-    return config.stop
+    return decoding_request(config, key=key, prompt=prompt, json_schema=schema)

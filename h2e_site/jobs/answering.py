@@ -34,6 +34,7 @@ from h2e_site.llm.config import (
     ModelConfig,
     Role,
     config_from_mapping,
+    decoding_request,
     load_config,
 )
 from h2e_site.llm.prompts import check_prompt, prompt_sha256
@@ -155,15 +156,10 @@ def constrained_request(
     """One question under the config's decoding: the embedded model under `grammar` (GBNF), a json_schema
     config under `schema`, any other model free."""
     constraint = output_constraint(config, "")
-    stop = (
-        () if config.backend == "vllm" and "stop" in config.vllm.get("sampling_kwargs", {}) else config.stop
-    )
-    return LLMRequest(
+    return decoding_request(
+        config,
         key=key,
         prompt=prompt,
-        max_tokens=config.max_new_tokens,
-        temperature=config.temperature,
-        stop=stop,
         grammar=grammar if constraint.startswith("grammar:") else None,
         json_schema=schema if constraint == "json_schema:answer" else None,
     )

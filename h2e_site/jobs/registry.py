@@ -5,20 +5,22 @@ The core knows no app and lists no kind: an app defines its kinds' names and reg
 AppConfig.ready() (each app's job_types.py), and the core's job creation, enqueue, resume-at-worker-start,
 retry, the Jobs pages, the admin and the API read them from here. Job.kind is a plain string column, so a
 new kind needs no migration of the core.
+
+The Job row (models.py) reads its kind's label and note from here, so this module does not import it back:
+a JobType is generic in the row its functions take (JobRowT; models.Job in every registration), and what the
+registry itself reads of a row is a JobRow, its kind.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from django.utils.choices import BaseChoiceIterator
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
-
-    from .models import Job
 
 
 @dataclass(frozen=True)
@@ -50,50 +52,60 @@ class JobDescription:
     facts: tuple[tuple[str, str], ...] = ()  # (label, value) shown on the job's page
 
 
-Describe = Callable[[Sequence["Job"]], dict[int, JobDescription]]
 KIND_MAX_LENGTH = 64  # Job.kind's column
 
 
+class JobRow(Protocol):
+    """What the registry reads of a job (a models.Job): its kind."""
+
+    @property
+    def kind(self) -> str: ...
+
+
+JobRowT = TypeVar("JobRowT", bound=JobRow)
+
+
 @dataclass(frozen=True)
-class JobType:
+class JobType(Generic[JobRowT]):
     kind: str  # the name stored in Job.kind (at most KIND_MAX_LENGTH characters)
     task: Any  # the Celery task that runs (or resumes) one job; called with the job's pk
     label: str = ""  # as the pages show the kind (default: its name)
-    note: Callable[[Job], str] | None = None  # a few words beside the label on the Jobs list ("" for none)
+    note: Callable[[JobRowT], str] | None = None  # a few words beside the label on the Jobs list ("": none)
     # read-only parameters the API shows at the top level of a job of any kind: (name, help text)
     api_parameters: tuple[tuple[str, str], ...] = ()
     resumable: bool = True  # re-enqueued when a dead worker left it RUNNING (the run loop resumes it)
-    retry: Callable[[Job, User | None], Job] | None = None  # a new job over the items that failed
-    describe: Describe | None = None  # the subjects and links of jobs of this kind (a few queries per call)
+    retry: Callable[[JobRowT, User | None], JobRowT] | None = None  # a new job over the items that failed
+    # the subjects and links of jobs of this kind, by pk (a few queries per call)
+    describe: Callable[[Sequence[JobRowT]], dict[int, JobDescription]] | None = None
     # POST /api/jobs/ {"kind": ..., ...}: the body's serializer and the service that starts the job from its
     # validated data (None: this kind is started elsewhere, e.g. by its own endpoint)
     create_serializer: str = ""  # dotted path of the serializer class (imported when the API needs it)
-    api_create: Callable[[dict[str, Any], User | None], Job] | None = None
+    api_create: Callable[[dict[str, Any], User | None], JobRowT] | None = None
     start_hint: str = ""  # on the Jobs page: where jobs of this kind are started
     # the command that does one job's work without a worker, for a job that could not be queued (the
     # broker unreachable: services.job_not_queued_message); None: start_hint is shown
-    run_hint: Callable[[Job], str] | None = None
+    run_hint: Callable[[JobRowT], str] | None = None
     start_link: tuple[str, str] | None = None  # (label, URL name) of a page that starts one, as a button
 
 
-_JOB_TYPES: dict[str, JobType] = {}
+_JOB_TYPES: dict[str, JobType[Any]] = {}
 
 
-def job_type_register(job_type: JobType) -> None:
+def job_type_register(job_type: JobType[Any]) -> None:
     """Register (or replace, on a reload) the job type of a kind."""
     if not job_type.kind or len(job_type.kind) > KIND_MAX_LENGTH:
         raise ValueError(f"a job kind is 1 to {KIND_MAX_LENGTH} characters, not {job_type.kind!r}")
     _JOB_TYPES[job_type.kind] = job_type
 
 
-def job_type_for(kind: str) -> JobType:
+def job_type_for(kind: str) -> JobType[Any]:
     try:
         return _JOB_TYPES[kind]
     except KeyError:
         raise LookupError(f"no app registered the job kind {str(kind)!r}") from None
 
 
-def job_types() -> list[JobType]:
+def job_types() -> list[JobType[Any]]:
     return list(_JOB_TYPES.values())
 
 
@@ -116,7 +128,7 @@ class RegisteredKinds(BaseChoiceIterator):
         yield from job_kind_choices()
 
 
-def job_note(job: Job) -> str:
+def job_note(job: JobRow) -> str:
     """The few words the job's kind shows beside its label on the Jobs list ("" when none)."""
     job_type = _JOB_TYPES.get(job.kind)
     return job_type.note(job) if job_type and job_type.note else ""

@@ -27,7 +27,7 @@ from urllib.parse import urlparse
 import yaml
 from django.conf import settings
 
-from .base import BackendConfig, BackendName
+from .base import BackendConfig, BackendName, LLMRequest
 from .prompts import GENERATION_PROMPTS, JUDGE_PROMPT, PROMPTS_DIR, prompt_sha256, read_prompt
 
 BACKEND_ALIASES: dict[str, BackendName] = {
@@ -134,6 +134,14 @@ class ModelConfig:
         if configured:
             return tuple([configured] if isinstance(configured, str) else configured)
         return (BASE_MODEL_STOP,) if self.is_base_model else ()
+
+    @property
+    def request_stop(self) -> tuple[str, ...]:
+        """The stop a request carries (decoding_request): `stop`, except on vLLM when its sampling_kwargs set
+        one, which the engine takes from there itself (not passed twice)."""
+        if self.backend == "vllm" and "stop" in self.vllm.get("sampling_kwargs", {}):
+            return ()
+        return self.stop
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -344,6 +352,29 @@ def config_identity(config: ModelConfig, *, output: str, with_prompt_style: bool
     if with_prompt_style:
         identity["prompt_style"] = config.prompt_style
     return identity
+
+
+def decoding_request(
+    config: ModelConfig,
+    *,
+    key: str,
+    prompt: str,
+    grammar: str | None = None,
+    json_schema: dict[str, Any] | None = None,
+) -> LLMRequest:
+    """One prompt under the config's decoding (max_new_tokens, temperature, its request_stop), held to a
+    GBNF `grammar` (the embedded model) or a `json_schema` when given. The generation, judge, pairwise and
+    answering requests (judging/prompting.py, judging/pairwise_prompt.py, h2e_site/jobs/answering.py) are
+    built here; a mining stage's request (mining/stages.py) carries no stop and is built there."""
+    return LLMRequest(
+        key=key,
+        prompt=prompt,
+        max_tokens=config.max_new_tokens,
+        temperature=config.temperature,
+        stop=config.request_stop,
+        grammar=grammar,
+        json_schema=json_schema,
+    )
 
 
 def hashed_id(payload: Mapping[str, Any], prompts: Mapping[str, str]) -> str:

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from goal_step.build import normalise
 from goal_step.jobs import build_job_run, task_set_create
 from goal_step.models import TaskExample, TaskSet
+from goal_step.split import normalise
 from h2e_site.embeddings.encoders import MiniLMEmbedder
 from h2e_site.jobs.models import Job
 from mining.models import Procedure, Split

@@ -17,13 +17,13 @@ from goal_step.build import (
     STEP_INFERENCE,
     STEP_ORDERING,
     Corpus,
-    Draft,
     ProcedureText,
     build_all,
     build_step_inference,
     build_step_ordering,
     prepare_corpus,
 )
+from goal_step.corpus import Draft
 from tests.goal_step.synthetic import WordEmbedding, synthetic_procedures
 
 EMBED = WordEmbedding()

@@ -11,10 +11,10 @@ from goal_step.build import (
     GOAL_INFERENCE,
     STEP_INFERENCE,
     Corpus,
-    Draft,
     ProcedureText,
     prepare_corpus,
 )
+from goal_step.corpus import Draft
 from goal_step.filters import (
     content_words,
     filter_name,

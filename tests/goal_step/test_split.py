@@ -13,11 +13,9 @@ from goal_step.build import (
     draft_goal_inference,
     draft_step_inference,
     draft_step_ordering,
-    normalise,
     prepare_corpus,
-    split_kept,
-    split_train_test,
 )
+from goal_step.split import normalise, split_kept, split_train_test
 from tests.goal_step.synthetic import WordEmbedding, synthetic_procedures
 
 

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from goal_step.build import normalise, procedures_split
 from goal_step.build_work import train_warning
-from goal_step.jobs import SplitBy, build_job_run, task_set_create
+from goal_step.jobs import build_job_run, task_set_create
 from goal_step.models import TaskSplit
-from goal_step.selection import selected_procedures
+from goal_step.selection import SplitBy, selected_procedures
+from goal_step.split import normalise, procedures_split
 from h2e_site.embeddings.models import TextVector
 from h2e_site.embeddings.store import StoredEmbed
 from mining.embedding import procedure_texts

@@ -9,8 +9,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from goal_step.jobs import DEFAULT_TEST_SHARE, SplitBy, TaskSetRefused, build_job_run, task_set_create
+from goal_step.jobs import DEFAULT_TEST_SHARE, TaskSetRefused, build_job_run, task_set_create
 from goal_step.models import TaskSet
+from goal_step.selection import SplitBy
 from h2e_site.jobs.follow import show_progress, wait_for_job
 from h2e_site.jobs.models import Job, JobStatus
 from mining.models import Split, Topic
