@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Any
 from h2e_site.stats import Coefficient, agreement_undefined, nominal_chance_agreement
 
 # Re-exported: the agreement pages' figures are read from here.
-from judging.stats import ac1 as ac1_of
-from judging.stats import cohen_kappa as cohen_kappa
-from judging.stats import gwet_ac1 as gwet_ac1
-from judging.stats import kappa as kappa_of
+from h2e_site.stats.agreement import ac1 as ac1_of
+from h2e_site.stats.agreement import cohen_kappa as cohen_kappa
+from h2e_site.stats.agreement import gwet_ac1 as gwet_ac1
+from h2e_site.stats.agreement import kappa as kappa_of
 
 if TYPE_CHECKING:
     import numpy as np

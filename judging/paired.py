@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING, Any
 from django.db import connection
 from django.db.models import Q
 
+from h2e_site.stats.agreement import holm_adjusted
+
 from . import selectors, versions
 from .models import Generator, Judge, Judgment
-from .stats import holm_adjusted
 
 if TYPE_CHECKING:
     import numpy as np

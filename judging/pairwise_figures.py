@@ -39,8 +39,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from h2e_site.stats import Coefficient, agreement_undefined, chance_corrected, nominal_chance_agreement
-
-from .stats import tau_b_rows, wilson_interval
+from h2e_site.stats.agreement import tau_b_rows, wilson_interval
 
 if TYPE_CHECKING:
     import numpy as np

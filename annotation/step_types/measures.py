@@ -35,8 +35,8 @@ from itertools import combinations
 from typing import Any, TypeVar
 
 from h2e_site.stats import Coefficient, agreement_undefined, nominal_chance_agreement
+from h2e_site.stats.agreement import Confusion, kappa, wilson_interval
 from judging.judge_figures import Share
-from judging.stats import Confusion, kappa, wilson_interval
 
 from .candidates import Candidate, StepType, candidates
 

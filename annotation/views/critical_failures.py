@@ -16,9 +16,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 
+from h2e_site.stats.agreement import wilson_interval
 from h2e_site.web import request_user
 from judging.models import CriticalFailure, Generation, Judge, Judgment
-from judging.stats import wilson_interval
 
 from .. import calibration_sample
 from ..agreement import majority

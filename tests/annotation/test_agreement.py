@@ -23,7 +23,7 @@ from annotation.agreement import (
     masi_distance,
     nominal_alpha_of_resamples,
 )
-from judging.stats import wilson_interval
+from h2e_site.stats.agreement import wilson_interval
 
 
 def binary(matrix: list[list[int | None]]) -> list[Label]:

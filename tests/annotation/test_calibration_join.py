@@ -11,6 +11,7 @@ import pytest
 from annotation import calibration, services
 from annotation.calibration import OTHER_TOPICS, CalibratedLine, calibrated_lines, unused_studies
 from annotation.models import CalibrationDraw, CalibrationRound
+from h2e_site.stats.agreement import wilson_interval
 from judging.calibration import (
     MIN_DESIGN_STRATUM_LABELS,
     StratumLabels,
@@ -20,7 +21,6 @@ from judging.calibration import (
 )
 from judging.models import Generation
 from judging.sampling import inclusion_after_rounds, uniform_probabilities
-from judging.stats import wilson_interval
 from tests.annotation.calibration_world import (
     FAIL,
     PASS,

@@ -14,9 +14,9 @@ from django.urls import reverse
 from annotation.gold import gold_decide
 from annotation.models import Study, StudyItem
 from annotation.report_card import GoldComparison, SkippedStudy, StudyCard, report_card
+from h2e_site.stats.agreement import wilson_interval
 from judging.judge_figures import Share
 from judging.models import Generation, Judge
-from judging.stats import wilson_interval
 from tests.annotation.conftest import make_study
 from tests.annotation.test_agreement_pages import annotate, items_in_order, verdict
 from tests.factories import make_judge, make_judgment, make_user

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from statsmodels.stats.weightstats import DescrStatsW
 
+from h2e_site.stats.agreement import wilson_interval
 from judging.calibration import z_value
 from judging.calibration_bias import judge_bias, weighted_mean_difference
-from judging.stats import wilson_interval
 
 Z = z_value()
 

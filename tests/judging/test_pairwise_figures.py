@@ -12,9 +12,9 @@ from scipy.stats import kendalltau
 from sklearn.metrics import cohen_kappa_score
 
 from h2e_site.stats import wilson_interval
+from h2e_site.stats.agreement import kappa
 from judging import pairwise_figures as pf
 from judging.pairwise_figures import A_BETTER, B_BETTER, TIE_FAIL, TIE_NONE, Comparison
-from judging.stats import kappa
 
 _ids = count()
 

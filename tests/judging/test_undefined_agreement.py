@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from annotation.agreement import Label, binary_alpha
 from annotation.step_types.measures import Contradiction, contradiction_rate, nominal_alpha_coefficient
 from h2e_site.stats import agreement_undefined, nominal_chance_agreement
-from judging.stats import Confusion, ac1, kappa
+from h2e_site.stats.agreement import Confusion, ac1, kappa
 
 
 def confusion(tt: int = 0, tf: int = 0, ft: int = 0, ff: int = 0) -> Confusion:
