@@ -1,5 +1,5 @@
 """Agreement of a study (or of all studies): loads the labels in a handful of queries and computes every
-figure the agreement page and `GET /api/agreement/` show (annotation/agreement.py has the definitions).
+figure the agreement page and `GET /api/agreement/` show (h2e_site/stats/verdicts.py has the definitions).
 
 Humans and judges are read the same way: a verdict (has_failure) and the L1/L2 steps each critical failure
 links. Attention-check items are never part of agreement; their scores are reported per annotator. A judge's
@@ -17,9 +17,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from judging.models import Judge, Judgment
-
-from .agreement import (
+from h2e_site.stats.verdicts import (
     Agreement,
     Interval,
     JudgeAgreement,
@@ -36,6 +34,8 @@ from .agreement import (
     pooled,
     step_sets_alpha,
 )
+from judging.models import Judge, Judgment
+
 from .models import AnnotatedFailure, Annotation, Participant, Study
 
 

@@ -78,7 +78,7 @@ class Selection:
     task_set: str = ""  # multiple choice: the task set whose test examples are validated
     tasks: list[str] = field(default_factory=list)
     # A calibration sample (critical failures; annotation/calibration_sample.py): "" = none, else a design of
-    # judging/sampling.py; the round's size n is sample_size, the judges give the disagreement design's
+    # h2e_site/stats/sampling.py; the round's size n is sample_size, the judges give the disagreement design's
     # uncertainty.
     calibration_design: str = ""
     calibration_judge_ids: list[int] = field(default_factory=list)

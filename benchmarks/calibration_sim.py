@@ -51,7 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.results_doc import insert_into_section  # noqa: E402
-from judging.calibration import (  # noqa: E402
+from h2e_site.stats.calibration import (  # noqa: E402
     StratumLabels,
     calibrated_score,
     design_stratified_score,
@@ -59,7 +59,7 @@ from judging.calibration import (  # noqa: E402
     probability_levels,
     z_value,
 )
-from judging.sampling import (  # noqa: E402
+from h2e_site.stats.sampling import (  # noqa: E402
     MIX,
     disagreement_probabilities,
     inclusion_after_rounds,
@@ -196,7 +196,7 @@ def routing_worlds(rng: np.random.Generator, count: int, big_n: int) -> tuple[Ar
 
 
 def routed_probabilities(first: Array, second: Array, n: int, mix: float) -> Array:
-    """One world's inclusion probabilities of the disagreement / routing design (judging.sampling): the
+    """One world's inclusion probabilities of the disagreement / routing design (h2e_site.stats.sampling): the
     uncertainty of each example from its two verdicts ("has failure" = label 0)."""
     verdicts = np.stack([first == 0, second == 0], axis=1)
     uncertainty = {i: judge_uncertainty(v.tolist()) for i, v in enumerate(verdicts)}
@@ -206,7 +206,7 @@ def routed_probabilities(first: Array, second: Array, n: int, mix: float) -> Arr
 
 def routed_inclusion(first: Array, second: Array, n: int, mix: float, two_rounds: bool) -> Array:
     """Every frame example's inclusion probability: one routed round of n, or n / 2 uniform then n - n / 2
-    routed (judging.sampling.inclusion_after_rounds)."""
+    routed (h2e_site.stats.sampling.inclusion_after_rounds)."""
     if not two_rounds:
         return routed_probabilities(first, second, n, mix)
     routed = routed_probabilities(first, second, n - n // 2, mix)
@@ -217,7 +217,8 @@ def routed_inclusion(first: Array, second: Array, n: int, mix: float, two_rounds
 def routed_draw(
     first: Array, second: Array, n: int, mix: float, seed: int, two_rounds: bool
 ) -> NDArray[np.intp]:
-    """The examples drawn: systematic PPS per round (judging.sampling.systematic_pps), rounds united."""
+    """The examples drawn: systematic PPS per round (h2e_site.stats.sampling.systematic_pps), rounds
+    united."""
     if not two_rounds:
         pi = routed_probabilities(first, second, n, mix)
         return np.array(systematic_pps(dict(enumerate(pi.tolist())), seed), dtype=np.intp)

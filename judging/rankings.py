@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
-from h2e_site.stats.agreement import tau_b_rows
+from h2e_site.stats.rankings import tau_b_rows
 
 from . import paired, selectors, versions
 from .models import Judge

@@ -30,7 +30,7 @@ from django.db.models import (
     When,
 )
 
-from h2e_site.stats.agreement import wilson_interval
+from h2e_site.stats import wilson_interval
 from mining.models import Procedure
 
 from .models import Generation, Generator, Judge, Judgment

@@ -21,8 +21,8 @@ from rest_framework.response import Response
 
 from h2e_site.api import comma_list, query_params
 from h2e_site.api_views import ComputedView
+from h2e_site.stats.verdicts import Agreement
 
-from ..agreement import Agreement
 from ..agreement_data import JudgeFigures, StudyAgreement, studies_agreement, study_agreement
 from ..beyond_majority import beyond_majority_json, question_estimates
 from ..dawid_skene_api import DawidSkeneSerializer

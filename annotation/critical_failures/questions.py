@@ -8,8 +8,9 @@ from collections.abc import Hashable
 
 from django.urls import reverse
 
+from h2e_site.stats.dawid_skene import CrowdLabel
+
 from ..beyond_majority import CategoricalQuestion, UnitRef
-from ..dawid_skene import CrowdLabel
 from ..models import Annotation, Study
 
 FAILURE = "failure"

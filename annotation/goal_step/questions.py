@@ -8,9 +8,9 @@ from collections import defaultdict
 from collections.abc import Hashable
 
 from goal_step.options import option_letter
+from h2e_site.stats.dawid_skene import CrowdLabel
 
 from ..beyond_majority import CategoricalQuestion, UnitRef
-from ..dawid_skene import CrowdLabel
 from ..models import Study
 from .guidelines import NONE_LABELS
 from .validation import study_answers

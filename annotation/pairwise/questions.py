@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
+from h2e_site.stats.dawid_skene import CrowdLabel
 from judging.pairwise_figures import A_BETTER, B_BETTER, TIE_FAIL, TIE_NONE
 
 from ..beyond_majority import CategoricalQuestion, UnitRef
-from ..dawid_skene import CrowdLabel
 from ..models import Annotation, Study
 from .data import canonical_outcome
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
+from h2e_site.stats.dawid_skene import CrowdLabel
+
 from ..beyond_majority import CategoricalQuestion, UnitRef
-from ..dawid_skene import CrowdLabel
 from ..models import Study
 from .agreement import ROW_TITLES, study_labels
 from .candidates import StepType

@@ -16,9 +16,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
+from h2e_site.stats.calibration import CalibratedScore, StratifiedScore
 from h2e_site.web import staff_required
 from judging import charts, selectors
-from judging.calibration import CalibratedScore, StratifiedScore
 from judging.models import Generator, Judge
 from judging.views import ALL_JUDGES, _leaderboard_judges
 

@@ -16,12 +16,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from h2e_site.stats.agreement import wilson_interval
+from h2e_site.stats import wilson_interval
+from h2e_site.stats.verdicts import majority
 from h2e_site.web import request_user
 from judging.models import CriticalFailure, Generation, Judge, Judgment
 
 from .. import calibration_sample
-from ..agreement import majority
 from ..agreement_data import StudyAgreement, studies_agreement, study_agreement
 from ..beyond_majority import question_estimates
 from ..calibration_forms import CalibrationRoundForm

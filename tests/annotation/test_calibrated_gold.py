@@ -15,9 +15,9 @@ from annotation.calibration import calibrated_lines
 from annotation.gold import gold_decide
 from annotation.models import StudyItem
 from annotation.report_card import CalibrationBias, calibration_bias
-from h2e_site.stats.agreement import wilson_interval
-from judging.calibration import calibrated_score
-from judging.sampling import uniform_probabilities
+from h2e_site.stats import wilson_interval
+from h2e_site.stats.calibration import calibrated_score
+from h2e_site.stats.sampling import uniform_probabilities
 from tests.annotation.calibration_world import (
     FAIL,
     PASS,

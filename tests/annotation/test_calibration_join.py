@@ -1,6 +1,6 @@
 """The join of judge verdicts and human majorities into the calibrated How2Score (annotation/calibration.py),
-on small worlds annotated through the real services: each figure equals judging.calibration's estimator on
-the labels the module docstring's rules give, listed here by hand."""
+on small worlds annotated through the real services: each figure equals h2e_site.stats.calibration's estimator
+on the labels the module docstring's rules give, listed here by hand."""
 
 from __future__ import annotations
 
@@ -11,16 +11,16 @@ import pytest
 from annotation import calibration, services
 from annotation.calibration import OTHER_TOPICS, CalibratedLine, calibrated_lines, unused_studies
 from annotation.models import CalibrationDraw, CalibrationRound
-from h2e_site.stats.agreement import wilson_interval
-from judging.calibration import (
+from h2e_site.stats import wilson_interval
+from h2e_site.stats.calibration import (
     MIN_DESIGN_STRATUM_LABELS,
     StratumLabels,
     calibrated_score,
     design_stratified_score,
     stratified_score,
 )
+from h2e_site.stats.sampling import inclusion_after_rounds, uniform_probabilities
 from judging.models import Generation
-from judging.sampling import inclusion_after_rounds, uniform_probabilities
 from tests.annotation.calibration_world import (
     FAIL,
     PASS,

@@ -21,10 +21,10 @@ from annotation import services
 from annotation.beyond_majority import QuestionEstimate, question_estimates
 from annotation.critical_failures.posted import FailureInput, Submission
 from annotation.critical_failures.questions import FAILURE, NO_FAILURE
-from annotation.dawid_skene import CrowdLabel, DawidSkene, dawid_skene, majority_label
 from annotation.kinds import kind_for
 from annotation.models import Annotation, Study
 from annotation.pairwise.questions import OUTCOME_NAMES
+from h2e_site.stats.dawid_skene import CrowdLabel, DawidSkene, dawid_skene, majority_label
 from tests.annotation.conftest import annotate_all, make_study, pid, qualified, read_everything
 from tests.annotation.pairwise.helpers import answer, make_pairwise_study
 from tests.annotation.test_agreement_pages import VERDICTS, annotate, items_in_order

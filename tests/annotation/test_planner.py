@@ -1,7 +1,7 @@
 """The budget planner (annotation/planner.py, /calibration/plan/, /api/calibration/plan/): minutes per item
 from a study annotated through the real services, the counts and the cost by hand, the difference and topic
-scopes against judging.calibration's functions, the paper's example by hand, bad inputs refused with a 400
-naming the field (fuzzed: never a 5xx), staff only. (The planner's n against a simulation:
+scopes against h2e_site.stats.calibration's functions, the paper's example by hand, bad inputs refused with a
+400 naming the field (fuzzed: never a 5xx), staff only. (The planner's n against a simulation:
 tests/judging/test_calibration.py.)"""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from annotation.models import Annotation, CalibrationDesign, CalibrationDraw, CalibrationRound, Study
 from annotation.planner import PlanInput, cost, minutes_per_item, paper_example, plan
-from judging.calibration import z_value
-from judging.calibration_plan import (
+from h2e_site.stats.calibration import z_value
+from h2e_site.stats.calibration_plan import (
     PlanMoments,
     labels_needed,
     labels_needed_for_difference,

@@ -10,7 +10,7 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation.report_card import fit_length_threshold, report_card
-from h2e_site.stats.agreement import wilson_interval
+from h2e_site.stats import wilson_interval
 from judging.models import Generation
 from mining.models import Procedure
 from tests.annotation.conftest import make_study

@@ -14,7 +14,7 @@ from django.urls import reverse
 from annotation.gold import gold_decide
 from annotation.models import Study, StudyItem
 from annotation.report_card import GoldComparison, SkippedStudy, StudyCard, report_card
-from h2e_site.stats.agreement import wilson_interval
+from h2e_site.stats import wilson_interval
 from judging.judge_figures import Share
 from judging.models import Generation, Judge
 from tests.annotation.conftest import make_study
