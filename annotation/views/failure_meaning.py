@@ -26,7 +26,7 @@ from mining.models import Topic
 from .. import failures
 from ..failure_meaning.forms import FailurePatternsForm
 from ..failure_meaning.jobs import TooFewFailures, failure_patterns_job_create
-from ..failure_meaning.models import HUMAN, JUDGE, FailurePattern, FailurePatternRun, Share
+from ..failure_meaning.models import HUMAN, JUDGE, ClusterShare, FailurePattern, FailurePatternRun
 from ..job_kinds import FAILURE_PATTERNS
 from ..models import AnnotatedFailure
 
@@ -130,7 +130,7 @@ def _patterns_context(request: HttpRequest, topic: Topic) -> dict[str, Any]:
 @dataclass(frozen=True)
 class PatternView:
     pattern: FailurePattern
-    shares: dict[str, list[Share]]
+    shares: dict[str, list[ClusterShare]]
     generation_id: int | None  # the representative's generation (None: deleted since)
 
 
