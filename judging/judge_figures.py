@@ -27,12 +27,12 @@ from django.conf import settings
 from django.db.models import Count, F, Func, IntegerField, Q
 
 from h2e_site.jobs.models import Job
-from h2e_site.stats import Share
+from h2e_site.stats import Coefficient, Share
+from h2e_site.stats.agreement import Confusion, observed_agreement
+from h2e_site.stats.agreement import kappa as kappa_of
 
 from .job_kinds import JUDGE
 from .models import Judge, JudgeError, Judgment
-from .stats import Coefficient, Confusion, observed_agreement
-from .stats import kappa as kappa_of
 
 PRICES_FILE = Path("configs/prices.yaml")
 MIN_REGRESSION_EXAMPLES = 20

@@ -8,8 +8,8 @@ Two generators are compared on the examples (procedures) both have a scored judg
 - Exact McNemar test, two-sided: under "the two pass equally often", a_only ~ Binomial(a_only + b_only, 1/2);
   p = min(1, 2 P(X <= min(a_only, b_only))) (scipy's binom.cdf), 1 when there is no discordant example.
   The same as scipy.stats.binomtest(a_only, a_only + b_only).pvalue and statsmodels' mcnemar(exact=True).
-- Holm's step-down adjustment across all the pairs of generators of that judge (judging/stats.py, equal to
-  statsmodels' multipletests(method="holm")): a pair is separable when its adjusted p < 0.05.
+- Holm's step-down adjustment across all the pairs of generators of that judge (h2e_site/stats/rankings.py,
+  equal to statsmodels' multipletests(method="holm")): a pair is separable when its adjusted p < 0.05.
 - Separability of a judge: the share of its pairs that are separable (Arena-Hard's "separability").
 
 Verdicts are read once per request into one matrix per judge (generators x examples); every count is then a
@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING, Any
 from django.db import connection
 from django.db.models import Q
 
+from h2e_site.stats.rankings import holm_adjusted
+
 from . import selectors, versions
 from .models import Generator, Judge, Judgment
-from .stats import holm_adjusted
 
 if TYPE_CHECKING:
     import numpy as np
@@ -142,7 +143,7 @@ def _mcnemar_exact_ps(discordant: list[tuple[int, int]]) -> list[float]:
 
 
 def holm(p_values: list[float]) -> list[float]:
-    """Holm-adjusted p-values, in the order given (judging.stats.holm_adjusted)."""
+    """Holm-adjusted p-values, in the order given (h2e_site.stats.rankings.holm_adjusted)."""
     return holm_adjusted(p_values)
 
 

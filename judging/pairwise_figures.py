@@ -9,15 +9,17 @@ the generator whose id sorts first: "a_better", "b_better", "tie_none", "tie_fai
   `choix.ilsr_pairwise_dense` on the win matrix (a tie is half a win for each side) with regularisation ALPHA:
   the fit solves, for every generator i, wins_i - sum_j n_ij w_i / (w_i + w_j) = alpha sum_j (w_i - w_j) with
   w = exp(s) scaled to mean 1, which keeps an unbeaten generator's strength finite. Strengths are log-scale,
-  mean 0. Undefined with fewer than two generators or when the comparisons do not connect them all. 95 %
-  percentile bootstrap intervals of strength and rank (1 = strongest; equal strengths share the better rank)
-  over items: `resamples` draws of the items with replacement (seed fixed); resamples whose comparisons do
-  not connect every generator are left out and counted out of `samples`.
+  mean 0 (the fit and its bootstrap: h2e_site.stats.rankings). Undefined with fewer than two generators or
+  when the comparisons do not connect them all. 95 % percentile bootstrap intervals of strength and rank
+  (1 = strongest; equal strengths share the better rank) over items: `resamples` draws of the items with
+  replacement (seed fixed); resamples whose comparisons do not connect every generator are left out and
+  counted out of `samples`.
 - Agreement (`human_alpha`, `majorities`, `judge_human_agreement`): Krippendorff's nominal alpha over the four
   canonical outcomes (the `krippendorff` package; undefined by h2e_site.stats' one rule); the human majority
   of an item is the canonical outcome of more than half its human answers, else the item has none (counted,
   never broken); a judge's answers are compared with it (share with Wilson interval, Cohen's kappa over the
-  four outcomes), over every answer and over the items whose two orders agree.
+  four outcomes), over every answer and over the items whose two orders agree. Share, kappa and alpha are
+  h2e_site.stats' (one formula each in the project).
 - Position bias (`position_bias`): the share of decisive answers (left or right) that chose the left L2, with
   its Wilson interval and the two-sided exact binomial p-value against 1/2 (scipy.stats.binomtest).
   `flip_rate`: the share of items a judge answered in both orders whose canonical verdict changed.
@@ -38,9 +40,17 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from h2e_site.stats import Coefficient, agreement_undefined, chance_corrected, nominal_chance_agreement
-
-from .stats import tau_b_rows, wilson_interval
+from h2e_site.stats import Coefficient, Share
+from h2e_site.stats.agreement import confusion_of, kappa, nominal_alpha
+from h2e_site.stats.rankings import (
+    bootstrap_strengths,
+    connected,
+    fit_strengths,
+    percentile_interval,
+    ranks,
+    resample_weights,
+    tau_b_rows,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -52,7 +62,6 @@ ALPHA = 0.01
 BOOTSTRAP_SAMPLES = 1000
 SEED = 0
 CI_LEVEL = 0.95
-_MAX_ITER = 10_000
 
 
 @dataclass(frozen=True)
@@ -101,25 +110,8 @@ class Comparison:
         return self.left == self.pair[0]
 
 
-@dataclass(frozen=True)
-class Share:
-    """successes out of n, with its Wilson 95 % interval; undefined (None) when n is 0."""
-
-    successes: int
-    n: int
-    undefined: str = ""
-
-    @property
-    def value(self) -> float | None:
-        return self.successes / self.n if self.n else None
-
-    @property
-    def interval(self) -> tuple[float, float] | None:
-        return wilson_interval(self.successes, self.n)
-
-
-def _share(successes: int, n: int, empty: str) -> Share:
-    return Share(successes, n, "" if n else f"undefined: {empty}")
+def _share(k: int, n: int, empty: str) -> Share:
+    return Share(k, n, "" if n else f"undefined: {empty}")
 
 
 def _by_item(records: Iterable[Comparison]) -> dict[Hashable, list[Comparison]]:
@@ -176,67 +168,6 @@ def item_wins(records: Sequence[Comparison], generators: list[str]) -> np.ndarra
     return wins
 
 
-def connected(wins: np.ndarray) -> np.ndarray:
-    """For each generators x generators win matrix of a stack (..., G, G): do its comparisons connect every
-    generator (directly or through others)?"""
-    import numpy as np
-
-    size = wins.shape[-1]
-    reach = ((wins + np.swapaxes(wins, -1, -2)) > 0) | np.eye(size, dtype=bool)
-    for _ in range(max(1, math.ceil(math.log2(size)))):
-        reach = (reach.astype(float) @ reach.astype(float)) > 0
-    return reach.all(axis=(-1, -2))
-
-
-def fit_strengths(
-    wins: np.ndarray, alpha: float = ALPHA, start: np.ndarray | None = None
-) -> np.ndarray | None:
-    """Bradley-Terry log-strengths (mean 0) of one win matrix (choix's ILSR); None if it does not converge."""
-    import choix
-
-    try:
-        return choix.ilsr_pairwise_dense(wins, alpha=alpha, initial_params=start, max_iter=_MAX_ITER)
-    except (RuntimeError, ValueError):
-        return None
-
-
-def ranks(strengths: np.ndarray) -> np.ndarray:
-    """1 + how many generators are strictly stronger, for every row of a (..., G) array."""
-    return 1 + (strengths[..., None, :] > strengths[..., :, None]).sum(axis=-1)
-
-
-def resample_weights(n_items: int, resamples: int, seed: int) -> np.ndarray:
-    """resamples x items: how many times each resample draws each item (rankings.py's draw)."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    return rng.multinomial(n_items, np.full(n_items, 1 / n_items), size=resamples)
-
-
-def bootstrap_strengths(
-    wins: np.ndarray, weights: np.ndarray, alpha: float, start: np.ndarray | None = None
-) -> np.ndarray:
-    """resamples x generators strengths of the resampled items (a row of NaN where undefined); each fit starts
-    from `start` (the point estimate), which changes where ILSR begins, not where it converges."""
-    import numpy as np
-
-    stacked = np.einsum("bu,uij->bij", weights, wins)
-    result = np.full((weights.shape[0], wins.shape[1]), np.nan)
-    for b in np.flatnonzero(connected(stacked)):
-        fitted = fit_strengths(stacked[b], alpha, start)
-        if fitted is not None:
-            result[b] = fitted
-    return result
-
-
-def _percentiles(values: np.ndarray) -> tuple[list[float], list[float]]:
-    import numpy as np
-
-    tail = (1 - CI_LEVEL) / 2 * 100
-    low, high = np.percentile(values, [tail, 100 - tail], axis=0)
-    return low.tolist(), high.tolist()
-
-
 def _bt_undefined(generators: list[str], wins: np.ndarray) -> str:
     if len(generators) < 2:
         return f"undefined: {len(generators)} generator compared (at least 2 needed)"
@@ -265,7 +196,9 @@ def bradley_terry(
     boot = bootstrap_strengths(wins, resample_weights(wins.shape[0], resamples, seed), alpha, point)
     boot = boot[np.isfinite(boot).all(axis=1)]
     intervals = (
-        _percentiles(boot) + _percentiles(ranks(boot)) if boot.size else ([None] * len(generators),) * 4
+        percentile_interval(boot, CI_LEVEL) + percentile_interval(ranks(boot), CI_LEVEL)
+        if boot.size
+        else ([None] * len(generators),) * 4
     )
     point_ranks = ranks(point)
     strengths = [
@@ -299,15 +232,7 @@ def outcome_counts(records: Sequence[Comparison]) -> np.ndarray:
 
 def human_alpha(records: Sequence[Comparison]) -> Coefficient:
     """Krippendorff's nominal alpha over the canonical outcomes; items answered once are left out."""
-    import krippendorff
-
-    counts = outcome_counts(records)
-    pairable = counts[counts.sum(axis=1) >= 2] if counts.size else counts
-    why = agreement_undefined(pairable.shape[0], nominal_chance_agreement(pairable.sum(axis=0).tolist()))
-    if why:
-        return Coefficient(None, pairable.shape[0], why)
-    value = krippendorff.alpha(value_counts=pairable, level_of_measurement="nominal")
-    return Coefficient(float(value), pairable.shape[0])
+    return nominal_alpha(outcome_counts(records))
 
 
 def majority(outcomes: Sequence[str]) -> str | None:
@@ -336,18 +261,6 @@ def majorities(records: Sequence[Comparison]) -> Majorities:
     return Majorities(verdicts, none)
 
 
-def nominal_kappa(pairs: Sequence[tuple[str, str]]) -> Coefficient:
-    """Cohen's kappa of two raters over nominal labels, (first, second) per item: (p_o - p_e) / (1 - p_e) with
-    p_e = sum over labels of the product of the two raters' shares; undefined by h2e_site.stats' rule."""
-    n = len(pairs)
-    if n == 0:
-        return chance_corrected(0.0, 0.0, 0)
-    observed = sum(a == b for a, b in pairs) / n
-    labels = {label for pair in pairs for label in pair}
-    expected = sum(sum(a == c for a, _ in pairs) * sum(b == c for _, b in pairs) / (n * n) for c in labels)
-    return chance_corrected(observed, expected, n)
-
-
 @dataclass(frozen=True)
 class JudgeHumanAgreement:
     answers: Share  # every judge answer (each order) equal to its item's human majority
@@ -369,7 +282,7 @@ def judge_human_agreement(human: Sequence[Comparison], judge: Sequence[Compariso
             sum(a == b for a, b in pairs), len(pairs), "no judge answer on an item with a human majority"
         ),
         consistent=_share(sum(agreed), len(agreed), "no item with a consistent verdict and a human majority"),
-        kappa=nominal_kappa([(b, a) for a, b in pairs]),
+        kappa=kappa(confusion_of((b, a) for a, b in pairs)),
         no_majority=sum(r.item not in reference.verdicts for r in judge),
         not_judged=sum(item not in judged for item in reference.verdicts),
     )

@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
+from h2e_site.stats.rankings import tau_b_rows
+
 from . import paired, selectors, versions
 from .models import Judge
-from .stats import tau_b_rows
 
 if TYPE_CHECKING:
     import numpy as np

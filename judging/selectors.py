@@ -30,10 +30,10 @@ from django.db.models import (
     When,
 )
 
+from h2e_site.stats import wilson_interval
 from mining.models import Procedure
 
 from .models import Generation, Generator, Judge, Judgment
-from .stats import wilson_interval
 
 _SCORED = Q(parse_failed=False)
 # Rows are counted on judge_id, never NULL and a key of the judgment_leaderboard index (which includes the

@@ -3,8 +3,8 @@
 A kind says what its categorical questions are (`StudyKindSpec.categorical_questions`: has_failure for
 critical failures, whether each candidate holds per step type, the choice per task of multiple choice, the
 outcome of a pairwise item), each as plain (unit, annotator, label) records with a reference to each unit for
-the page; this module fits annotation/dawid_skene.py on each and gives the page and the API the same figures.
-Attention-check items are never part of them (each kind leaves them out, as for alpha).
+the page; this module fits h2e_site/stats/dawid_skene.py on each and gives the page and the API the same
+figures. Attention-check items are never part of them (each kind leaves them out, as for alpha).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from annotation.dawid_skene import CrowdLabel, DawidSkene, UnitEstimate, dawid_skene
+from h2e_site.stats.dawid_skene import CrowdLabel, DawidSkene, UnitEstimate, dawid_skene
 
 if TYPE_CHECKING:
     pass

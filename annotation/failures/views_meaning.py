@@ -21,7 +21,7 @@ from annotation.base.job_kinds import FAILURE_PATTERNS
 from annotation.base.models import AnnotatedFailure
 from annotation.failures.meaning.forms import FailurePatternsForm
 from annotation.failures.meaning.jobs import TooFewFailures, failure_patterns_job_create
-from annotation.failures.meaning.models import HUMAN, JUDGE, FailurePattern, FailurePatternRun, Share
+from annotation.failures.meaning.models import HUMAN, JUDGE, ClusterShare, FailurePattern, FailurePatternRun
 from h2e_site.bounds import OutOfRange
 from h2e_site.jobs.models import Job, JobStatus
 from h2e_site.jobs.views import job_lines
@@ -129,7 +129,7 @@ def _patterns_context(request: HttpRequest, topic: Topic) -> dict[str, Any]:
 @dataclass(frozen=True)
 class PatternView:
     pattern: FailurePattern
-    shares: dict[str, list[Share]]
+    shares: dict[str, list[ClusterShare]]
     generation_id: int | None  # the representative's generation (None: deleted since)
 
 

@@ -367,7 +367,7 @@ class JudgeReportCardView(ComputedView):
 
 
 class CalibratedScoreSerializer(serializers.Serializer):
-    """judging.calibration.CalibratedScore: shares in [0, 1]; null with the reason in `undefined`."""
+    """h2e_site.stats.calibration.CalibratedScore: shares in [0, 1]; null with the reason in `undefined`."""
 
     estimate = serializers.FloatField(allow_null=True, help_text="PPI++ estimate of the human-majority share")
     ci_low = serializers.FloatField(allow_null=True, help_text="95 % normal interval (not clipped to [0, 1])")

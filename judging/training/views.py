@@ -70,7 +70,7 @@ def _weights(config: object) -> list[tuple[str, object]]:
 
 
 @dataclass(frozen=True)
-class Share:
+class PercentShare:
     """A share as the table writes it: the percentage, its interval in percent, over n."""
 
     percent: float | None
@@ -79,7 +79,7 @@ class Share:
     n: int
 
     @classmethod
-    def of(cls, value: float | None, interval: Interval | None, n: int) -> Share:
+    def of(cls, value: float | None, interval: Interval | None, n: int) -> PercentShare:
         if value is None or interval is None:
             return cls(None, None, None, n)
         return cls(100 * value, 100 * interval[0], 100 * interval[1], n)
@@ -88,9 +88,9 @@ class Share:
 @dataclass(frozen=True)
 class BucketRow:
     bucket: Bucket
-    how2score: Share
-    how2score_format_ok: Share
-    format_rate: Share
+    how2score: PercentShare
+    how2score_format_ok: PercentShare
+    format_rate: PercentShare
     store_percent: float | None
     is_alarm: bool
 
@@ -100,11 +100,11 @@ def bucket_rows(watch: RunWatch) -> list[BucketRow]:
     return [
         BucketRow(
             bucket=b,
-            how2score=Share.of(b.how2score, b.how2score_interval, b.n_scored),
-            how2score_format_ok=Share.of(
+            how2score=PercentShare.of(b.how2score, b.how2score_interval, b.n_scored),
+            how2score_format_ok=PercentShare.of(
                 b.how2score_format_ok, b.how2score_format_ok_interval, b.n_scored_format_ok
             ),
-            format_rate=Share.of(b.format_rate, b.format_interval, b.n_format),
+            format_rate=PercentShare.of(b.format_rate, b.format_interval, b.n_format),
             store_percent=None if b.store_share is None else 100 * b.store_share,
             is_alarm=watch.alarm.flagged and b.first_step == watch.alarm.from_step,
         )

@@ -1,7 +1,7 @@
 """Calibration samples for tests, built the way the study builder builds them: a critical-failures study
 (services.study_create) whose items are the drawn examples of a frame, a CalibrationRound and one
-CalibrationDraw per frame example (its probability from judging/sampling.py), then annotated through the real
-participant services."""
+CalibrationDraw per frame example (its probability from h2e_site/stats/sampling.py), then annotated through
+the real participant services."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from annotation.base.models import Study, StudyItem
 from annotation.flow import services
 from annotation.kinds.critical_failures.models import CalibrationDesign, CalibrationDraw, CalibrationRound
 from annotation.kinds.critical_failures.posted import FailureInput, Submission
+from h2e_site.stats.sampling import stratified_probabilities, uniform_probabilities
 from judging.models import Generation, Generator, Judge
-from judging.sampling import stratified_probabilities, uniform_probabilities
 from tests.annotation.conftest import annotate_all, qualified
 from tests.factories import make_generation, make_generator, make_judge, make_judgment, make_procedure
 

@@ -9,21 +9,20 @@ import krippendorff
 import numpy as np
 import pytest
 
-from annotation.agreement import (
+from h2e_site.stats import wilson_interval
+from h2e_site.stats.agreement import cohen_kappa, nominal_alpha_of_resamples
+from h2e_site.stats.verdicts import (
     Label,
     alpha_binary,
     alpha_first_failure,
     alpha_step_sets,
     bootstrap_alpha_ci,
-    cohen_kappa,
     judge_agreement,
     label_from_failures,
     leave_one_out,
     majority,
     masi_distance,
-    nominal_alpha_of_resamples,
 )
-from judging.stats import wilson_interval
 
 
 def binary(matrix: list[list[int | None]]) -> list[Label]:

@@ -9,10 +9,10 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotation.agreement import Label, alpha_binary
 from annotation.base.models import Study, StudyItem
 from annotation.kinds.critical_failures.agreement_data import study_agreement
 from annotation.kinds.critical_failures.posted import FailureInput, Submission
+from h2e_site.stats.verdicts import Label, alpha_binary
 from judging.models import Generation
 from tests.annotation.conftest import annotate_all, make_study, qualified
 from tests.factories import make_judge, make_judgment, make_user

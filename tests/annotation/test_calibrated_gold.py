@@ -15,9 +15,9 @@ from annotation.base.models import StudyItem
 from annotation.kinds.critical_failures.calibration.calibrated import calibrated_lines
 from annotation.kinds.critical_failures.gold_events import gold_decide
 from annotation.kinds.critical_failures.report_card import CalibrationBias, calibration_bias
-from judging.calibration import calibrated_score
-from judging.sampling import uniform_probabilities
-from judging.stats import wilson_interval
+from h2e_site.stats import wilson_interval
+from h2e_site.stats.calibration import calibrated_score
+from h2e_site.stats.sampling import uniform_probabilities
 from tests.annotation.calibration_world import (
     FAIL,
     PASS,

@@ -123,7 +123,7 @@ def test_the_report_card_shows_the_judges_bias_on_the_calibration_samples(
     admin_client: Client, world: dict[str, object]
 ) -> None:
     from annotation.kinds.critical_failures.report_card import calibration_bias
-    from judging.calibration_bias import judge_bias, weighted_mean_difference
+    from h2e_site.stats.calibration_bias import judge_bias, weighted_mean_difference
 
     judge = world["judge"]
     result = calibration_bias(judge)  # type: ignore[arg-type]

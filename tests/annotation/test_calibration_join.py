@@ -1,7 +1,7 @@
 """The join of judge verdicts and human majorities into the calibrated How2Score
 (annotation/kinds/critical_failures/calibration/calibrated.py),
-on small worlds annotated through the real services: each figure equals judging.calibration's estimator on
-the labels the module docstring's rules give, listed here by hand."""
+on small worlds annotated through the real services: each figure equals h2e_site.stats.calibration's
+estimator on the labels the module docstring's rules give, listed here by hand."""
 
 from __future__ import annotations
 
@@ -18,16 +18,16 @@ from annotation.kinds.critical_failures.calibration.calibrated import (
     unused_studies,
 )
 from annotation.kinds.critical_failures.models import CalibrationDraw, CalibrationRound
-from judging.calibration import (
+from h2e_site.stats import wilson_interval
+from h2e_site.stats.calibration import (
     MIN_DESIGN_STRATUM_LABELS,
     StratumLabels,
     calibrated_score,
     design_stratified_score,
     stratified_score,
 )
+from h2e_site.stats.sampling import inclusion_after_rounds, uniform_probabilities
 from judging.models import Generation
-from judging.sampling import inclusion_after_rounds, uniform_probabilities
-from judging.stats import wilson_interval
 from tests.annotation.calibration_world import (
     FAIL,
     PASS,

@@ -20,11 +20,11 @@ from hypothesis import strategies as st
 from annotation.base.beyond_majority import QuestionEstimate, question_estimates
 from annotation.base.models import Annotation, Study
 from annotation.base.registry import kind_for
-from annotation.dawid_skene import CrowdLabel, DawidSkene, dawid_skene, majority_label
 from annotation.flow import services
 from annotation.kinds.critical_failures.posted import FailureInput, Submission
 from annotation.kinds.critical_failures.questions import FAILURE, NO_FAILURE
 from annotation.kinds.pairwise.questions import OUTCOME_NAMES
+from h2e_site.stats.dawid_skene import CrowdLabel, DawidSkene, dawid_skene, majority_label
 from tests.annotation.conftest import annotate_all, make_study, pid, qualified, read_everything
 from tests.annotation.pairwise.helpers import answer, make_pairwise_study
 from tests.annotation.test_agreement_pages import VERDICTS, annotate, items_in_order

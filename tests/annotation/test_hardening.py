@@ -16,11 +16,11 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation.agreement import Label, alpha_binary, alpha_step_sets, masi_distance
 from annotation.base import codebook
 from annotation.base.models import AnnotatedFailure, Annotation, Assignment, Participant, Stage, Study
 from annotation.kinds.critical_failures.exports import EXPORT_FIELDS
 from h2e_site.inputs import BadInput, ascii_int, clean_text
+from h2e_site.stats.verdicts import Label, alpha_binary, alpha_step_sets, masi_distance
 from tests.annotation.conftest import make_study, pid
 from tests.annotation.test_views import current, entry_url, qualify, read_all, url
 

@@ -1,8 +1,8 @@
 """The budget planner (annotation/kinds/critical_failures/calibration/planner.py, /calibration/plan/,
 /api/calibration/plan/): minutes per item
 from a study annotated through the real services, the counts and the cost by hand, the difference and topic
-scopes against judging.calibration's functions, the paper's example by hand, bad inputs refused with a 400
-naming the field (fuzzed: never a 5xx), staff only. (The planner's n against a simulation:
+scopes against h2e_site.stats.calibration's functions, the paper's example by hand, bad inputs refused with a
+400 naming the field (fuzzed: never a 5xx), staff only. (The planner's n against a simulation:
 tests/judging/test_calibration.py.)"""
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from annotation.kinds.critical_failures.calibration.planner import (
     plan,
 )
 from annotation.kinds.critical_failures.models import CalibrationDesign, CalibrationDraw, CalibrationRound
-from judging.calibration import z_value
-from judging.calibration_plan import (
+from h2e_site.stats.calibration import z_value
+from h2e_site.stats.calibration_plan import (
     PlanMoments,
     labels_needed,
     labels_needed_for_difference,

@@ -10,8 +10,8 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation.kinds.critical_failures.report_card import fit_length_threshold, report_card
+from h2e_site.stats import wilson_interval
 from judging.models import Generation
-from judging.stats import wilson_interval
 from mining.models import Procedure
 from tests.annotation.conftest import make_study
 from tests.annotation.test_agreement_pages import annotate, items_in_order, verdict

@@ -19,9 +19,9 @@ from annotation.kinds.critical_failures.report_card import (
     StudyCard,
     report_card,
 )
+from h2e_site.stats import wilson_interval
 from judging.judge_figures import Share
 from judging.models import Generation, Judge
-from judging.stats import wilson_interval
 from tests.annotation.conftest import make_study
 from tests.annotation.test_agreement_pages import annotate, items_in_order, verdict
 from tests.factories import make_judge, make_judgment, make_user

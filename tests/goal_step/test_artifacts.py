@@ -19,7 +19,7 @@ from goal_step.build import (
     draft_step_ordering,
     prepare_corpus,
 )
-from judging.stats import wilson_interval as judging_wilson
+from h2e_site.stats import wilson_interval as judging_wilson
 from tests.goal_step.synthetic import WordEmbedding, synthetic_procedures
 
 

@@ -1,7 +1,7 @@
-"""The human-calibrated How2Score's statistics (issue #20 foundation, judging/calibration.py): the PPI++ and
-classical PPI estimates and intervals against ppi-python (the reference implementation, in the dev extras),
-the classical PPI mean and the inverse-probability weights of a stratified sample by hand, the stratified
-estimate, the undefined cases, and the planner's n against a seeded simulation."""
+"""The human-calibrated How2Score's statistics (issue #20 foundation, h2e_site/stats/calibration.py): the
+PPI++ and classical PPI estimates and intervals against ppi-python (the reference implementation, in the dev
+extras), the classical PPI mean and the inverse-probability weights of a stratified sample by hand, the
+stratified estimate, the undefined cases, and the planner's n against a seeded simulation."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from judging.calibration import (
+from h2e_site.stats.calibration import (
     MAX_DESIGN_STRATA,
     MIN_DESIGN_STRATUM_LABELS,
     CalibratedScore,
@@ -24,7 +24,7 @@ from judging.calibration import (
     stratified_score,
     z_value,
 )
-from judging.calibration_plan import (
+from h2e_site.stats.calibration_plan import (
     PlanMoments,
     agreement_range,
     default_agreement,

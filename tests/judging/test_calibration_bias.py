@@ -1,5 +1,5 @@
-"""The judge's bias against the human majority (judging/calibration.py: weighted_mean_difference, judge_bias):
-by hand, and against numpy's weighted average and statsmodels' DescrStatsW."""
+"""The judge's bias against the human majority (h2e_site/stats/calibration.py: weighted_mean_difference,
+judge_bias): by hand, and against numpy's weighted average and statsmodels' DescrStatsW."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from statsmodels.stats.weightstats import DescrStatsW
 
-from judging.calibration import z_value
-from judging.calibration_bias import judge_bias, weighted_mean_difference
-from judging.stats import wilson_interval
+from h2e_site.stats import wilson_interval
+from h2e_site.stats.calibration import z_value
+from h2e_site.stats.calibration_bias import judge_bias, weighted_mean_difference
 
 Z = z_value()
 

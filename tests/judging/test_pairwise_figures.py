@@ -12,9 +12,9 @@ from scipy.stats import kendalltau
 from sklearn.metrics import cohen_kappa_score
 
 from h2e_site.stats import wilson_interval
+from h2e_site.stats.agreement import confusion_of, kappa
 from judging import pairwise_figures as pf
 from judging.pairwise_figures import A_BETTER, B_BETTER, TIE_FAIL, TIE_NONE, Comparison
-from judging.stats import kappa
 
 _ids = count()
 
@@ -239,14 +239,14 @@ def test_the_majority_is_strict_and_never_broken() -> None:
 def test_nominal_kappa_matches_sklearn_and_the_binary_helper() -> None:
     first = [A_BETTER, A_BETTER, B_BETTER, TIE_NONE, TIE_FAIL, B_BETTER, A_BETTER, TIE_NONE]
     second = [A_BETTER, B_BETTER, B_BETTER, TIE_NONE, TIE_NONE, B_BETTER, A_BETTER, TIE_FAIL]
-    assert pf.nominal_kappa(list(zip(first, second, strict=True))).value == pytest.approx(
+    assert kappa(confusion_of(zip(first, second, strict=True))).value == pytest.approx(
         cohen_kappa_score(first, second)
     )
     binary = [(True, True), (True, False), (False, False), (False, False), (True, True)]
     confusion = {h: {j: sum(p == (h, j) for p in binary) for j in (True, False)} for h in (True, False)}
     labels = [(str(a), str(b)) for a, b in binary]
-    assert pf.nominal_kappa(labels).value == pytest.approx(kappa(confusion).value)
-    assert "only 1 item" in pf.nominal_kappa([(A_BETTER, A_BETTER)]).undefined
+    assert kappa(confusion_of(labels)).value == pytest.approx(kappa(confusion).value)
+    assert "only 1 item" in kappa(confusion_of([(A_BETTER, A_BETTER)])).undefined
 
 
 def test_the_judge_is_compared_with_the_human_majority() -> None:
@@ -268,15 +268,15 @@ def test_the_judge_is_compared_with_the_human_majority() -> None:
         answer("g1", "g2", A_BETTER, item=4, coder="j"),  # no human majority
     ]
     found = pf.judge_human_agreement(humans, judge)
-    assert (found.answers.successes, found.answers.n) == (3, 5)
+    assert (found.answers.k, found.answers.n) == (3, 5)
     assert found.answers.interval == wilson_interval(3, 5)
-    assert (found.consistent.successes, found.consistent.n) == (1, 1)  # item 1 only
+    assert (found.consistent.k, found.consistent.n) == (1, 1)  # item 1 only
     assert found.no_majority == 1 and found.not_judged == 1
     human = [A_BETTER, A_BETTER, B_BETTER, B_BETTER, TIE_NONE]
     judged = [A_BETTER, A_BETTER, B_BETTER, A_BETTER, TIE_FAIL]
     assert found.kappa.value == pytest.approx(cohen_kappa_score(human, judged))
     empty = pf.judge_human_agreement(humans, [])
-    assert empty.answers.value is None and empty.answers.undefined.startswith("undefined: ")
+    assert empty.answers.rate is None and empty.answers.undefined.startswith("undefined: ")
     assert empty.kappa.value is None and empty.not_judged == 4
 
 
@@ -290,7 +290,7 @@ def test_position_bias_of_decisive_answers() -> None:
         Comparison(11, "h", "g1", "g2", "g2", "both_fail"),
     ]
     bias = pf.position_bias(records)
-    assert (bias.left.successes, bias.left.n, bias.ties) == (7, 10, 2)
+    assert (bias.left.k, bias.left.n, bias.ties) == (7, 10, 2)
     assert bias.left.interval == wilson_interval(7, 10)
     # Two-sided exact test: P(X >= 7) + P(X <= 3) for X ~ Bin(10, 1/2) = 2 (120 + 45 + 10 + 1) / 1024.
     assert bias.p_value == pytest.approx(352 / 1024)
@@ -298,7 +298,7 @@ def test_position_bias_of_decisive_answers() -> None:
 
 def test_position_bias_without_a_decisive_answer_is_undefined() -> None:
     bias = pf.position_bias([Comparison(1, "h", "g1", "g2", "g1", "both_none")])
-    assert bias.left.value is None and bias.left.interval is None and bias.p_value is None
+    assert bias.left.rate is None and bias.left.interval is None and bias.p_value is None
     assert "no decisive answer" in bias.left.undefined
     assert pf.position_bias([]).ties == 0
 
@@ -314,7 +314,7 @@ def test_the_judges_flip_rate_over_items_asked_in_both_orders() -> None:
         answer("g1", "g2", A_BETTER, item=4, coder="j"),  # one order only
     ]
     flips = pf.flip_rate(judge)
-    assert (flips.flips.successes, flips.flips.n, flips.one_order) == (1, 3, 1)
+    assert (flips.flips.k, flips.flips.n, flips.one_order) == (1, 3, 1)
     assert flips.consistent == {1: A_BETTER, 2: TIE_NONE}
     assert flips.flips.interval == wilson_interval(1, 3)
     assert "both orders" in pf.flip_rate(judge[-1:]).flips.undefined
@@ -336,10 +336,10 @@ def test_pairwise_against_pointwise_verdicts() -> None:
         answer("g1", "g2", A_BETTER, item=5),  # g2 has no pointwise verdict
     ]
     found = pf.pairwise_vs_pointwise(records, pointwise)
-    assert (found.agreement.successes, found.agreement.n) == (2, 3)
+    assert (found.agreement.k, found.agreement.n) == (2, 3)
     assert found.agreement.interval == wilson_interval(2, 3)
     assert (found.pairwise_ties, found.both_pass, found.both_fail, found.missing) == (1, 1, 1, 1)
-    assert pf.pairwise_vs_pointwise(records[4:], pointwise).agreement.value is None
+    assert pf.pairwise_vs_pointwise(records[4:], pointwise).agreement.rate is None
 
 
 def _pointwise_study() -> tuple[list[Comparison], dict[tuple[object, str], bool]]:

@@ -198,10 +198,10 @@ def test_its_verdicts_feed_the_pairwise_figures(llm_server: LoopbackLLM) -> None
     assert len(records) == 6 and {r.coder for r in records} == {judge.judge_id}
     assert {r.item for r in records} == set(pairs)
     flips = pairwise_figures.flip_rate(records)
-    assert (flips.flips.successes, flips.flips.n) == (2, 3)  # goals 0 and 1 flip, goal 2 ties both ways
+    assert (flips.flips.k, flips.flips.n) == (2, 3)  # goals 0 and 1 flip, goal 2 ties both ways
     assert flips.consistent == {pairs[2]: pairwise_figures.TIE_FAIL}
     bias = pairwise_figures.position_bias(records)
-    assert (bias.left.successes, bias.left.n, bias.ties) == (4, 4, 2)  # every decisive answer chose the left
+    assert (bias.left.k, bias.left.n, bias.ties) == (4, 4, 2)  # every decisive answer chose the left
 
     keyed = pairwise_comparisons(judge, {(b, a): f"item-{i}" for i, (a, b) in enumerate(pairs[:2])})
     assert sorted({r.item for r in keyed}) == ["item-0", "item-1"] and len(keyed) == 4
@@ -210,7 +210,7 @@ def test_its_verdicts_feed_the_pairwise_figures(llm_server: LoopbackLLM) -> None
         pairwise_figures.Comparison("item-1", "h1", "gx", "gy", "gy", "left"),
     ]
     agreement = pairwise_figures.judge_human_agreement(human, keyed)
-    assert (agreement.answers.successes, agreement.answers.n) == (2, 4)  # the "gy first" answers agree
+    assert (agreement.answers.k, agreement.answers.n) == (2, 4)  # the "gy first" answers agree
 
 
 def test_a_parse_failure_is_a_failed_item_kept_and_retried(llm_server: LoopbackLLM) -> None:

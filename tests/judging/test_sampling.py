@@ -1,5 +1,5 @@
-"""judging/sampling.py's draws: the systematic PPS draw includes every example with its probability pi (the
-empirical inclusion frequency over 2,000 seeds within four binomial standard errors of pi), takes exactly
+"""h2e_site/stats/sampling.py's draws: the systematic PPS draw includes every example with its probability pi
+(the empirical inclusion frequency over 2,000 seeds within four binomial standard errors of pi), takes exactly
 round(sum pi) examples, and the stratified allocation gives a topic smaller than its share all of it."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from judging import sampling
+from h2e_site.stats import sampling
 
 SEEDS = 2000
 

@@ -1,4 +1,4 @@
-"""The one rule for an undefined chance-corrected coefficient (h2e_site/stats.py): kappa, AC1 and alpha are
+"""The one rule for an undefined chance-corrected coefficient (h2e_site/stats): kappa, AC1 and alpha are
 undefined with fewer than 2 items, or a chance agreement of 1, and say which; each case by hand."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from annotation.agreement import Label, binary_alpha
-from annotation.kinds.step_types.measures import Contradiction, contradiction_rate, nominal_alpha_coefficient
+from annotation.kinds.step_types.measures import Contradiction, contradiction_rate
 from h2e_site.stats import agreement_undefined, nominal_chance_agreement
-from judging.stats import Confusion, ac1, kappa
+from h2e_site.stats.agreement import Confusion, ac1, kappa, nominal_alpha, rating_counts
+from h2e_site.stats.verdicts import Label, binary_alpha
 
 
 def confusion(tt: int = 0, tf: int = 0, ft: int = 0, ff: int = 0) -> Confusion:
@@ -72,7 +72,7 @@ def test_alpha_follows_the_same_rule() -> None:
     same = [Label("a", 1, True), Label("b", 1, True), Label("a", 2, True), Label("b", 2, True)]
     assert binary_alpha(same).undefined.startswith("undefined: all 2 items have one and the same label")
     # The step types' and multiple choice's alpha (reliability data): one item with two labels.
-    assert nominal_alpha_coefficient({"A": {"i1": 1.0}, "B": {"i1": 0.0}}).undefined == ONE_ITEM
+    assert nominal_alpha(rating_counts({"A": {"i1": 1.0}, "B": {"i1": 0.0}})).undefined == ONE_ITEM
 
 
 # --- the contradiction rate on its two bases (#19 item 19) ------------------------------------------------

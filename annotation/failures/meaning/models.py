@@ -86,7 +86,9 @@ class FailurePattern(models.Model):
         """`judge-12` / `human-7`, as the failure browser and the generation page name a failure."""
         return f"{self.representative_source}-{self.representative_pk}"
 
-    def shares(self, run: FailurePatternRun, models: dict[str, str] | None = None) -> dict[str, list[Share]]:
+    def shares(
+        self, run: FailurePatternRun, models: dict[str, str] | None = None
+    ) -> dict[str, list[ClusterShare]]:
         """Per generator, judge and study of the run: this cluster's count of its failures over its total
         (`models`: generator_id / judge_id -> the model's name, shown beside the id)."""
         return {
@@ -97,7 +99,7 @@ class FailurePattern(models.Model):
 
 
 @dataclass(frozen=True)
-class Share:
+class ClusterShare:
     """k of n failures of one generator (judge, study) are in the cluster."""
 
     name: str  # generator_id, judge_id or study slug
@@ -117,8 +119,10 @@ def _shares(
     *,
     models: dict[str, str] | None = None,
     demo: set[str] | None = None,
-) -> list[Share]:
+) -> list[ClusterShare]:
     return [
-        Share(name, counts.get(name, 0), n, demo=name in (demo or ()), model=(models or {}).get(name, ""))
+        ClusterShare(
+            name, counts.get(name, 0), n, demo=name in (demo or ()), model=(models or {}).get(name, "")
+        )
         for name, n in sorted(totals.items())
     ]

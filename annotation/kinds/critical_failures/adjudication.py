@@ -6,7 +6,7 @@ An item is in the queue when
 - a judge disagrees with the human majority: some judge's usable verdict (parse failures are no verdict)
   differs from the majority of the item's annotations (an item whose humans tie is already in the queue).
 
-Each entry carries the item's Dawid-Skene estimate (annotation/dawid_skene.py, fitted on the study's
+Each entry carries the item's Dawid-Skene estimate (h2e_site/stats/dawid_skene.py, fitted on the study's
 "does L2 have a critical failure?" labels): its label and posterior, for the reviewer to see beside the
 majority.
 
@@ -24,12 +24,12 @@ from typing import Any, Generic, TypeVar
 
 from django.db.models import Count, Max
 
-from annotation.agreement import majority
 from annotation.base.models import Annotation, Study, StudyItem
-from annotation.dawid_skene import UnitEstimate, dawid_skene
 from annotation.kinds.critical_failures.gold import CriticalGold, gold_items
 from annotation.kinds.critical_failures.label_versions import study_labels_version
 from annotation.kinds.critical_failures.questions import FAILURE, has_failure_labels
+from h2e_site.stats.dawid_skene import UnitEstimate, dawid_skene
+from h2e_site.stats.verdicts import majority
 from judging.models import Judge, Judgment
 from judging.versions import judgments_version
 

@@ -1,5 +1,5 @@
 """Agreement of a study (or of all studies): loads the labels in a handful of queries and computes every
-figure the agreement page and `GET /api/agreement/` show (annotation/agreement.py has the definitions).
+figure the agreement page and `GET /api/agreement/` show (h2e_site/stats/verdicts.py has the definitions).
 
 Humans and judges are read the same way: a verdict (has_failure) and the L1/L2 steps each critical failure
 links. Attention-check items are never part of agreement; their scores are reported per annotator. A judge's
@@ -17,7 +17,8 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from annotation.agreement import (
+from annotation.base.models import AnnotatedFailure, Annotation, Participant, Study
+from h2e_site.stats.verdicts import (
     Agreement,
     Interval,
     JudgeAgreement,
@@ -34,7 +35,6 @@ from annotation.agreement import (
     pooled,
     step_sets_alpha,
 )
-from annotation.base.models import AnnotatedFailure, Annotation, Participant, Study
 from judging.models import Judge, Judgment
 
 

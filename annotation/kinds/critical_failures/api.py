@@ -20,7 +20,6 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotation.agreement import Agreement
 from annotation.base.beyond_majority import beyond_majority_json, question_estimates
 from annotation.base.dawid_skene_api import DawidSkeneSerializer
 from annotation.base.models import Study
@@ -34,6 +33,7 @@ from annotation.kinds.critical_failures.agreement_data import (
 from annotation.kinds.critical_failures.questions import has_failure_question
 from h2e_site.api import comma_list, query_params
 from h2e_site.api_views import ComputedView
+from h2e_site.stats.verdicts import Agreement
 
 
 class AnnotatorAgreementSerializer(serializers.Serializer):

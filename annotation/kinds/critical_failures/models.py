@@ -16,7 +16,7 @@ from judging.models import Generation
 
 
 class CalibrationDesign(models.TextChoices):
-    """How a calibration round draws its examples (judging/sampling.py has the definitions)."""
+    """How a calibration round draws its examples (h2e_site/stats/sampling.py has the definitions)."""
 
     UNIFORM = "uniform", "uniform: a simple random sample"
     STRATIFIED = "stratified", "stratified by topic: the same number from every topic"

@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from annotation.base.beyond_majority import CategoricalQuestion, UnitRef
 from annotation.base.models import Annotation, Study
-from annotation.dawid_skene import CrowdLabel
+from h2e_site.stats.dawid_skene import CrowdLabel
 
 FAILURE = "failure"
 NO_FAILURE = "no failure"

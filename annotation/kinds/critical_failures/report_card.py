@@ -8,11 +8,11 @@ top layer.
 Per study, on the items with a human majority (ties left out, as on the agreement pages) and a judge verdict
 (parse failures left out):
 - agreement overall and per class of the human majority (has a failure / has none), each k of n with a 95 %
-  Wilson interval; Cohen's kappa and Gwet's AC1 of the judge x majority table (judging/stats.py; undefined
-  by h2e_site.stats' one rule, with the reason);
+  Wilson interval; Cohen's kappa and Gwet's AC1 of the judge x majority table (h2e_site/stats/agreement.py;
+  undefined by h2e_site.stats' one rule, with the reason);
 - the human ceiling on the same items (the items the humans tie on are left out of it as they are of the
   judge's agreement, and counted on the card): each annotator's leave-one-out agreement with the others'
-  majority (annotation/agreement.py), as the band from the lowest to the highest annotator and pooled;
+  majority (h2e_site/stats/verdicts.py), as the band from the lowest to the highest annotator and pooled;
 - trivial baselines on the same items: always "has failure", never "has failure", and a length-only rule:
   "has failure" when the generation is shorter than its reference by more than a share s of tokens, s fitted
   on these very items to agree best with the majority (so an optimistic baseline; items without token
@@ -35,9 +35,9 @@ its gold agreement beside the reason it has no majority figures.
 the calibrated leaderboard uses) of every generator the judge judged: the labelled items (complete, human
 majority Y with 0.5 for a tie) on which the judge has a verdict f (parse failures and unjudged items left
 out: an imputed label would say nothing about the judge), pooled over the generators with weights 1 / pi.
-judging.calibration_bias.judge_bias gives the bias (the Hajek mean of f - Y, its normal interval), missed
-failures and false alarms with their intervals and contributions; per topic the bias where the topic has at
-least MIN_TOPIC_LABELS such items, else the rule's reason.
+h2e_site.stats.calibration_bias.judge_bias gives the bias (the Hajek mean of f - Y, its normal interval),
+missed failures and false alarms with their intervals and contributions; per topic the bias where the topic
+has at least MIN_TOPIC_LABELS such items, else the rule's reason.
 """
 
 from __future__ import annotations
@@ -46,15 +46,6 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from annotation.agreement import (
-    JudgeAgreement,
-    Label,
-    by_unit,
-    human_ceiling,
-    judge_agreement,
-    majority,
-    pooled,
-)
 from annotation.base.models import Study, StudyKind
 from annotation.base.selectors import study_unlabelled_reason
 from annotation.kinds.critical_failures.agreement_data import study_labels
@@ -68,15 +59,24 @@ from annotation.kinds.critical_failures.calibration.calibrated import (
 )
 from annotation.kinds.critical_failures.gold import gold_by_generation
 from annotation.kinds.critical_failures.label_versions import calibration_version
-from judging import judge_figures, versions
-from judging.calibration_bias import (
+from h2e_site.stats import Share
+from h2e_site.stats.calibration_bias import (
     ClassShare,
     JudgeBias,
     MeanDifference,
     judge_bias,
     weighted_mean_difference,
 )
-from judging.judge_figures import Share
+from h2e_site.stats.verdicts import (
+    JudgeAgreement,
+    Label,
+    by_unit,
+    human_ceiling,
+    judge_agreement,
+    majority,
+    pooled,
+)
+from judging import judge_figures, versions
 from judging.models import Generation, Judge, Judgment
 from judging.probes.results import ProbeResults, judge_probes
 

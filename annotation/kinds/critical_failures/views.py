@@ -17,7 +17,6 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from annotation.agreement import majority
 from annotation.base.beyond_majority import question_estimates
 from annotation.base.charts import Bar, BarChart, bar_chart
 from annotation.base.failure_view import FailureView, step_links
@@ -33,9 +32,10 @@ from annotation.kinds.critical_failures.calibration import sample as calibration
 from annotation.kinds.critical_failures.calibration.forms import CalibrationRoundForm
 from annotation.kinds.critical_failures.calibration.jobs import calibration_round_job_create
 from annotation.kinds.critical_failures.questions import has_failure_question
+from h2e_site.stats import wilson_interval
+from h2e_site.stats.verdicts import majority
 from h2e_site.web import request_user
 from judging.models import CriticalFailure, Generation, Judge, Judgment
-from judging.stats import wilson_interval
 
 MAX_STUDIES_ON_OVERVIEW = 50
 

@@ -10,10 +10,10 @@ from collections.abc import Hashable
 
 from annotation.base.beyond_majority import CategoricalQuestion, UnitRef
 from annotation.base.models import Study
-from annotation.dawid_skene import CrowdLabel
 from annotation.kinds.multiple_choice.guidelines import NONE_LABELS
 from annotation.kinds.multiple_choice.validation import study_answers
 from goal_step.options import option_letter
+from h2e_site.stats.dawid_skene import CrowdLabel
 
 NO_CHOICE = "none of the options"
 

@@ -7,7 +7,7 @@ answered by k workers of a multiple-choice study (attention checks left out); pe
 - **human accuracy**: correct answers over all answers (Wilson interval); "None of the above" / "Neutral"
   is an answer, and a wrong one;
 - **Krippendorff's alpha**, nominal, over the workers' choices (each candidate its own category, "none"
-  another), the `krippendorff` package through annotation.kinds.step_types.measures.nominal_alpha_coefficient
+  another), the `krippendorff` package through h2e_site.stats.agreement.nominal_alpha
   (undefined by h2e_site.stats' one rule: fewer than 2 examples with two answers, or one choice throughout).
 """
 
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from annotation.base.models import Annotation, Study, StudyKind
-from annotation.kinds.step_types.measures import nominal_alpha_coefficient
-from judging.judge_figures import Share
+from h2e_site.stats import Share
+from h2e_site.stats.agreement import nominal_alpha, rating_counts
 
 NONE_CODE = -1.0
 
@@ -88,7 +88,7 @@ def _task_validation(task: str, answers: list[Answer], k: int) -> TaskValidation
     ratings: dict[str, dict[int, float]] = defaultdict(dict)
     for answer in answers:
         ratings[answer.worker][answer.example_id] = _code(answer.choice)
-    alpha = nominal_alpha_coefficient(ratings)
+    alpha = nominal_alpha(rating_counts(ratings))
     return TaskValidation(
         task=task,
         k=k,

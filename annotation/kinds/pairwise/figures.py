@@ -28,7 +28,6 @@ from judging.pairwise_figures import (
     PointwiseAgreement,
     PositionBias,
     RankAgreement,
-    Share,
     bradley_terry,
     flip_rate,
     human_alpha,
@@ -122,11 +121,6 @@ def _pointwise(
 # --- as JSON (the API) -------------------------------------------------------------------------------------
 
 
-def share_json(share: Share) -> dict[str, Any]:
-    low, high = share.interval or (None, None)
-    return {"k": share.successes, "n": share.n, "rate": share.value, "ci_low": low, "ci_high": high}
-
-
 def coefficient_json(coefficient: Coefficient) -> dict[str, Any]:
     return {"value": coefficient.value, "n": coefficient.n, "undefined": coefficient.undefined}
 
@@ -142,7 +136,7 @@ def ranking_json(ranking: BradleyTerry) -> dict[str, Any]:
 
 
 def position_json(position: PositionBias) -> dict[str, Any]:
-    return {"left": share_json(position.left), "p_value": position.p_value, "ties": position.ties}
+    return {"left": position.left.as_json(), "p_value": position.p_value, "ties": position.ties}
 
 
 def figures_json(figures: StudyFigures) -> dict[str, Any]:
@@ -163,11 +157,11 @@ def figures_json(figures: StudyFigures) -> dict[str, Any]:
                 "judge_id": j.judge.judge_id,
                 "n_answers": j.n_answers,
                 "ranking": ranking_json(j.ranking),
-                "agreement": share_json(j.agreement.answers),
-                "agreement_consistent": share_json(j.agreement.consistent),
+                "agreement": j.agreement.answers.as_json(),
+                "agreement_consistent": j.agreement.consistent.as_json(),
                 "kappa": coefficient_json(j.agreement.kappa),
                 "position_bias": position_json(j.position),
-                "flip_rate": share_json(j.flips.flips),
+                "flip_rate": j.flips.flips.as_json(),
                 "one_order": j.flips.one_order,
             }
             for j in figures.judges
@@ -175,7 +169,7 @@ def figures_json(figures: StudyFigures) -> dict[str, Any]:
         "pointwise": [
             {
                 "judge_id": p.judge.judge_id,
-                "agreement": share_json(p.agreement.agreement),
+                "agreement": p.agreement.agreement.as_json(),
                 "pairwise_ties": p.agreement.pairwise_ties,
                 "both_pass": p.agreement.both_pass,
                 "both_fail": p.agreement.both_fail,

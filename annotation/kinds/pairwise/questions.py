@@ -9,8 +9,8 @@ from collections.abc import Hashable
 
 from annotation.base.beyond_majority import CategoricalQuestion, UnitRef
 from annotation.base.models import Annotation, Study
-from annotation.dawid_skene import CrowdLabel
 from annotation.kinds.pairwise.data import canonical_outcome
+from h2e_site.stats.dawid_skene import CrowdLabel
 from judging.pairwise_figures import A_BETTER, B_BETTER, TIE_FAIL, TIE_NONE
 
 OUTCOME_NAMES = {

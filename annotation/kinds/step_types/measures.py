@@ -31,13 +31,12 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
-from itertools import combinations
 from typing import Any, TypeVar
 
 from annotation.kinds.step_types.candidates import Candidate, StepType, candidates
-from h2e_site.stats import Coefficient, agreement_undefined, nominal_chance_agreement
-from judging.judge_figures import Share
-from judging.stats import Confusion, kappa, wilson_interval
+from h2e_site.stats import Share, wilson_interval
+from h2e_site.stats.agreement import PairwiseKappa, average_pairwise_kappa, nominal_alpha, rating_counts
+from h2e_site.stats.classification import MacroScores, Scores, macro_f1, scores
 
 __all__ = [
     "ALL",
@@ -47,16 +46,12 @@ __all__ = [
     "Evaluation",
     "Expert",
     "Item",
-    "MacroScores",
     "Majority",
-    "PairwiseKappa",
-    "Scores",
     "StepTypeLabel",
     "TaskExpertLabel",
     "agreement",
     "agreement_table",
     "annotator_ratings",
-    "average_pairwise_kappa",
     "contradiction_rate",
     "evaluate",
     "evaluate_by_topic",
@@ -66,12 +61,9 @@ __all__ = [
     "interchangeable_counterpart",
     "krippendorff_alpha",
     "labels_from_marks",
-    "macro_f1",
     "majority_labels",
-    "nominal_alpha",
     "pairwise_kappa",
     "per_topic",
-    "scores",
     "step_type_of",
     "task_expert_majority",
     "task_ratings",
@@ -247,98 +239,14 @@ def task_ratings(labels: Iterable[TaskExpertLabel]) -> dict[str, dict[str, bool]
     return dict(out)
 
 
-@dataclass(frozen=True)
-class PairwiseKappa:
-    """The mean kappa, the number of annotator pairs it averages, and the pairs left out as undefined."""
-
-    kappa: float | None
-    pairs: int
-    undefined: int
-
-    @property
-    def why_undefined(self) -> str:
-        """Why the mean is None ("" when it is not)."""
-        if self.kappa is not None:
-            return ""
-        if not self.undefined:
-            return "undefined: no two annotators labelled the same item"
-        pairs = f"{self.undefined} annotator pair" + ("s" if self.undefined != 1 else "")
-        return (
-            f"undefined: κ is undefined for each of the {pairs} (fewer than 2 shared items, or one and "
-            "the same label on all of them)"
-        )
-
-
-def _confusion(first: Mapping[K, bool], second: Mapping[K, bool]) -> Confusion:
-    """confusion[first's label][second's label] over the items both labelled."""
-    confusion: Confusion = {True: {True: 0, False: 0}, False: {True: 0, False: 0}}
-    for item in first.keys() & second.keys():
-        confusion[first[item]][second[item]] += 1
-    return confusion
-
-
-def average_pairwise_kappa(ratings: Mapping[str, Mapping[K, bool]]) -> PairwiseKappa:
-    """Average pairwise Cohen's kappa (Table 6). For every unordered pair of annotators, the items both
-    labelled make a 2 x 2 confusion and kappa = (p_o - p_e) / (1 - p_e) (judging.stats.kappa). A pair
-    with no item in common is no pair; a pair whose kappa is undefined (h2e_site.stats' rule: fewer than 2
-    shared items, or p_e = 1: both gave one and the same label to every shared item) is counted in
-    `undefined` and left out. The result is the unweighted mean over
-    the remaining pairs (None when there are none). Missing labels thus only shrink a pair's shared items."""
-    values: list[float] = []
-    undefined = 0
-    for a, b in combinations(sorted(ratings), 2):
-        confusion = _confusion(ratings[a], ratings[b])
-        if not any(confusion[x][y] for x in (True, False) for y in (True, False)):
-            continue
-        value = kappa(confusion).value
-        if value is None:
-            undefined += 1
-        else:
-            values.append(value)
-    mean = sum(values) / len(values) if values else None
-    return PairwiseKappa(mean, len(values), undefined)
-
-
 def pairwise_kappa(labels: Iterable[StepTypeLabel], step_type: StepType) -> PairwiseKappa:
     """Average pairwise Cohen's kappa on the items of one type (see average_pairwise_kappa)."""
     return average_pairwise_kappa(annotator_ratings(labels, step_type))
 
 
-def nominal_alpha_coefficient(ratings: Mapping[str, Mapping[K, float]]) -> Coefficient:
-    """Krippendorff's alpha, nominal, via the `krippendorff` package on the annotators x items reliability
-    matrix (each label a number: 1 holds, 0 does not, or any category's code; NaN missing). Items with
-    fewer than two labels carry no pairable values and drop out of the formula. Undefined by h2e_site.stats'
-    rule: fewer than two items with two labels, or the pairable labels all the same value (no expected
-    disagreement)."""
-    import krippendorff
-    import numpy as np
-
-    annotators = sorted(ratings)
-    items = sorted({item for given in ratings.values() for item in given}, key=repr)
-    data = np.full((len(annotators), len(items)), np.nan)
-    for row, annotator in enumerate(annotators):
-        for column, item in enumerate(items):
-            if item in ratings[annotator]:
-                data[row, column] = float(ratings[annotator][item])
-    pairable = data[:, (~np.isnan(data)).sum(axis=0) >= 2] if data.size else data
-    n_items = pairable.shape[1] if pairable.ndim == 2 else 0
-    _, counts = np.unique(pairable[~np.isnan(pairable)], return_counts=True)
-    why = agreement_undefined(n_items, nominal_chance_agreement(counts.tolist()))
-    if why:
-        return Coefficient(None, n_items, why)
-    return Coefficient(
-        float(krippendorff.alpha(reliability_data=pairable, level_of_measurement="nominal")), n_items
-    )
-
-
-def nominal_alpha(ratings: Mapping[str, Mapping[K, float]]) -> float | None:
-    """nominal_alpha_coefficient's value: None when undefined."""
-    return nominal_alpha_coefficient(ratings).value
-
-
 def krippendorff_alpha(labels: Iterable[StepTypeLabel], step_type: StepType) -> float | None:
-    """Nominal Krippendorff's alpha on the items of one type (see nominal_alpha)."""
-    return nominal_alpha(annotator_ratings(labels, step_type))
+    """Nominal Krippendorff's alpha on the items of one type (h2e_site.stats.agreement.nominal_alpha)."""
+    return nominal_alpha(rating_counts(annotator_ratings(labels, step_type))).value
 
 
 @dataclass(frozen=True)
@@ -361,7 +269,7 @@ def agreement(ratings: Mapping[str, Mapping[K, bool]]) -> Agreement:
         for item in given:
             counts[item] += 1
     mean_kappa = average_pairwise_kappa(ratings)
-    alpha = nominal_alpha_coefficient(ratings)
+    alpha = nominal_alpha(rating_counts(ratings))
     shared = sum(1 for n in counts.values() if n >= 2)
     return Agreement(
         mean_kappa.kappa, alpha.value, mean_kappa.pairs, shared, mean_kappa.why_undefined, alpha.undefined
@@ -433,7 +341,7 @@ class Contradiction:
 
     @property
     def interval(self) -> tuple[float, float] | None:
-        """The rate's 95 % Wilson score interval (judging.stats)."""
+        """The rate's 95 % Wilson score interval (h2e_site.stats)."""
         return wilson_interval(self.both, self.comparable)
 
     def as_json(self) -> dict[str, Any]:
@@ -471,59 +379,11 @@ def contradiction_rate(decisions: Mapping[Item, bool | None]) -> Contradiction:
 
 
 @dataclass(frozen=True)
-class Scores:
-    """A confusion of predictions against gold, positive class "the type holds". P = tp / (tp + fp),
-    R = tp / (tp + fn), F1 = 2PR / (P + R); each 0.0 when its denominator is 0 (as the paper's Table 9)."""
-
-    tp: int
-    fp: int
-    fn: int
-    tn: int
-
-    @property
-    def n(self) -> int:
-        return self.tp + self.fp + self.fn + self.tn
-
-    @property
-    def precision(self) -> float:
-        return self.tp / (self.tp + self.fp) if self.tp + self.fp else 0.0
-
-    @property
-    def recall(self) -> float:
-        return self.tp / (self.tp + self.fn) if self.tp + self.fn else 0.0
-
-    @property
-    def f1(self) -> float:
-        p, r = self.precision, self.recall
-        return 2 * p * r / (p + r) if p + r else 0.0
-
-
-@dataclass(frozen=True)
-class MacroScores:
-    """Table 3's "All": the unweighted means of the per-type P, R and F1 over `types` step types."""
-
-    precision: float
-    recall: float
-    f1: float
-    types: int
-
-
-@dataclass(frozen=True)
 class Evaluation:
     """One row of Table 3: the scores of each type and "All"."""
 
     per_type: dict[StepType, Scores]
     all: MacroScores
-
-
-def scores(pairs: Iterable[tuple[bool, bool]]) -> Scores:
-    """The confusion of (predicted, gold) pairs."""
-    counts = {(True, True): 0, (True, False): 0, (False, True): 0, (False, False): 0}
-    for predicted, gold in pairs:
-        counts[(bool(predicted), bool(gold))] += 1
-    return Scores(
-        tp=counts[True, True], fp=counts[True, False], fn=counts[False, True], tn=counts[False, False]
-    )
 
 
 def f1_per_type(predictions: Mapping[Item, bool | None], gold: Mapping[Item, bool]) -> dict[StepType, Scores]:
@@ -535,22 +395,6 @@ def f1_per_type(predictions: Mapping[Item, bool | None], gold: Mapping[Item, boo
     for item, holds in gold.items():
         pairs[step_type_of(item[1])].append((predictions.get(item) is True, holds))
     return {step_type: scores(rows) for step_type, rows in pairs.items()}
-
-
-def macro_f1(per_type: Mapping[StepType, Scores]) -> MacroScores:
-    """Table 3's "All": mean P, mean R and mean F1 over the types with at least one instance (macro over
-    types, each type weighing the same; F1_All is the mean of the F1s, not the F1 of P_All and R_All). Checked
-    against all twelve rows of Table 3, e.g. LLAMA-3.1-70B: (87.4 + 40.4 + 38.2) / 3 = 55.3."""
-    present = [s for s in per_type.values() if s.n]
-    if not present:
-        return MacroScores(0.0, 0.0, 0.0, 0)
-    k = len(present)
-    return MacroScores(
-        sum(s.precision for s in present) / k,
-        sum(s.recall for s in present) / k,
-        sum(s.f1 for s in present) / k,
-        k,
-    )
 
 
 def evaluate(predictions: Mapping[Item, bool | None], gold: Mapping[Item, bool]) -> Evaluation:

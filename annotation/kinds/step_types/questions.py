@@ -9,10 +9,10 @@ from collections.abc import Hashable
 
 from annotation.base.beyond_majority import CategoricalQuestion, UnitRef
 from annotation.base.models import Study
-from annotation.dawid_skene import CrowdLabel
 from annotation.kinds.step_types.agreement import ROW_TITLES, study_labels
 from annotation.kinds.step_types.candidates import StepType
 from annotation.kinds.step_types.measures import TASK_EXPERT
+from h2e_site.stats.dawid_skene import CrowdLabel
 
 HOLDS = "holds"
 DOES_NOT_HOLD = "does not hold"

@@ -21,7 +21,7 @@ from annotation.kinds.multiple_choice.spec import NONE, MultipleChoiceSubmission
 from annotation.kinds.multiple_choice.validation import kept_example_ids, study_answers, study_validation
 from goal_step.models import TaskExample
 from goal_step.options import option_letter
-from judging.stats import wilson_interval
+from h2e_site.stats import wilson_interval
 from tests.annotation.conftest import annotate_all, qualified
 from tests.annotation.goal_step.conftest import make_task_set
 from tests.annotation.test_views import qualify, read_all, url

@@ -221,7 +221,7 @@ def test_the_figures_rank_the_generators_the_annotators_prefer() -> None:
         a.answer["verdict"] == "left"
         for a in Annotation.objects.filter(study=study, item__is_attention_check=False)
     )
-    assert humans.position.left.successes == shown_left and humans.position.left.n == 27
+    assert humans.position.left.k == shown_left and humans.position.left.n == 27
 
 
 def test_the_figures_compare_the_twin_and_the_pointwise_judge_with_the_annotators() -> None:
@@ -251,12 +251,12 @@ def test_the_figures_compare_the_twin_and_the_pointwise_judge_with_the_annotator
     figures = study_figures(study, resamples=50)
     [judge] = figures.judges
     assert judge.judge.judge_id == "twin"
-    assert judge.flips.flips.successes == 6 and judge.flips.flips.n == 6  # every pair flips with the order
-    assert judge.position.left.value == 1.0
+    assert judge.flips.flips.k == 6 and judge.flips.flips.n == 6  # every pair flips with the order
+    assert judge.position.left.rate == 1.0
     assert judge.agreement.answers.n == 12
     [point] = figures.pointwise
     # Pointwise prefers anything to gen-b: the 4 pairs with gen-b, where the humans agree; a-vs-c both pass.
-    assert point.agreement.agreement.successes == 4 and point.agreement.agreement.n == 4
+    assert point.agreement.agreement.k == 4 and point.agreement.agreement.n == 4
     assert point.agreement.both_pass == 2
 
 

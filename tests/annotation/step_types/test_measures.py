@@ -18,13 +18,10 @@ from annotation.kinds.step_types.measures import (
     Contradiction,
     Expert,
     Majority,
-    PairwiseKappa,
-    Scores,
     StepTypeLabel,
     TaskExpertLabel,
     agreement_table,
     annotator_ratings,
-    average_pairwise_kappa,
     contradiction_rate,
     evaluate,
     evaluate_by_topic,
@@ -34,12 +31,13 @@ from annotation.kinds.step_types.measures import (
     interchangeable_counterpart,
     krippendorff_alpha,
     labels_from_marks,
-    macro_f1,
     majority_labels,
     pairwise_kappa,
     per_topic,
     task_expert_majority,
 )
+from h2e_site.stats.agreement import PairwiseKappa, average_pairwise_kappa
+from h2e_site.stats.classification import Scores, macro_f1
 
 SEQ, INT, OPT = StepType.SEQUENTIAL, StepType.INTERCHANGEABLE, StepType.OPTIONAL
 STEPS = {"u1": 5, "u2": 4}  # u1: 4 sequential, 3 interchangeable, 3 optional; u2: 3, 2, 2

@@ -1,6 +1,6 @@
 """The human-calibrated How2Score of each generator x judge (issue #20): the judge's verdicts on a generator's
-examples joined with the human majority on the calibration sample of them (judging/calibration.py has the
-estimator, judging/sampling.py the designs).
+examples joined with the human majority on the calibration sample of them (h2e_site/stats/calibration.py has
+the estimator, h2e_site/stats/sampling.py the designs).
 
 Rules (docs/guides/researcher/calibration.md, "Calibrated leaderboard", repeats them):
 - **Which human labels.** Only a critical-failures study built with a *calibration sample* (its rounds store
@@ -43,11 +43,10 @@ from typing import Any
 
 from django.db.models import F
 
-from annotation.agreement import majority
 from annotation.base.models import Annotation, Study, StudyItem, StudyKind
 from annotation.kinds.critical_failures.gold import gold_by_generation
 from annotation.kinds.critical_failures.models import CalibrationDraw
-from judging.calibration import (
+from h2e_site.stats.calibration import (
     MIN_HUMAN_LABELS,
     CalibratedScore,
     StratifiedScore,
@@ -57,9 +56,10 @@ from judging.calibration import (
     probability_levels,
     stratified_score,
 )
-from judging.calibration_bias import MeanDifference
+from h2e_site.stats.calibration_bias import MeanDifference
+from h2e_site.stats.sampling import inclusion_after_rounds
+from h2e_site.stats.verdicts import majority
 from judging.models import Generator, Judge, Judgment
-from judging.sampling import inclusion_after_rounds
 from judging.selectors import How2Score, how2score_leaderboard
 
 MIN_TOPIC_LABELS = 10
@@ -467,8 +467,8 @@ def stratum_labels(examples: list[Example]) -> StratumLabels:
 
 def score_of(examples: list[Example]) -> CalibratedScore:
     """The PPI++ score of these examples: over their design strata when their inclusion probabilities take a
-    few values each with enough labels (judging.calibration.design_stratified_score's rule), else weighted
-    by 1 / pi (unweighted when every pi is equal)."""
+    few values each with enough labels (h2e_site.stats.calibration.design_stratified_score's rule), else
+    weighted by 1 / pi (unweighted when every pi is equal)."""
     s = stratum_labels(examples)
     if s.inclusion_probabilities is not None:
         stratified = design_stratified_score(_design_strata(examples))

@@ -4,7 +4,8 @@ needed, how many annotations and participants that is, how long it takes and wha
 labels already collected, the minimum detectable difference between generators.
 
 Rules (docs/reference/statistics.md, "The budget planner", repeats them):
-- **Labels needed** come from judging.calibration's closed form of the PPI++ variance: labels_needed_from on
+- **Labels needed** come from h2e_site.stats.calibration's closed form of the PPI++ variance:
+labels_needed_from on
   the paired labels collected so far (annotation.kinds.critical_failures.calibration.calibrated's join),
   weighted by 1 / pi where their
   inclusion probabilities differ (the weighted estimator's design variance), or, with fewer than 2 of them,
@@ -15,11 +16,11 @@ Rules (docs/reference/statistics.md, "The budget planner", repeats them):
 - **Assumptions** (each part's own judge share p_f): the human share defaults to the paper's 49 %; the
   agreement, left blank, is derived for each part from the shares: the paper judge's covariance with people
   as a fraction of the largest its shares allow (DEFAULT_AGREEMENT_FRACTION, 0.63), applied at this part's
-  shares, so it always lies in the feasible range (judging.calibration_plan.agreement_range). An entered
-  agreement outside that range is a PlanError naming agreement_pp, the part and the range (and the human
-  shares that would allow it). Where the judge gives every example of a part one verdict (p_f 0 or 1) the
-  agreement is fixed by the human share and carries nothing: that part is planned as for human labels alone
-  (lam = 0), whatever agreement was entered, and its note says so.
+  shares, so it always lies in the feasible range (h2e_site.stats.calibration_plan.agreement_range). An
+  entered agreement outside that range is a PlanError naming agreement_pp, the part and the range (and the
+  human shares that would allow it). Where the judge gives every example of a part one verdict (p_f 0 or 1)
+  the agreement is fixed by the human share and carries nothing: that part is planned as for human labels
+  alone (lam = 0), whatever agreement was entered, and its note says so.
 - **Annotations** = more items x k (annotators per item); **participants** = ceil(annotations / items per
   participant). k and items per participant default to the generator's calibration study's, else the Study
   model's defaults.
@@ -50,8 +51,8 @@ from annotation.kinds.critical_failures.calibration.calibrated import (
     calibrated_lines,
     stratum_labels,
 )
-from judging.calibration import MIN_HUMAN_LABELS
-from judging.calibration_plan import (
+from h2e_site.stats.calibration import MIN_HUMAN_LABELS
+from h2e_site.stats.calibration_plan import (
     DifferencePlan,
     LabelPlan,
     PlanMoments,

@@ -6,8 +6,8 @@ where the judges are least sure.
   generation error), of the chosen generators. A topic filter or "only where judges disagree" is refused:
   examples outside them could never be drawn, or their chance is unknown.
 - A **round** gives every frame generation its inclusion probability pi_ir under a design of
-  judging/sampling.py (uniform; stratified by topic; disagreement: pi proportional to the judges' uncertainty
-  on it, from their verdicts and a re-run's previous verdict), draws by systematic PPS, stores one
+  h2e_site/stats/sampling.py (uniform; stratified by topic; disagreement: pi proportional to the judges'
+  uncertainty on it, from their verdicts and a re-run's previous verdict), draws by systematic PPS, stores one
   CalibrationDraw per frame generation (probability, drawn) and adds an item for each generation drawn that
   the study does not have yet. Probabilities come from judge data only, never from human labels.
 - Round 1 is drawn when the study is built (its size is the selection's sample_size); later rounds over the
@@ -31,7 +31,7 @@ from annotation.base.models import Study, StudyItem, StudyKind
 from annotation.base.types import SAMPLE_SIZE, Selection, subject_key
 from annotation.kinds.critical_failures.models import CalibrationDesign, CalibrationDraw, CalibrationRound
 from h2e_site.bounds import SEED, OutOfRange
-from judging import sampling
+from h2e_site.stats import sampling
 from judging.models import Generation, Judge, Judgment
 from judging.versions import cached
 

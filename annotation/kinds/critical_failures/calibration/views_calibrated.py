@@ -20,9 +20,9 @@ from django.views.decorators.http import require_GET
 from annotation.kinds.critical_failures.calibration import calibrated as calibration
 from annotation.kinds.critical_failures.calibration.cache import calibratable_judges, calibrated_board
 from annotation.kinds.critical_failures.calibration.calibrated import CalibratedLine
+from h2e_site.stats.calibration import CalibratedScore, StratifiedScore
 from h2e_site.web import staff_required
 from judging import charts, selectors
-from judging.calibration import CalibratedScore, StratifiedScore
 from judging.models import Generator, Judge
 from judging.views import ALL_JUDGES, _leaderboard_judges
 

@@ -1,5 +1,5 @@
 """Calibration samples (issue #20): which of a generator's examples people label, drawn with known inclusion
-probabilities so that the calibrated How2Score (judging/calibration.py) can weight them by 1 / pi.
+probabilities so that the calibrated How2Score (h2e_site/stats/calibration.py) can weight them by 1 / pi.
 
 A **frame** is the list of examples (generation ids) a sample is drawn from, each with a stratum (its topic).
 A **design** gives every example of the frame its inclusion probability pi_i for one round; the draw then

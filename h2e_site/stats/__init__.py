@@ -1,8 +1,21 @@
-"""The closed forms every layer shows beside a figure, in the core so that goal_step (the task sets' artifact
-check and model accuracy), judging (How2Score, kappa) and annotation (agreement) use one formula each;
-judging/stats.py re-exports them with its other statistics.
+"""Statistics, pure and model-free, below every app (no Django, no app imported): goal_step (the task sets'
+artifact check and model accuracy), judging (How2Score, kappa, pairwise figures) and annotation (agreement,
+calibration) use one formula each. This module holds what every figure rests on; the package's modules:
 
-- The Wilson score interval of a proportion.
+- agreement: Cohen's kappa (one, over nominal labels), Gwet's AC1, Krippendorff's nominal alpha (one), the
+  average pairwise kappa;
+- verdicts: agreement on critical-failure verdicts (alphas, majorities, leave-one-out, a judge against the
+  human majority);
+- dawid_skene: Dawid and Skene's estimate of annotators' confusions and units' true labels;
+- rankings: Kendall's tau-b of many rankings, Holm's adjustment, the Bradley-Terry fit and its bootstrap;
+- classification: precision, recall and F1 of predictions against gold, and their macro mean;
+- calibration, calibration_plan, calibration_bias, sampling: the human-calibrated How2Score (PPI++), the
+  labels a target width needs, a judge's bias by class, and the sampling designs of calibration rounds.
+
+numpy, scipy and krippendorff are imported inside the functions that compute with them (start-up stays light,
+tests/test_startup.py).
+
+- `Share`: k of n with its Wilson interval; the Wilson score interval of a proportion.
 - THE rule for when a chance-corrected agreement coefficient (Cohen's kappa, Gwet's AC1, Krippendorff's
   alpha) is undefined. Each is (observed agreement - chance agreement) / (1 - chance agreement) over the
   items it rests on (the items both raters labelled; for alpha, the items with two labels or more). It is
@@ -47,10 +60,12 @@ def wilson_interval(successes: float, n: int, *, z: float = 1.959964) -> tuple[f
 
 @dataclass(frozen=True)
 class Share:
-    """k of n, with its 95 % Wilson interval (None when n is 0)."""
+    """k of n, with its 95 % Wilson interval (rate and interval None when n is 0, `undefined` then saying why
+    when the caller knows: "undefined: no decisive answer", ...)."""
 
     k: int
     n: int
+    undefined: str = ""
 
     @property
     def rate(self) -> float | None:

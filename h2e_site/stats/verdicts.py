@@ -28,11 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 from h2e_site.stats import Coefficient, agreement_undefined, nominal_chance_agreement
 
-# Re-exported: the agreement pages' figures are read from here.
-from judging.stats import ac1 as ac1_of
-from judging.stats import cohen_kappa as cohen_kappa
-from judging.stats import gwet_ac1 as gwet_ac1
-from judging.stats import kappa as kappa_of
+from .agreement import ac1 as ac1_of
+from .agreement import kappa as kappa_of
+from .agreement import nominal_alpha, nominal_alpha_of_resamples, pairable_units
 
 if TYPE_CHECKING:
     import numpy as np
@@ -105,44 +103,14 @@ def value_counts(labels: Sequence[Label], value: Callable[[Label], Hashable]) ->
     return counts, values
 
 
-def pairable_units(counts: np.ndarray) -> np.ndarray:
-    """The rows (units) of a units x values count matrix with two labels or more: the only ones alpha uses."""
-    return counts[counts.sum(axis=1) >= 2]
-
-
-def alpha_undefined(pairable: np.ndarray) -> str:
-    """Why alpha over these pairable units is undefined ("" when defined): h2e_site.stats' one rule, with the
-    pairable units as its items and Krippendorff's nominal expected agreement as its chance agreement."""
-    return agreement_undefined(pairable.shape[0], nominal_chance_agreement(pairable.sum(axis=0).tolist()))
-
-
-def nominal_alpha_coefficient(counts: np.ndarray) -> Coefficient:
-    """Krippendorff's nominal alpha of a units x values count matrix (the `krippendorff` package), or why it
-    is undefined: fewer than two pairable units, or a single value used throughout (no expected
-    disagreement)."""
-    import krippendorff
-
-    pairable = pairable_units(counts)
-    why = alpha_undefined(pairable)
-    if why:
-        return Coefficient(None, pairable.shape[0], why)
-    value = krippendorff.alpha(value_counts=pairable, level_of_measurement="nominal")
-    return Coefficient(float(value), pairable.shape[0])
-
-
-def nominal_alpha(counts: np.ndarray) -> float | None:
-    """nominal_alpha_coefficient's value: None when undefined."""
-    return nominal_alpha_coefficient(counts).value
-
-
 def binary_alpha(labels: Sequence[Label]) -> Coefficient:
     counts, _ = value_counts(labels, lambda label: label.has_failure)
-    return nominal_alpha_coefficient(counts)
+    return nominal_alpha(counts)
 
 
 def first_failure_alpha(labels: Sequence[Label]) -> Coefficient:
     counts, _ = value_counts(labels, lambda label: label.first_failure)
-    return nominal_alpha_coefficient(counts)
+    return nominal_alpha(counts)
 
 
 def alpha_binary(labels: Sequence[Label]) -> float | None:
@@ -172,7 +140,7 @@ def step_sets_alpha(labels: Sequence[Label]) -> Coefficient:
 
     counts, sets = value_counts(labels, lambda label: label.step_set)
     pairable = pairable_units(counts)
-    why = alpha_undefined(pairable)
+    why = agreement_undefined(pairable.shape[0], nominal_chance_agreement(pairable.sum(axis=0).tolist()))
     if why:
         return Coefficient(None, pairable.shape[0], why)
     distances = np.array([[masi_distance(a, b) for b in sets] for a in sets])
@@ -220,28 +188,6 @@ def bootstrap_alpha_ci(
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(alphas, [tail, 100 - tail])
     return Interval(float(low), float(high), int(alphas.size))
-
-
-def nominal_alpha_of_resamples(counts: np.ndarray, multiplicities: np.ndarray) -> np.ndarray:
-    """Nominal alpha of many resamples of the units of a units x values count matrix (every unit pairable),
-    a resample given by how many times it takes each unit (a row of `multiplicities`); NaN where undefined.
-
-    A unit with value counts n_c (m of them) adds (n_c n_k - [c = k] n_c) / (m - 1) to the coincidence o_ck;
-    alpha = 1 - (n - 1) (n - sum_c o_cc) / (n^2 - sum_c n_c^2) with n_c = sum_k o_ck (Krippendorff 2011)."""
-    import numpy as np
-
-    m = counts.sum(axis=1)
-    per_unit = counts[:, :, None] * counts[:, None, :] - np.einsum(
-        "uc,ck->uck", counts, np.eye(counts.shape[1])
-    )
-    per_unit /= (m - 1)[:, None, None]
-    coincidences = np.einsum("bu,uck->bck", multiplicities, per_unit)
-    n_c = coincidences.sum(axis=2)
-    n = n_c.sum(axis=1)
-    observed = n - np.trace(coincidences, axis1=1, axis2=2)
-    expected = n**2 - (n_c**2).sum(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(expected > 0, 1 - (n - 1) * observed / expected, np.nan)
 
 
 # --- majorities and leave-one-out --------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """The budget planner's closed forms (issue #20): how many human labels a calibrated How2Score needs for a
 target half-width, for one generator or for the difference between two, the expected half-widths of a
 setting (the paper's), and the minimum detectable difference at the labels collected. The estimator they
-plan for is judging/calibration.py's PPI++ mean; its variance at n human labels and N judge labels, for
+plan for is h2e_site/stats/calibration.py's PPI++ mean; its variance at n human labels and N judge labels, for
 binary labels with var_Y, var_f and cov(Y, f), is
 
     se(n)^2 = lam^2 var_f / N + (var_Y - 2 lam cov + lam^2 var_f) / n,   lam = cov / ((1 + n/N) var_f)
@@ -9,12 +9,12 @@ binary labels with var_Y, var_f and cov(Y, f), is
 (clipped to [0, 1]). Tested against simulation in tests/judging/test_calibration.py.
 
 **Weights.** Labels drawn with unequal inclusion probabilities pi_i are estimated with weights w_i = 1 / pi_i
-(judging/calibration.py: se^2 = lam^2 var(f~) / N + var(w~ (Y - lam f)) / n, w~ = w / mean(w)), so a plan read
-from such labels takes the same design variance: var_Y, var_f and cov are those of the weighted terms w~ Y and
-w~ f, var(f~) the weighted (Hajek) variance of f, and lam(n) = cov / (var_f + n var(f~) / N). It assumes the
-further labels come with the same spread of weights. It can need more labels than a uniform sample (about
-n / n_eff, Kish's n_eff = (sum w)^2 / sum w^2, when the weights are unrelated to the labels) or fewer (where
-the heavy weights fall on labels that vary little). With equal weights it is the formula above.
+(h2e_site/stats/calibration.py: se^2 = lam^2 var(f~) / N + var(w~ (Y - lam f)) / n, w~ = w / mean(w)), so a
+plan read from such labels takes the same design variance: var_Y, var_f and cov are those of the weighted
+terms w~ Y and w~ f, var(f~) the weighted (Hajek) variance of f, and lam(n) = cov / (var_f + n var(f~) / N).
+It assumes the further labels come with the same spread of weights. It can need more labels than a uniform
+sample (about n / n_eff, Kish's n_eff = (sum w)^2 / sum w^2, when the weights are unrelated to the labels) or
+fewer (where the heavy weights fall on labels that vary little). With equal weights it is the formula above.
 
 **Agreement.** Two binary labels with shares p_Y and p_f of 1 agree on a share of items between
 |p_Y + p_f - 1| (as opposed as the shares allow) and 1 - |p_Y - p_f| (as alike): agreement_range. The interval

@@ -1,6 +1,6 @@
 """The judge's bias against people on the calibration samples (issue #20): the (weighted) mean of the judge's
 label minus the human majority's, with its normal interval, split into missed failures and false alarms
-(the judge's report card shows it; judging/calibration.py has the labels' rules).
+(the judge's report card shows it; h2e_site/stats/calibration.py has the labels' rules).
 """
 
 from __future__ import annotations
