@@ -20,11 +20,10 @@ from hypothesis import strategies as st
 from annotation.base.models import Annotation, Study
 from annotation.kinds.critical_failures.calibration.planner import (
     PlanInput,
-    cost,
-    minutes_per_item,
     paper_example,
     plan,
 )
+from annotation.kinds.critical_failures.calibration.planner_time import cost, minutes_per_item
 from annotation.kinds.critical_failures.models import CalibrationDesign, CalibrationDraw, CalibrationRound
 from h2e_site.stats.calibration import z_value
 from h2e_site.stats.calibration_plan import (

@@ -35,21 +35,25 @@ labels_needed_from on
 from __future__ import annotations
 
 import math
-import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from django.db.models import Avg, Case, Count, Field, FloatField, Q, Value, When
-from django.db.models.functions import Coalesce
+from django.db.models import Avg, Case, Count, FloatField, Q, Value, When
 
-from annotation.base.models import Annotation, Study
+from annotation.base.models import Study
 from annotation.kinds.critical_failures.calibration.calibrated import (
     CalibratedLine,
     Example,
     calibrated_lines,
     stratum_labels,
+)
+from annotation.kinds.critical_failures.calibration.planner_time import (
+    Timing,
+    cost,
+    minutes_per_item,
+    study_default,
 )
 from h2e_site.stats.calibration import MIN_HUMAN_LABELS
 from h2e_site.stats.calibration_plan import (
@@ -129,13 +133,6 @@ class PlanInput:
     items_per_participant: int | None = None
     human_share_pp: float = DEFAULT_HUMAN_SHARE
     agreement_pp: float | None = None  # None: derived for each part (module docstring)
-
-
-@dataclass(frozen=True)
-class Timing:
-    minutes_per_item: float
-    source: str
-    n_annotations: int
 
 
 @dataclass(frozen=True)
@@ -280,7 +277,7 @@ def plan(inputs: PlanInput) -> Plan:
             raise PlanError("other_generator", "the second generator must differ from the first")
         other = _line(lines, inputs.other_generator, "other_generator", judge)
     study = _study(line, other)
-    k = inputs.k or (study.annotators_per_item if study else _default("annotators_per_item"))
+    k = inputs.k or (study.annotators_per_item if study else study_default("annotators_per_item"))
     per_participant, notes = _items_per_participant(inputs, study)
     if inputs.scope == "difference" and other is not None:
         parts = _difference_parts(inputs, line, other)
@@ -310,11 +307,6 @@ def plan(inputs: PlanInput) -> Plan:
     )
 
 
-def cost(hours: float, hourly_rate: float, fee_percent: float) -> float:
-    """Annotator hours x the hourly rate x (1 + fee % / 100)."""
-    return hours * hourly_rate * (1 + fee_percent / 100)
-
-
 def _judge(judge_id: str) -> Judge:
     judge = Judge.objects.filter(judge_id=judge_id).first()
     if judge is None:
@@ -335,41 +327,18 @@ def _study(line: CalibratedLine, other: CalibratedLine | None) -> Study | None:
     return Study.objects.filter(slug=slug).first() if slug else None
 
 
-def _default(name: str) -> Any:
-    """The Study model's default of a field (annotators_per_item, items_per_participant, ...)."""
-    model_field = Study._meta.get_field(name)
-    assert isinstance(model_field, Field)
-    return model_field.get_default()
-
-
 def _items_per_participant(inputs: PlanInput, study: Study | None) -> tuple[int, list[str]]:
     if inputs.items_per_participant:
         return inputs.items_per_participant, []
     if study and study.items_per_participant:
         return study.items_per_participant, []
-    default = int(_default("items_per_participant"))
+    default = int(study_default("items_per_participant"))
     if study:
         return default, [
             f"study {study.slug} gives each participant as many items as remain (0): participants are "
             f"counted at the default {default} items each"
         ]
     return default, []
-
-
-def minutes_per_item(study: Study | None) -> Timing:
-    """The median of the study's annotations' active seconds (elapsed where none) / 60 (module docstring)."""
-    if study is None:
-        default = float(_default("estimated_item_minutes"))
-        return Timing(default, "the default estimate (no calibration study yet)", 0)
-    seconds = list(
-        Annotation.objects.filter(study=study, item__is_attention_check=False)
-        .annotate(seconds=Coalesce("active_seconds", "elapsed_seconds"))
-        .values_list("seconds", flat=True)
-    )
-    if not seconds:
-        return Timing(study.estimated_item_minutes, f"study {study.slug}'s estimate (no annotation yet)", 0)
-    median = statistics.median(seconds) / 60
-    return Timing(median, f"the median time of study {study.slug}'s {len(seconds)} annotations", len(seconds))
 
 
 def _shares(inputs: PlanInput, judge_share: float | None, where: str) -> tuple[float, float, float, Assumed]:
