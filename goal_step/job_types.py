@@ -1,25 +1,27 @@
 """The goal-step app's kinds of job, as the core (h2e_site.jobs) runs and shows them: build_tasks (a task set
 built from procedures, jobs.py) and answer_tasks (a model answers the examples of a task set's split,
-answer.py). Registered from GoalStepConfig.ready()."""
+answer.py). Registered from GoalStepConfig.ready(), by name: the tasks, and the functions that start and
+retry jobs (job_api.py, answer.py), are imported when a job is sent or started, not here."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
 from django.urls import reverse
 
 from h2e_site.jobs.models import Job
-from h2e_site.jobs.registry import JobDescription, JobLink, JobSubject, JobType, job_type_register
+from h2e_site.jobs.registry import (
+    ByPath,
+    JobDescription,
+    JobLink,
+    JobSubject,
+    JobType,
+    TaskName,
+    job_type_register,
+)
 
-from .answer import answer_job_create, answer_job_retry
 from .job_kinds import ANSWER_TASKS, BUILD_TASKS
-from .jobs import task_set_create
 from .models import TaskModel, TaskSet
-from .tasks import run_answer_tasks_job, run_build_tasks_job
-
-if TYPE_CHECKING:
-    from django.contrib.auth.models import User
 
 DEMO_WARNING = "demo model - answers not meaningful"
 
@@ -39,20 +41,6 @@ def describe_build_tasks_jobs(jobs: Sequence[Job]) -> dict[int, JobDescription]:
             links=(JobLink("The task set's funnel", url, "Funnel"),),
         )
     return descriptions
-
-
-def _api_create_build_tasks(data: dict[str, Any], created_by: User | None) -> Job:
-    task_set = task_set_create(
-        data["name"],
-        seed=data["seed"],
-        splits=data["splits"],
-        topic_ids=data["topics"],
-        test_share=data["test_share"],
-        split_by=data["split_by"],
-        created_by=created_by,
-    )
-    assert task_set.job is not None
-    return task_set.job
 
 
 def describe_answer_jobs(jobs: Sequence[Job]) -> dict[int, JobDescription]:
@@ -87,25 +75,15 @@ def _description(job: Job, task_model: TaskModel | None, task_set: TaskSet | Non
     return JobDescription(tuple(subjects), tuple(links), tuple(facts))
 
 
-def _api_create_answer_tasks(data: dict[str, Any], created_by: User | None) -> Job:
-    return answer_job_create(
-        task_model=data["model_id"],
-        task_set=data["task_set"],
-        split=data["split"],
-        candidates_only=data["candidates_only"],
-        created_by=created_by,
-    )
-
-
 def register_job_types() -> None:
     job_type_register(
         JobType(
             BUILD_TASKS,
-            run_build_tasks_job,
+            TaskName("mining.run_build_tasks_job"),
             label="Build goal-step tasks",
             describe=describe_build_tasks_jobs,
             create_serializer="goal_step.serializers.BuildTasksJobCreateSerializer",
-            api_create=_api_create_build_tasks,
+            api_create=ByPath("goal_step.job_api.build_tasks_api_create"),
             start_hint="Build goal-step tasks: the Tasks page, POST /api/jobs/, or manage.py build_tasks.",
             start_link=("Build goal-step tasks", "goal_step:task_sets"),
         )
@@ -113,12 +91,12 @@ def register_job_types() -> None:
     job_type_register(
         JobType(
             ANSWER_TASKS,
-            run_answer_tasks_job,
+            TaskName("mining.run_answer_tasks_job"),
             label="Answer goal-step tasks",
-            retry=answer_job_retry,
+            retry=ByPath("goal_step.answer.answer_job_retry"),
             describe=describe_answer_jobs,
             create_serializer="goal_step.answer_serializers.AnswerJobCreateSerializer",
-            api_create=_api_create_answer_tasks,
+            api_create=ByPath("goal_step.job_api.answer_tasks_api_create"),
             start_hint="Answer goal-step tasks with a model: POST /api/jobs/ or manage.py answer_tasks.",
         )
     )

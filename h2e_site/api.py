@@ -1,6 +1,7 @@
 """What every endpoint of the REST API shares, so that one place knows each rule:
 
-- ObjectJSONParser: a JSON body must be an object ([1, 2] or "build_tasks" get a 400 naming the body).
+- BoundedJSONParser: a JSON body is measured before it is parsed (h2e_site.bounds: too deep or too long is
+  a 400); ObjectJSONParser: it must be an object ([1, 2] or "build_tasks" get a 400 naming the body).
 - query_params: the query parameters of a view, declared once as a serializer, parsed strictly (a value that
   is not of the declared type or choice gets a 400 naming the parameter), and documented from the same
   serializer (`extend_schema(parameters=[TheQuerySerializer])`).
@@ -14,6 +15,7 @@ settings, which that one's imports would load again.)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import django_filters
@@ -21,13 +23,13 @@ from django import forms
 from django.http import QueryDict
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import extend_schema_field
-from rest_framework import serializers
+from rest_framework import parsers, serializers
 from rest_framework.exceptions import ParseError, ValidationError
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 
-from h2e_site.bounds import BoundedJSONParser
+from h2e_site.bounds import MAX_JSON_CHARS, JSONRefused, json_loads_bounded
 
 # The largest value a PostgreSQL bigint (a primary key) holds.
 MAX_ID = 2**63 - 1
@@ -53,8 +55,31 @@ class CredentialsFirstNegotiation(DefaultContentNegotiation):
         return super().select_renderer(request, renderers, format_suffix)
 
 
+class BoundedJSONParser(parsers.JSONParser):
+    """DRF's JSON parser, measuring the body before parsing it: a 400 naming the body, never a 500. A view
+    whose bodies are larger by nature (a reward batch) names its own bound in a subclass (max_chars)."""
+
+    max_chars = MAX_JSON_CHARS
+
+    def parse(
+        self, stream: Any, media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
+    ) -> Any:
+        try:
+            return json_loads_bounded(
+                "body", stream.read() if stream is not None else b"", max_chars=self.max_chars
+            )
+        except UnicodeDecodeError as exc:
+            raise ParseError(f"body: not UTF-8 ({exc.reason})") from exc
+        except JSONRefused as exc:  # named as a serializer names a field
+            if exc.path and isinstance(exc.path[0], str):
+                raise ParseError({exc.path[0]: [str(exc).removeprefix("body.")]}) from exc
+            raise ParseError(str(exc)) from exc
+        except ValueError as exc:
+            raise ParseError(f"JSON parse error - {exc}") from exc
+
+
 class ObjectJSONParser(BoundedJSONParser):
-    """JSON bodies measured and parsed (bounds.BoundedJSONParser: too deep or too long is a 400), then
+    """JSON bodies measured and parsed (BoundedJSONParser: too deep or too long is a 400), then
     refused with a 400 unless they are an object: every endpoint reads its body as named fields."""
 
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:

@@ -11,7 +11,10 @@ the model reaches all of them. A number that lands in no column of its own has a
 JSON. Text is measured before it is parsed (`json_loads_bounded`): at most MAX_JSON_CHARS characters and
 MAX_JSON_DEPTH levels of nesting, so a value nested 50,000 deep is refused naming its field instead of
 raising RecursionError in the parser. BoundedJSONFormField (every admin JSON field, through
-BoundedJSONAdmin) and BoundedJSONParser (every API body) use it.
+BoundedJSONAdmin) and h2e_site.api's BoundedJSONParser (every API body) use it.
+
+The module is read by models and forms at every start: the API's library (rest_framework) is imported only
+where a serializer field is built (Range.api_field).
 """
 
 from __future__ import annotations
@@ -19,9 +22,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import admin
@@ -30,8 +33,9 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.forms.fields import InvalidJSONInput
-from rest_framework import parsers, serializers
-from rest_framework.exceptions import ParseError
+
+if TYPE_CHECKING:
+    from rest_framework import serializers
 
 INT32_MAX = 2**31 - 1
 MAX_JSON_CHARS = 1_000_000
@@ -82,6 +86,8 @@ class Range:
 
     def api_field(self, *, whole: bool = True, **kwargs: Any) -> serializers.Field:
         """The same for a serializer."""
+        from rest_framework import serializers  # the API's library: not loaded by models and forms
+
         if whole:
             return serializers.IntegerField(min_value=int(self.low), max_value=int(self.high), **kwargs)
         return serializers.FloatField(min_value=self.low, max_value=self.high, **kwargs)
@@ -283,29 +289,6 @@ class BoundedJSONAdmin(admin.options.BaseModelAdmin):  # type: ignore[type-arg]
         return super().formfield_for_dbfield(db_field, request, **kwargs)
 
 
-class BoundedJSONParser(parsers.JSONParser):
-    """DRF's JSON parser, measuring the body before parsing it: a 400 naming the body, never a 500. A view
-    whose bodies are larger by nature (a reward batch) names its own bound in a subclass (max_chars)."""
-
-    max_chars = MAX_JSON_CHARS
-
-    def parse(
-        self, stream: Any, media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
-    ) -> Any:
-        try:
-            return json_loads_bounded(
-                "body", stream.read() if stream is not None else b"", max_chars=self.max_chars
-            )
-        except UnicodeDecodeError as exc:
-            raise ParseError(f"body: not UTF-8 ({exc.reason})") from exc
-        except JSONRefused as exc:  # named as a serializer names a field
-            if exc.path and isinstance(exc.path[0], str):
-                raise ParseError({exc.path[0]: [str(exc).removeprefix("body.")]}) from exc
-            raise ParseError(str(exc)) from exc
-        except ValueError as exc:
-            raise ParseError(f"JSON parse error - {exc}") from exc
-
-
 __all__ = [
     "INT32_MAX",
     "MAX_JSON_CHARS",
@@ -313,7 +296,6 @@ __all__ = [
     "SEED",
     "BoundedJSONAdmin",
     "BoundedJSONFormField",
-    "BoundedJSONParser",
     "ConstrainedModelForm",
     "JSONRefused",
     "OutOfRange",

@@ -1,32 +1,28 @@
 """The judging app's kinds of job as the core (h2e_site.jobs) runs and shows them: generate, judge, pairwise
-judge, import."""
+judge, import. Registered by name: the tasks, and the functions that start and retry jobs (job_api.py, the
+*_jobs.py modules), are imported when a job is sent or started, not here."""
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.urls import reverse
 
 from h2e_site.jobs.models import Job
-from h2e_site.jobs.registry import JobDescription, JobLink, JobSubject, JobType, job_type_register
-
-from .generate_jobs import generate_job_create, generate_job_retry
-from .job_kinds import GENERATE, IMPORT, JUDGE, JUDGE_PROBE, PAIRWISE_JUDGE
-from .judge_jobs import judge_job_create, judge_job_retry
-from .models import Generator, Judge
-from .pairwise_jobs import pairwise_judge_job_retry
-from .tasks import (
-    run_generate_job,
-    run_import_job,
-    run_judge_job,
-    run_judge_probe_job,
-    run_pairwise_judge_job,
+from h2e_site.jobs.registry import (
+    ByPath,
+    JobDescription,
+    JobLink,
+    JobSubject,
+    JobType,
+    TaskName,
+    job_type_register,
 )
 
-if TYPE_CHECKING:
-    from django.contrib.auth.models import User
+from .job_kinds import GENERATE, IMPORT, JUDGE, JUDGE_PROBE, PAIRWISE_JUDGE
+from .models import Generator, Judge
 
 DEMO_WARNING = "demo model - judgments not meaningful"
 
@@ -118,24 +114,6 @@ def pairs_note(job: Job) -> str:
     return f"{n:,} pair{'' if n == 1 else 's'}, both orders"
 
 
-def _api_create(data: dict[str, Any], created_by: User | None) -> Job:
-    if data["kind"] == GENERATE:
-        return generate_job_create(
-            generator=data["generator"],
-            split=data.get("split"),
-            procedure_ids=data.get("procedure_ids"),
-            limit=data.get("limit"),
-            created_by=created_by,
-        )
-    return judge_job_create(
-        judge=data["judge"],
-        generator=data["generator"],
-        generation_ids=data.get("generation_ids"),
-        mode=data["mode"],
-        created_by=created_by,
-    )
-
-
 def import_command(job: Job) -> str:
     """The command that imports this job's saved files in this process (no worker needed)."""
     parameters = job.parameters
@@ -155,7 +133,7 @@ def register_job_types() -> None:
     common: dict[str, Any] = {
         "describe": describe_llm_jobs,
         "create_serializer": "judging.serializers.JobCreateSerializer",
-        "api_create": _api_create,
+        "api_create": ByPath("judging.job_api.llm_job_api_create"),
         "api_parameters": (
             ("generator_id", "the generator's generator_id, if any"),
             ("judge_id", "the judge's judge_id, if any"),
@@ -164,9 +142,9 @@ def register_job_types() -> None:
     job_type_register(
         JobType(
             GENERATE,
-            run_generate_job,
+            TaskName("judging.run_generate_job"),
             label="Generate L2",
-            retry=generate_job_retry,
+            retry=ByPath("judging.generate_jobs.generate_job_retry"),
             start_hint=hint,
             start_link=("Generate L2", "admin:judging_generate"),
             **common,
@@ -174,16 +152,21 @@ def register_job_types() -> None:
     )
     job_type_register(
         JobType(
-            JUDGE, run_judge_job, label="Judge (How2Score)", note=mode_label, retry=judge_job_retry, **common
+            JUDGE,
+            TaskName("judging.run_judge_job"),
+            label="Judge (How2Score)",
+            note=mode_label,
+            retry=ByPath("judging.judge_jobs.judge_job_retry"),
+            **common,
         )
     )
     job_type_register(
         JobType(
             PAIRWISE_JUDGE,
-            run_pairwise_judge_job,
+            TaskName("judging.run_pairwise_judge_job"),
             label="Pairwise judge (L2 vs L2)",
             note=pairs_note,
-            retry=pairwise_judge_job_retry,
+            retry=ByPath("judging.pairwise_jobs.pairwise_judge_job_retry"),
             describe=describe_llm_jobs,
             api_parameters=common["api_parameters"],
             start_hint="Pairwise judge: a pairwise study's page (its LLM twin) starts one over its pairs.",
@@ -192,7 +175,7 @@ def register_job_types() -> None:
     job_type_register(
         JobType(
             JUDGE_PROBE,
-            run_judge_probe_job,
+            TaskName("judging.run_judge_probe_job"),
             label="Judge probe",
             note=probe_note,
             describe=describe_probe_jobs,
@@ -204,7 +187,7 @@ def register_job_types() -> None:
     job_type_register(
         JobType(
             IMPORT,
-            run_import_job,
+            TaskName("judging.run_import_job"),
             label="Import",
             resumable=False,
             start_hint="Import: “Import h2e files” (here), POST /api/imports/, or manage.py import_h2e / "

@@ -7,11 +7,10 @@ from collections.abc import Sequence
 from django.urls import reverse
 
 from h2e_site.jobs.models import Job
-from h2e_site.jobs.registry import JobDescription, JobLink, JobSubject, JobType, job_type_register
+from h2e_site.jobs.registry import JobDescription, JobLink, JobSubject, JobType, TaskName, job_type_register
 
 from .job_kinds import MINE
 from .models import MiningRun
-from .tasks import run_mine_job
 
 
 def describe_mine_jobs(jobs: Sequence[Job]) -> dict[int, JobDescription]:
@@ -35,7 +34,7 @@ def register_job_types() -> None:
     job_type_register(
         JobType(
             MINE,
-            run_mine_job,
+            TaskName("mining.run_mine_job"),
             label="Mine procedures",
             describe=describe_mine_jobs,
             start_hint="Mine: the Mining page, the admin's mining runs, POST /api/mining/runs/<id>/start/, "

@@ -19,7 +19,8 @@ from tests.test_startup import HEAVY
 
 ROOT = Path(__file__).resolve().parent.parent
 FIRST_PARTY = ("h2e_site", "mining", "judging", "goal_step", "annotation", "demo")
-HEAVY_LIBRARIES = frozenset({*HEAVY, "sentence_transformers", "tiktoken", "choix", "evalica"})
+# pydantic: the comprehension questions' schema (annotation/base/comprehension_schema.py), not at start-up
+HEAVY_LIBRARIES = frozenset({*HEAVY, "sentence_transformers", "tiktoken", "choix", "evalica", "pydantic"})
 
 _APP_LOADING = (
     "Django imports apps.py while it fills the app registry: models, and what imports them, only in ready()"

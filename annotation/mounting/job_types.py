@@ -3,13 +3,13 @@ answers the step-type candidates of a study; annotation/kinds/step_types/classif
 topic's failure descriptions clustered; annotation/failures/meaning/), calibration_round (a calibration
 study's next round over a large frame; annotation/kinds/critical_failures/calibration/jobs.py) and the
 Prolific jobs (sync, review,
-bonuses; annotation/prolific/jobs.py)."""
+bonuses; annotation/prolific/jobs.py). Registered by name: the tasks (tasks.py), and the functions that start
+and retry jobs (job_api.py, classify.py), are imported when a job is sent or started, not here."""
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
 from django.urls import reverse
 
@@ -22,22 +22,17 @@ from annotation.base.job_kinds import (
     PROLIFIC_SYNC,
 )
 from annotation.base.models import Study
-from annotation.failures.meaning.jobs import failure_patterns_job_create
-from annotation.kinds.step_types.classify import classify_job_create, classify_job_retry
 from annotation.kinds.step_types.models import StepTypeClassifier
-from annotation.mounting.tasks import (
-    run_calibration_round_job,
-    run_classify_job,
-    run_failure_patterns_job,
-    run_prolific_bonuses_job,
-    run_prolific_review_job,
-    run_prolific_sync_job,
-)
 from h2e_site.jobs.models import Job
-from h2e_site.jobs.registry import JobDescription, JobLink, JobSubject, JobType, job_type_register
-
-if TYPE_CHECKING:
-    from django.contrib.auth.models import User
+from h2e_site.jobs.registry import (
+    ByPath,
+    JobDescription,
+    JobLink,
+    JobSubject,
+    JobType,
+    TaskName,
+    job_type_register,
+)
 
 DEMO_WARNING = "demo model - predictions not meaningful"
 
@@ -71,10 +66,6 @@ def _description(job: Job, classifier: StepTypeClassifier | None, study: Study |
     return JobDescription(tuple(subjects), tuple(links))
 
 
-def _api_create(data: dict[str, Any], created_by: User | None) -> Job:
-    return classify_job_create(classifier=data["classifier_id"], study=data["study"], created_by=created_by)
-
-
 def describe_pattern_jobs(jobs: Sequence[Job]) -> dict[int, JobDescription]:
     """The topic, k and seed of each failure_patterns job, and its topic's failure-patterns page."""
     descriptions = {}
@@ -102,12 +93,6 @@ def _pattern_command(job: Job) -> str:
     return (
         f"Run it with: python manage.py failure_patterns --topic {topic} --k {parameters.get('k')} "
         f"--seed {parameters.get('seed')} --inline"
-    )
-
-
-def _api_create_patterns(data: dict[str, Any], created_by: User | None) -> Job:
-    return failure_patterns_job_create(
-        topic=data["topic"], k=data["k"], seed=data["seed"], created_by=created_by
     )
 
 
@@ -153,9 +138,9 @@ def _round_note(job: Job) -> str:
 
 
 PROLIFIC_JOB_LABELS = {
-    PROLIFIC_SYNC: ("Prolific: sync submissions", run_prolific_sync_job),
-    PROLIFIC_REVIEW: ("Prolific: review submissions", run_prolific_review_job),
-    PROLIFIC_BONUSES: ("Prolific: pay bonuses", run_prolific_bonuses_job),
+    PROLIFIC_SYNC: ("Prolific: sync submissions", TaskName("annotation.run_prolific_sync_job")),
+    PROLIFIC_REVIEW: ("Prolific: review submissions", TaskName("annotation.run_prolific_review_job")),
+    PROLIFIC_BONUSES: ("Prolific: pay bonuses", TaskName("annotation.run_prolific_bonuses_job")),
 }
 
 
@@ -174,12 +159,12 @@ def register_job_types() -> None:
     job_type_register(
         JobType(
             CLASSIFY_STEPS,
-            run_classify_job,
+            TaskName("annotation.run_classify_job"),
             label="Classify step types",
-            retry=classify_job_retry,
+            retry=ByPath("annotation.kinds.step_types.classify.classify_job_retry"),
             describe=describe_classify_jobs,
             create_serializer="annotation.kinds.step_types.classify_serializers.ClassifyJobCreateSerializer",
-            api_create=_api_create,
+            api_create=ByPath("annotation.mounting.job_api.classify_api_create"),
             start_hint="Classify step types: a step-types study's “Step-type models” page, POST /api/jobs/, "
             "or manage.py classify_steps.",
         )
@@ -187,12 +172,12 @@ def register_job_types() -> None:
     job_type_register(
         JobType(
             FAILURE_PATTERNS,
-            run_failure_patterns_job,
+            TaskName("annotation.run_failure_patterns_job"),
             label="Failure patterns",
             note=_pattern_note,
             describe=describe_pattern_jobs,
             create_serializer="annotation.failures.meaning.serializers.FailurePatternsJobCreateSerializer",
-            api_create=_api_create_patterns,
+            api_create=ByPath("annotation.mounting.job_api.failure_patterns_api_create"),
             run_hint=_pattern_command,
             start_hint="Cluster a topic's failure descriptions: the failure browser's “Failure patterns” "
             "page, POST /api/jobs/, or manage.py failure_patterns --topic NAME.",
@@ -201,7 +186,7 @@ def register_job_types() -> None:
     job_type_register(
         JobType(
             CALIBRATION_ROUND,
-            run_calibration_round_job,
+            TaskName("annotation.run_calibration_round_job"),
             label="Calibration round",
             note=_round_note,
             describe=describe_round_jobs,

@@ -1,24 +1,19 @@
 """The embeddings app's kind of job as the core runs and shows it; registered from
-EmbeddingsConfig.ready()."""
+EmbeddingsConfig.ready(), by name: its task, and the function that starts a job from the API (job_api.py),
+are imported when a job is sent or started, not here."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
 from django.urls import reverse
 
 from h2e_site.jobs.models import Job
-from h2e_site.jobs.registry import JobDescription, JobLink, JobType, job_type_register
+from h2e_site.jobs.registry import ByPath, JobDescription, JobLink, JobType, TaskName, job_type_register
 
 from .job_kinds import EMBED
-from .jobs import embed_job_create
 from .sources import text_source_for
 from .specs import DEFAULT_EMBEDDING_MODEL
-from .tasks import run_embed_job
-
-if TYPE_CHECKING:
-    from django.contrib.auth.models import User
 
 
 def describe_embed_jobs(jobs: Sequence[Job]) -> dict[int, JobDescription]:
@@ -51,22 +46,16 @@ def embed_command(job: Job) -> str:
     return f"Run it with: python manage.py embed {sources}{model_flag} --inline".replace("  ", " ")
 
 
-def _api_create(data: dict[str, Any], created_by: User | None) -> Job:
-    return embed_job_create(
-        sources=data.get("sources"), model=data["model"], device=data["device"], created_by=created_by
-    )
-
-
 def register_job_types() -> None:
     job_type_register(
         JobType(
             EMBED,
-            run_embed_job,
+            TaskName("embeddings.run_embed_job"),
             label="Embed texts",
             note=_note,
             describe=describe_embed_jobs,
             create_serializer="h2e_site.embeddings.serializers.EmbedJobCreateSerializer",
-            api_create=_api_create,
+            api_create=ByPath("h2e_site.embeddings.job_api.embed_api_create"),
             start_hint="Embed texts without a vector: the admin's Embedding models, POST /api/jobs/, or "
             "manage.py embed; it also runs by itself after a bench import, an h2e import, a mining run, a "
             "judge job and an annotation that stores failures.",

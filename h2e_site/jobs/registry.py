@@ -9,18 +9,66 @@ new kind needs no migration of the core.
 The Job row (models.py) reads its kind's label and note from here, so this module does not import it back:
 a JobType is generic in the row its functions take (JobRowT; models.Job in every registration), and what the
 registry itself reads of a row is a JobRow, its kind.
+
+Registering a kind imports nothing that runs it (every command and web process registers every kind at
+start-up): its Celery task is named (TaskName, sent by name), and the functions that start or retry its jobs
+are dotted paths (ByPath), imported the first time one is called.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+from celery import current_app
 from django.utils.choices import BaseChoiceIterator
+from django.utils.module_loading import import_string
 
 if TYPE_CHECKING:
+    from celery.result import AsyncResult
     from django.contrib.auth.models import User
+
+
+_TASKS_IMPORT = threading.Lock()
+
+
+@dataclass(frozen=True)
+class TaskName:
+    """A Celery task by its name (`@shared_task(name=...)`), not imported: a job is sent to a worker by name,
+    as Celery's own send_task does; a process that runs tasks eagerly (a test) imports the tasks modules
+    (each app's tasks.py, as a worker does at its start) and runs the task here."""
+
+    name: str
+
+    def apply_async(self, args: list[Any], queue: str) -> AsyncResult:
+        if current_app.conf.task_always_eager:
+            return self.task().apply_async(args=args, queue=queue)
+        return current_app.send_task(self.name, args=args, queue=queue)
+
+    def task(self) -> Any:
+        """The task object, importing the tasks modules if no import has registered it yet (LookupError if
+        none defines it). One thread imports them, another asking meanwhile waits for it: Celery's discovery
+        of the tasks modules returns at once, having imported nothing, while another thread is in it."""
+        with _TASKS_IMPORT:
+            if self.name not in current_app.tasks:
+                current_app.loader.import_default_modules()
+        try:
+            return current_app.tasks[self.name]
+        except KeyError:
+            raise LookupError(f"no tasks module defines the Celery task {self.name!r}") from None
+
+
+@dataclass(frozen=True)
+class ByPath:
+    """A function named by its dotted path, imported the first time it is called: what starts or retries a
+    kind's jobs imports the code that runs them, which registering the kind must not."""
+
+    path: str
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return import_string(self.path)(*args, **kwargs)
 
 
 @dataclass(frozen=True)
@@ -68,17 +116,20 @@ JobRowT = TypeVar("JobRowT", bound=JobRow)
 @dataclass(frozen=True)
 class JobType(Generic[JobRowT]):
     kind: str  # the name stored in Job.kind (at most KIND_MAX_LENGTH characters)
-    task: Any  # the Celery task that runs (or resumes) one job; called with the job's pk
+    # the Celery task that runs (or resumes) one job, called with the job's pk: TaskName("app.run_x_job") or
+    # the task itself (anything with .name and .apply_async(args=..., queue=...))
+    task: Any
     label: str = ""  # as the pages show the kind (default: its name)
     note: Callable[[JobRowT], str] | None = None  # a few words beside the label on the Jobs list ("": none)
     # read-only parameters the API shows at the top level of a job of any kind: (name, help text)
     api_parameters: tuple[tuple[str, str], ...] = ()
     resumable: bool = True  # re-enqueued when a dead worker left it RUNNING (the run loop resumes it)
-    retry: Callable[[JobRowT, User | None], JobRowT] | None = None  # a new job over the items that failed
+    # a new job over the items that failed (a ByPath, so that registering imports nothing that runs jobs)
+    retry: Callable[[JobRowT, User | None], JobRowT] | None = None
     # the subjects and links of jobs of this kind, by pk (a few queries per call)
     describe: Callable[[Sequence[JobRowT]], dict[int, JobDescription]] | None = None
     # POST /api/jobs/ {"kind": ..., ...}: the body's serializer and the service that starts the job from its
-    # validated data (None: this kind is started elsewhere, e.g. by its own endpoint)
+    # validated data (None: this kind is started elsewhere, e.g. by its own endpoint; a ByPath, as retry)
     create_serializer: str = ""  # dotted path of the serializer class (imported when the API needs it)
     api_create: Callable[[dict[str, Any], User | None], JobRowT] | None = None
     start_hint: str = ""  # on the Jobs page: where jobs of this kind are started

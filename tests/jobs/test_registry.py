@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils.module_loading import import_string
 
 from annotation.base.job_kinds import (
     CALIBRATION_ROUND,
@@ -18,7 +19,7 @@ from annotation.base.job_kinds import (
 from goal_step.job_kinds import ANSWER_TASKS, BUILD_TASKS
 from h2e_site.embeddings.job_kinds import EMBED
 from h2e_site.jobs.models import JobStatus
-from h2e_site.jobs.registry import job_type_for, job_types
+from h2e_site.jobs.registry import ByPath, TaskName, job_type_for, job_types
 from h2e_site.jobs.services import job_can_retry, job_retry_failed, resume_orphaned_jobs
 from h2e_site.jobs.views import job_lines
 from judging.job_kinds import GENERATE, IMPORT, JUDGE, JUDGE_PROBE, PAIRWISE_JUDGE
@@ -88,3 +89,14 @@ def test_it_lists_how_to_start_each_kind_on_the_jobs_page(admin_client: Client) 
     for hint in ("manage.py generate / judge", "manage.py mine", "manage.py import_h2e"):
         assert hint in html
     assert reverse("admin:judging_import") in html
+
+
+def test_every_kind_names_a_task_and_functions_that_exist() -> None:
+    """Kinds are registered by name (nothing that runs a job is imported at start-up): each named task is
+    defined by a tasks module, and each function named by a dotted path imports."""
+    for job_type in job_types():
+        task = job_type.task.task() if isinstance(job_type.task, TaskName) else job_type.task
+        assert task.name == job_type.task.name
+        for function in (job_type.retry, job_type.api_create):
+            if isinstance(function, ByPath):
+                assert callable(import_string(function.path)), function.path
