@@ -171,10 +171,10 @@ def test_it_finds_a_lazy_first_party_import(tmp_path: Path) -> None:
     )
     path = tmp_path / "views.py"
     path.write_text(source, encoding="utf-8")
-    found = [(lazy.where, lazy.imported) for lazy in _lazy_imports("annotation.flow.views.studies", path)]
+    found = [(lazy.where, lazy.imported) for lazy in _lazy_imports("annotation.views.studies", path)]
     assert found == [
-        ("annotation.flow.views.studies:View.get", "annotation.kinds"),
-        ("annotation.flow.views.studies:View.get", "annotation.flow.views.services"),
+        ("annotation.views.studies:View.get", "annotation.kinds"),
+        ("annotation.views.studies:View.get", "annotation.views.services"),
     ]
 
 
