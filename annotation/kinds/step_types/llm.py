@@ -29,7 +29,7 @@ __all__ = [
     "step_type_prompt",
 ]
 
-PROMPTS_DIR = Path(__file__).resolve().parents[2] / "prompts" / "step_types"
+PROMPTS_DIR = Path(__file__).resolve().parents[3] / "prompts" / "step_types"
 PROMPT_FILES = {step_type: f"{step_type.value}.txt" for step_type in StepType}
 
 
