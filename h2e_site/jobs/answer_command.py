@@ -1,8 +1,8 @@
-"""The command that starts a job answering items with a configured model (generate, judge, answer_tasks,
-classify_steps), written once: the kind's own arguments, then --wait; the model's row and its job made in
-one transaction; a ValueError (a ConfigError, PromptChanged) is the command's error, and when the model has
-answered everything asked for (NothingToAsk) the command says so and starts nothing; it prints the line the
-kind writes about the job, and with --wait follows the job with a progress bar."""
+"""The command that starts a job answering items with a configured model (one per kind of answer), written
+once: the kind's own arguments, then --wait; the model's row and its job made in one transaction; a
+ValueError (a ConfigError, PromptChanged) is the command's error, and when the model has answered everything
+asked for (NothingToAsk) the command says so and starts nothing; it prints the line the kind writes about
+the job, and with --wait follows the job with a progress bar."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""A job that answers items from a config, declared once per kind of answer (generation, judging, task
-answering, step-type classification).
+"""A job that answers items from a config, declared once per kind of answer (each app declares its own).
 
 An `AnswerKind` says what a kind of answer's configured model is: its table (a ConfiguredModel), the role its
 config is read as, how messages name a row, why an imported row cannot run, the id function that hashes a
@@ -53,7 +52,7 @@ class AnswerKind(Generic[M, P]):
 
     @property
     def parameter(self) -> str:
-        """The job parameter holding the row's pk: its id field without "_id" ("judge" for judge_id)."""
+        """The job parameter holding the row's pk: its id field without "_id" ("model" for model_id)."""
         return self.model.id_field.removesuffix("_id")
 
     def label_of(self, row: M) -> str:

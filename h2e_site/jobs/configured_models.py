@@ -1,5 +1,5 @@
 """The columns every configured model's table shares: a model run from a config and its prompts, found by a
-hash of them (its identity column, named by each table: generator_id, judge_id, model_id, classifier_id).
+hash of them (its identity column, which each table names: model_id, ...).
 
 An abstract base (no table of its own): the tables stay in their apps, with their own identity column and
 whatever else they keep. A table whose config or prompt text has its own help text (or database default)
