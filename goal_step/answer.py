@@ -24,7 +24,6 @@ split, one request per example; h2e_site.jobs runs the loop, this says what to s
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -33,10 +32,10 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 
 from h2e_site.jobs import answering
-from h2e_site.jobs.loop import job_run
+from h2e_site.jobs.answer_kinds import AnswerKind, ConfiguredWork, hashed_model_id
 from h2e_site.jobs.models import Job
 from h2e_site.llm.base import LLMBackend, LLMRequest, LLMResult
-from h2e_site.llm.config import ModelConfig, config_identity, hashed_id
+from h2e_site.llm.config import ModelConfig
 from h2e_site.llm.json_output import find_json_object
 
 from .job_kinds import ANSWER_TASKS
@@ -276,11 +275,9 @@ def task_model_id_of(config: ModelConfig, prompt_text: str) -> str:
     """h2e_site.llm.config.hashed_id over the model's identity (with its prompt style and the output
     constraint) and the SHA-256 of each prompt file."""
     output = answering.output_constraint(config, "letter")
-    payload = {
-        "model_id_version": MODEL_ID_VERSION,
-        "model": config_identity(config, output=output, with_prompt_style=True),
-    }
-    return hashed_id(payload, json.loads(prompt_text))
+    return hashed_model_id(
+        config, prompt_text, name="model", version=MODEL_ID_VERSION, output=output, with_prompt_style=True
+    )
 
 
 def task_model_for_config(config_path: Path | str) -> TaskModel:
@@ -295,30 +292,18 @@ def task_model_for_model_config(config: ModelConfig) -> TaskModel:
     PromptTemplates(files)  # a broken file fails here, not on the worker
     stored = {key: value for key, value in config.as_json().items() if key != "prompt_path"}
     stored["prompt_files"] = [f"prompts/{PROMPTS_DIR.name}/{name}" for name in sorted(files)]
-    return answering.model_row_for_config(
-        TaskModel,
-        id_field="model_id",
-        id_of=task_model_id_of,
-        config=config,
-        prompt_text=answering.prompts_json(files),
-        stored_config=stored,
-    )
+    return TASK_ANSWERS.row_for_config(config, answering.prompts_json(files), stored_config=stored)
 
 
 def config_for_task_model(task_model: TaskModel) -> ModelConfig:
     """The config a model runs with (its stored .config); ConfigError for imported answers."""
-    return answering.config_of_row(
-        {key: value for key, value in task_model.config.items() if key != "prompt_path"},
-        role="generator",
-        label=f"goal-step model {task_model.model_id}",
-        refusal="imported answers have no model config to run; use a configured model",
-    )
+    return TASK_ANSWERS.config_of(task_model)
 
 
 def templates_of(task_model: TaskModel) -> PromptTemplates:
     """The templates a model's jobs send: its stored text, checked against its prompt_sha256 (PromptChanged
     otherwise); ValueError when the text is not the two files."""
-    label = f"goal-step model {task_model.model_id}"
+    label = TASK_ANSWERS.label_of(task_model)
     stored = answering.stored_prompts(
         task_model.prompt_text,
         expected_sha256=task_model.prompt_sha256,
@@ -326,6 +311,17 @@ def templates_of(task_model: TaskModel) -> PromptTemplates:
         what="the goal-step prompt files",
     )
     return PromptTemplates(stored, label=label)
+
+
+TASK_ANSWERS = AnswerKind(
+    ANSWER_TASKS,
+    TaskModel,
+    role="generator",
+    label="goal-step model",
+    refusal="imported answers have no model config to run; use a configured model",
+    id_of=task_model_id_of,
+    prompts=templates_of,
+)
 
 
 def answer_request(config: ModelConfig, *, key: str, prompt: str, n_candidates: int) -> LLMRequest:
@@ -362,8 +358,7 @@ def answer_job_create(
     model's stored prompts no longer match their hash."""
     if split not in TaskSplit.values:
         raise ValueError(f"unknown split {split!r} (expected {', '.join(TaskSplit.values)})")
-    config = config_for_task_model(task_model)  # fails now, not on the worker
-    templates_of(task_model)
+    config = TASK_ANSWERS.checked_config(task_model)  # fails now, not on the worker
     examples = TaskExample.objects.filter(task_set=task_set, split=split)
     if example_ids is not None:
         examples = examples.filter(pk__in=list(example_ids))
@@ -380,42 +375,29 @@ def answer_job_create(
             f"{task_set.name!r} {mode}asked for: nothing to answer"
         )
     parameters = {
-        "model": task_model.pk,
-        "model_id": task_model.model_id,
         "task_set": task_set.pk,
         "task_set_name": task_set.name,
         "split": split,
         "candidates_only": candidates_only,
     }
-    return answering.answering_job_create(
-        ANSWER_TASKS, config, items, parameters, created_by=created_by, enqueue=enqueue, retry_of=retry_of
+    return TASK_ANSWERS.job_create(
+        task_model, config, items, parameters, created_by=created_by, enqueue=enqueue, retry_of=retry_of
     )
 
 
-def answer_job_retry(job: Job, created_by: User | None) -> Job:
-    """A new job over the examples of `job` that failed (API or connection errors) and still have no answer
-    by its model in its mode."""
-    return AnswerWork.retry(job, created_by)
+class AnswerWork(ConfiguredWork[TaskModel, PromptTemplates]):
+    """One request per example (see the module doc): the job's model (self.row), its templates
+    (self.prompts)."""
 
-
-def answer_job_run(*, job_id: int, backend: LLMBackend | None = None) -> Job | None:
-    """Run (or resume) an answer_tasks job. `backend` is for callers that bring their own."""
-    return job_run(job_id, ANSWER_TASKS, lambda job: AnswerWork(job, backend))
-
-
-class AnswerWork(answering.AnsweringWork):
-    """One request per example (see the module doc)."""
+    answers = TASK_ANSWERS
 
     def __init__(self, job: Job, backend: LLMBackend | None = None) -> None:
         super().__init__(job, backend)
-        self.task_model = TaskModel.objects.get(pk=job.parameters["model"])
-        self.config = config_for_task_model(self.task_model)
-        self.templates = templates_of(self.task_model)
         self.candidates_only = bool(job.parameters.get("candidates_only"))
         self.in_flight: dict[int, list[str]] = {}  # example pk -> its candidates, until its answer is stored
 
     def answered(self, pks: Sequence[int]) -> set[int]:
-        return _answered(self.task_model, self.candidates_only, pks)
+        return _answered(self.row, self.candidates_only, pks)
 
     def rows(self, pks: Sequence[int]) -> Mapping[int, TaskExample]:
         return TaskExample.objects.only("pk", "task", "prompt", "candidates").in_bulk(list(pks))
@@ -426,7 +408,7 @@ class AnswerWork(answering.AnsweringWork):
             task=row.task,
             prompt=row.prompt,
             candidates=candidates,
-            templates=self.templates,
+            templates=self.prompts,
             candidates_only=self.candidates_only,
         )
         self.in_flight[pk] = candidates
@@ -440,7 +422,7 @@ class AnswerWork(answering.AnsweringWork):
                 text = result.text or ""
                 answers.append(
                     TaskAnswer(
-                        model=self.task_model,
+                        model=self.row,
                         example_id=int(result.key),
                         candidates_only=self.candidates_only,
                         choice=parse_choice(text, len(candidates), candidates=candidates),
@@ -457,7 +439,7 @@ class AnswerWork(answering.AnsweringWork):
 
     def again(self, pks: list[int], created_by: User | None) -> Job:
         return answer_job_create(
-            task_model=self.task_model,
+            task_model=self.row,
             task_set=TaskSet.objects.get(pk=self.job.parameters["task_set"]),
             split=self.job.parameters.get("split", TaskSplit.TEST),
             candidates_only=self.candidates_only,
@@ -465,3 +447,7 @@ class AnswerWork(answering.AnsweringWork):
             example_ids=pks,
             retry_of=self.job.pk,
         )
+
+
+answer_job_retry = AnswerWork.retry  # a new job over the failed examples still without an answer
+answer_job_run = AnswerWork.run_job  # run (or resume) an answer_tasks job

@@ -4,9 +4,12 @@ or imported, the models that answer them and their answers. Moved from the minin
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import models
 
 from h2e_site.bounds import SEED
+from h2e_site.jobs.configured_models import ConfiguredModel
 from mining.models import Procedure, Topic
 
 
@@ -77,24 +80,21 @@ class TaskExample(models.Model):
         return f"{self.task} #{self.position} of {self.task_set_id}"
 
 
-class TaskModel(models.Model):
+class TaskModel(ConfiguredModel):
     """A model that answers goal-step examples: a generator config and its prompt, identified by model_id (a
     hash of them), or a set of imported answers."""
 
+    id_field = "model_id"
+
     model_id = models.CharField(max_length=64, unique=True)
-    model = models.CharField(max_length=255)
-    backend = models.CharField(max_length=32, blank=True, default="")
-    config = models.JSONField(default=dict, blank=True)
-    prompt_text = models.TextField(blank=True, default="")
-    prompt_sha256 = models.CharField(max_length=64, blank=True, default="")
     is_demo_model = models.BooleanField(default=False)
-    created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["model", "model_id"]
 
-    def __str__(self) -> str:
-        return f"{self.model} ({self.model_id})"
+    def config_to_run(self) -> dict[str, Any]:
+        """Its config without prompt_path: its prompts are always the files of prompts/goal_step/."""
+        return {key: value for key, value in self.config.items() if key != "prompt_path"}
 
 
 class TaskAnswer(models.Model):

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from .answer import answer_job_run
+from h2e_site.jobs.answering_tasks import answering_task
+
+from .answer import AnswerWork
 from .jobs import build_job_run
 
 
@@ -16,7 +18,4 @@ def run_build_tasks_job(job_id: int) -> None:
     build_job_run(job_id=job_id)
 
 
-@shared_task(name="mining.run_answer_tasks_job", acks_late=True, reject_on_worker_lost=True)
-def run_answer_tasks_job(job_id: int) -> None:
-    """Run or resume an ANSWER_TASKS job (a redelivered message resumes it; a finished one is left)."""
-    answer_job_run(job_id=job_id)
+run_answer_tasks_job = answering_task("mining.run_answer_tasks_job", AnswerWork)

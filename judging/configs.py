@@ -11,14 +11,17 @@ name; the row's `backend` field keeps ours.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
-from h2e_site.jobs.answering import config_of_row, model_row_for_config
-from h2e_site.llm.config import ConfigError, ModelConfig, Role
+from h2e_site.jobs.answer_kinds import AnswerKind
+from h2e_site.llm.config import ConfigError, ModelConfig
 from h2e_site.llm.prompts import check_prompt, prompt_sha256
 
 from . import ids
+from .job_kinds import GENERATE, JUDGE
 from .models import Generator, Judge
+
+Row = TypeVar("Row", Generator, Judge)
 
 
 def generator_id_of(config: ModelConfig, prompt_text: str | None = None) -> str:
@@ -77,14 +80,7 @@ def generator_for_config(config: ModelConfig) -> Generator:
         }
 
     prompt = config.prompt_text()
-    return model_row_for_config(
-        Generator,
-        id_field="generator_id",
-        id_of=generator_id_of,
-        config=config,
-        prompt_text=prompt,
-        more=more,
-    )
+    return GENERATION.row_for_config(config, prompt, more=more)
 
 
 def judge_for_config(config: ModelConfig) -> Judge:
@@ -105,9 +101,7 @@ def judge_for_config(config: ModelConfig) -> Judge:
         }
 
     prompt = config.prompt_text()
-    return model_row_for_config(
-        Judge, id_field="judge_id", id_of=judge_id_of, config=config, prompt_text=prompt, more=more
-    )
+    return JUDGING.row_for_config(config, prompt, more=more)
 
 
 def _decoding(config: ModelConfig) -> dict[str, Any]:
@@ -144,46 +138,56 @@ def _rate_limits(config: ModelConfig) -> dict[str, Any]:
 
 def config_for_generator(generator: Generator) -> ModelConfig:
     """The config a Generator row runs with (its stored .config); an imported row has none."""
-    return _stored_config(generator.config, role="generator", label=f"generator {generator.generator_id}")
+    return GENERATION.config_of(generator)
 
 
 def config_for_judge(judge: Judge) -> ModelConfig:
-    return _stored_config(judge.config, role="judge", label=f"judge {judge.judge_id}")
-
-
-def _stored_config(stored: dict, *, role: Role, label: str) -> ModelConfig:
-    how = (
-        "attach a config to it in the admin (Judges, action “Attach a config…”: its prompt file must "
-        "hash to the judge's recorded prompt_sha256, so the judge_id stays true), or judge with a judge "
-        "made from a config (python manage.py judge --judge-config FILE; it gets its own judge_id)"
-        if role == "judge"
-        else "generate with a generator made from a config (python manage.py generate --generator-config "
-        "FILE; it gets its own generator_id)"
-    )
-    refusal = f"this row was imported, not created from a config: {how}"
-    return config_of_row(stored, role=role, label=label, refusal=refusal)
+    return JUDGING.config_of(judge)
 
 
 def prompt_for_generator(generator: Generator) -> str:
     """The generation prompt a generator's jobs send: the text stored when it was made, hashed into its
     generator_id. A row made before the text was stored reads its file, refused if the file changed since."""
-    return _prompt_of(generator, label=f"generator {generator.generator_id}")
+    return _prompt_of(GENERATION, generator)
 
 
 def prompt_for_judge(judge: Judge) -> str:
     """The judge prompt a judge's jobs send (as prompt_for_generator)."""
-    return _prompt_of(judge, label=f"judge {judge.judge_id}")
+    return _prompt_of(JUDGING, judge)
 
 
-def _prompt_of(row: Generator | Judge, *, label: str) -> str:
+def _prompt_of(answers: AnswerKind[Row, str], row: Row) -> str:
+    label = answers.label_of(row)
     if row.prompt_text:
         return check_prompt(row.prompt_text, expected_sha256=row.prompt_sha256, label=label)
-    config = _stored_config(
-        row.config, role="generator" if isinstance(row, Generator) else "judge", label=label
-    )
+    config = answers.config_of(row)
     return check_prompt(
         config.prompt_text(), expected_sha256=row.prompt_sha256, label=label, path=config.prompt_path
     )
+
+
+GENERATION = AnswerKind(
+    GENERATE,
+    Generator,
+    role="generator",
+    label="generator",
+    refusal="this row was imported, not created from a config: generate with a generator made from a config "
+    "(python manage.py generate --generator-config FILE; it gets its own generator_id)",
+    id_of=generator_id_of,
+    prompts=prompt_for_generator,
+)
+JUDGING = AnswerKind(
+    JUDGE,
+    Judge,
+    role="judge",
+    label="judge",
+    refusal="this row was imported, not created from a config: attach a config to it in the admin (Judges, "
+    "action “Attach a config…”: its prompt file must hash to the judge's recorded prompt_sha256, so the "
+    "judge_id stays true), or judge with a judge made from a config (python manage.py judge --judge-config "
+    "FILE; it gets its own judge_id)",
+    id_of=judge_id_of,
+    prompts=prompt_for_judge,
+)
 
 
 def judge_attach_config(*, judge: Judge, config: ModelConfig) -> Judge:

@@ -20,14 +20,12 @@ from typing import TYPE_CHECKING
 from django.db.models import Exists, OuterRef, QuerySet
 
 from h2e_site.bounds import Range
-from h2e_site.jobs import answering
-from h2e_site.jobs.loop import job_run
+from h2e_site.jobs.answer_kinds import ConfiguredWork
 from h2e_site.jobs.models import Job
 from h2e_site.llm.base import LLMBackend, LLMRequest, LLMResult
 from mining.models import Procedure
 
-from .configs import config_for_generator, prompt_for_generator
-from .job_kinds import GENERATE
+from .configs import GENERATION
 from .models import Generation, Generator
 from .prompting import generation_prompt, generation_request
 from .results import generations_store
@@ -51,8 +49,7 @@ def generate_job_create(
     """A job generating L2 with `generator` for the procedures of `split` (and/or `procedure_ids`), first
     `limit` by id, that have no good L2 from it yet. Enqueued once the surrounding transaction commits
     (enqueue=False: not at all, for a caller that runs it in-process with generate_job_run)."""
-    config = config_for_generator(generator)  # fails now, not on the worker, for an imported generator
-    prompt_for_generator(generator)  # ... and for a prompt file changed since the generator was made
+    config = GENERATION.checked_config(generator)  # an imported generator, or a changed prompt, fails now
     if limit is not None:
         LIMIT.check("limit", limit)  # OutOfRange is a ValueError naming the field
     procedures = Procedure.objects.all()
@@ -63,40 +60,24 @@ def generate_job_create(
     good_l2 = Generation.objects.filter(generator=generator, procedure=OuterRef("pk"), error="")
     pks = procedures.exclude(Exists(good_l2)).order_by("pk").values_list("pk", flat=True)
     items = list(pks[:limit] if limit else pks)
-    parameters = {
-        "generator": generator.pk,
-        "generator_id": generator.generator_id,
-        "split": split,
-        "procedure_ids": procedure_ids,
-        "limit": limit,
-    }
-    return answering.answering_job_create(
-        GENERATE, config, items, parameters, created_by=created_by, enqueue=enqueue, retry_of=retry_of
+    parameters = {"split": split, "procedure_ids": procedure_ids, "limit": limit}
+    return GENERATION.job_create(
+        generator, config, items, parameters, created_by=created_by, enqueue=enqueue, retry_of=retry_of
     )
 
 
-def generate_job_retry(job: Job, created_by: User | None) -> Job:
-    """A new generate job over the procedures of `job` whose L2 failed (API errors after retries)."""
-    return GenerateWork.retry(job, created_by)
+class GenerateWork(ConfiguredWork[Generator, str]):
+    """A generator's job (self.row), its prompt template (self.prompts)."""
 
-
-def generate_job_run(*, job_id: int, backend: LLMBackend | None = None) -> Job | None:
-    """Run (or resume) a generate job. `backend` is for callers that bring their own (benchmarks)."""
-    return job_run(job_id, GENERATE, lambda job: GenerateWork(job, backend))
-
-
-class GenerateWork(answering.AnsweringWork):
+    answers = GENERATION
     answered_verb = "run again"
 
     def __init__(self, job: Job, backend: LLMBackend | None = None) -> None:
         super().__init__(job, backend)
-        self.generator = Generator.objects.get(pk=job.parameters["generator"])
-        self.config = config_for_generator(self.generator)
-        self.template = prompt_for_generator(self.generator)
         self.in_flight: dict[int, tuple[Procedure, str]] = {}  # procedure pk -> (procedure, prompt)
 
     def _generations(self, pks: Sequence[int]) -> QuerySet[Generation]:
-        return Generation.objects.filter(generator=self.generator, procedure_id__in=list(pks))
+        return Generation.objects.filter(generator=self.row, procedure_id__in=list(pks))
 
     def answered(self, pks: Sequence[int]) -> set[int]:
         """A good L2."""
@@ -116,19 +97,23 @@ class GenerateWork(answering.AnsweringWork):
 
     def request(self, pk: int, row: Procedure) -> LLMRequest:
         n = len(row.steps)
-        prompt = generation_prompt(self.template, goal=row.goal, resources=row.resources, n=n)
+        prompt = generation_prompt(self.prompts, goal=row.goal, resources=row.resources, n=n)
         self.in_flight[pk] = (row, prompt)
         return generation_request(self.config, key=str(pk), prompt=prompt, n_steps=n)
 
     def save(self, results: Sequence[LLMResult]) -> None:
         rows = [(*self.in_flight.pop(int(result.key)), result) for result in results]
-        generations_store(generator=self.generator, results=rows)
+        generations_store(generator=self.row, results=rows)
 
     def again(self, pks: list[int], created_by: User | None) -> Job:
         return generate_job_create(
-            generator=self.generator,
+            generator=self.row,
             split=None,
             procedure_ids=pks,
             created_by=created_by,
             retry_of=self.job.pk,
         )
+
+
+generate_job_retry = GenerateWork.retry  # a new job over the procedures whose L2 failed (JobType.retry)
+generate_job_run = GenerateWork.run_job  # run (or resume) a generate job

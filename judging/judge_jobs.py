@@ -23,13 +23,11 @@ from typing import TYPE_CHECKING, Literal
 
 from django.db.models import Q
 
-from h2e_site.jobs import answering
-from h2e_site.jobs.loop import job_run
+from h2e_site.jobs.answer_kinds import ConfiguredWork
 from h2e_site.jobs.models import Job
 from h2e_site.llm.base import LLMBackend, LLMRequest, LLMResult
 
-from .configs import config_for_judge, prompt_for_judge
-from .job_kinds import JUDGE
+from .configs import JUDGING
 from .models import Generation, Generator, Judge, JudgeError, Judgment
 from .prompting import clean_steps, judge_prompt, judge_request
 from .results import judgments_store
@@ -57,8 +55,7 @@ def judge_job_create(
         raise ValueError(f"unknown judge mode {mode!r}: expected missing, parse_failed or replace")
     if generator is None and generation_ids is None:
         raise ValueError("judge what? give a generator or generation_ids")
-    config = config_for_judge(judge)  # fails now, not on the worker, for an imported judge
-    prompt_for_judge(judge)  # ... and for a prompt file changed since the judge was made
+    config = JUDGING.checked_config(judge)  # an imported judge, or a changed prompt file, fails now
     generations = Generation.objects.filter(error="")
     if generator is not None:
         generations = generations.filter(generator=generator)
@@ -72,42 +69,30 @@ def judge_job_create(
         ).distinct()
     items = list(generations.order_by("pk").values_list("pk", flat=True))
     parameters = {
-        "judge": judge.pk,
-        "judge_id": judge.judge_id,
         "generator": generator.pk if generator else None,
         "generator_id": generator.generator_id if generator else None,
         "generation_ids": generation_ids,
         "mode": mode,
     }
-    return answering.answering_job_create(
-        JUDGE, config, items, parameters, created_by=created_by, enqueue=enqueue, retry_of=retry_of
+    return JUDGING.job_create(
+        judge, config, items, parameters, created_by=created_by, enqueue=enqueue, retry_of=retry_of
     )
 
 
-def judge_job_retry(job: Job, created_by: User | None) -> Job:
-    """A new judge job over the items of `job` the judge could not judge (its JudgeErrors still standing)."""
-    return JudgeWork.retry(job, created_by)
+class JudgeWork(ConfiguredWork[Judge, str]):
+    """A judge's job (self.row), its judge prompt (self.prompts)."""
 
-
-def judge_job_run(*, job_id: int, backend: LLMBackend | None = None) -> Job | None:
-    """Run (or resume) a judge job. `backend` is for callers that bring their own (benchmarks)."""
-    return job_run(job_id, JUDGE, lambda job: JudgeWork(job, backend))
-
-
-class JudgeWork(answering.AnsweringWork):
+    answers = JUDGING
     answered_verb = "judged again"
 
     def __init__(self, job: Job, backend: LLMBackend | None = None) -> None:
         super().__init__(job, backend)
-        self.judge = Judge.objects.get(pk=job.parameters["judge"])
         self.mode: JudgeMode = job.parameters.get("mode", "missing")
-        self.config = config_for_judge(self.judge)
-        self.template = prompt_for_judge(self.judge)
         self.in_flight: dict[int, Generation] = {}
 
     def answered(self, pks: Sequence[int]) -> set[int]:
         """Judged: for mode missing any judgment, else one written since the job first started."""
-        judged = Judgment.objects.filter(judge=self.judge, generation_id__in=list(pks))
+        judged = Judgment.objects.filter(judge=self.row, generation_id__in=list(pks))
         if self.mode != "missing":
             started = self.job.started_at
             judged = judged.filter(updated_at__gte=started) if started else judged.none()
@@ -118,7 +103,7 @@ class JudgeWork(answering.AnsweringWork):
         return self.failed_items | set(errors.values_list("generation_id", flat=True))
 
     def still_failed(self) -> set[int]:
-        errors = JudgeError.objects.filter(judge=self.judge, generation_id__in=self.items)
+        errors = JudgeError.objects.filter(judge=self.row, generation_id__in=self.items)
         return set(errors.values_list("generation_id", flat=True))
 
     def rows(self, pks: Sequence[int]) -> dict[int, Generation]:
@@ -126,19 +111,23 @@ class JudgeWork(answering.AnsweringWork):
 
     def request(self, pk: int, row: Generation) -> LLMRequest:
         l1, l2 = clean_steps(row.procedure.steps), clean_steps(row.predicted_steps)
-        prompt = judge_prompt(self.template, goal=row.procedure.goal, reference_steps=l1, steps=l2)
+        prompt = judge_prompt(self.prompts, goal=row.procedure.goal, reference_steps=l1, steps=l2)
         self.in_flight[pk] = row
         return judge_request(self.config, key=str(pk), prompt=prompt, n_l1=len(l1), n_l2=len(l2))
 
     def save(self, results: Sequence[LLMResult]) -> None:
         rows = [(self.in_flight.pop(int(result.key)), result) for result in results]
-        judgments_store(judge=self.judge, results=rows, job_pk=self.job.pk)
+        judgments_store(judge=self.row, results=rows, job_pk=self.job.pk)
 
     def again(self, pks: list[int], created_by: User | None) -> Job:
         return judge_job_create(
-            judge=self.judge,
+            judge=self.row,
             generation_ids=pks,
             mode="parse_failed",
             created_by=created_by,
             retry_of=self.job.pk,
         )
+
+
+judge_job_retry = JudgeWork.retry  # a new job over the items the judge could not judge (JobType.retry)
+judge_job_run = JudgeWork.run_job  # run (or resume) a judge job

@@ -6,6 +6,7 @@ from django.db import models
 from django.db.models import Prefetch
 from django.db.models.functions import Now
 
+from h2e_site.jobs.configured_models import ConfiguredModel
 from mining.models import Procedure, Topic
 
 from .ids import judge_short_name
@@ -17,12 +18,12 @@ class GeneratorQuerySet(models.QuerySet["Generator"]):
         return self.order_by("model", "generator_id")
 
 
-class Generator(models.Model):
+class Generator(ConfiguredModel):
     """A model under test: model + backend + decoding config + prompt, identified by generator_id."""
 
+    id_field = "generator_id"
+
     generator_id = models.CharField(max_length=64, unique=True)
-    model = models.CharField(max_length=255)
-    backend = models.CharField(max_length=32, blank=True, default="")
     provider = models.CharField(max_length=64, null=True, blank=True)
     prompt_style = models.CharField(max_length=16, blank=True, default="", help_text="base or inst")
     temperature = models.FloatField(null=True, blank=True)
@@ -31,7 +32,6 @@ class Generator(models.Model):
     max_tokens_per_minute = models.IntegerField(null=True, blank=True)
     reasoning_effort = models.CharField(max_length=16, null=True, blank=True)
     vllm_overrides = models.JSONField(default=dict, blank=True)
-    prompt_sha256 = models.CharField(max_length=64, blank=True, default="")
     prompt_path = models.TextField(blank=True, default="")
     prompt_text = models.TextField(
         blank=True,
@@ -48,15 +48,11 @@ class Generator(models.Model):
         blank=True,
         help_text="the resolved YAML config this app runs it with (empty if imported)",
     )
-    created_at = models.DateTimeField(auto_now_add=True)
 
     objects = GeneratorQuerySet.as_manager()
 
     class Meta:
         ordering = ["model", "generator_id"]
-
-    def __str__(self) -> str:
-        return f"{self.model} ({self.generator_id})"
 
 
 class Generation(models.Model):
@@ -99,18 +95,17 @@ class JudgeQuerySet(models.QuerySet["Judge"]):
         return self.order_by("model", "judge_id")
 
 
-class Judge(models.Model):
+class Judge(ConfiguredModel):
     """An LLM judge: model + config + judge prompt, identified by judge_id."""
 
+    id_field = "judge_id"
+
     judge_id = models.CharField(max_length=64, unique=True)
-    model = models.CharField(max_length=255)
-    backend = models.CharField(max_length=32, blank=True, default="")
     provider = models.CharField(max_length=64, null=True, blank=True)
     temperature = models.FloatField(null=True, blank=True)
     max_new_tokens = models.IntegerField(null=True, blank=True)
     reasoning_effort = models.CharField(max_length=16, null=True, blank=True)
     vllm_overrides = models.JSONField(default=dict, blank=True)
-    prompt_sha256 = models.CharField(max_length=64, blank=True, default="")
     prompt_path = models.TextField(blank=True, default="")
     prompt_text = models.TextField(
         blank=True,
@@ -130,15 +125,11 @@ class Judge(models.Model):
         blank=True,
         help_text="the resolved YAML config this app runs it with (empty if imported)",
     )
-    created_at = models.DateTimeField(auto_now_add=True)
 
     objects = JudgeQuerySet.as_manager()
 
     class Meta:
         ordering = ["model", "judge_id"]
-
-    def __str__(self) -> str:
-        return f"{self.model} ({self.judge_id})"
 
     @property
     def short_name(self) -> str:

@@ -6,11 +6,12 @@ import logging
 
 from celery import shared_task
 
+from h2e_site.jobs.answering_tasks import answering_task
 from h2e_site.jobs.models import Job, JobStatus
 
-from .generate_jobs import generate_job_run
+from .generate_jobs import GenerateWork
 from .import_jobs import import_job_run
-from .judge_jobs import judge_job_run
+from .judge_jobs import JudgeWork
 from .pairwise_jobs import pairwise_judge_job_run
 from .probes.jobs import judge_probe_job_run
 
@@ -30,16 +31,8 @@ def run_import_job(job_pk: int) -> None:
     import_job_run(job=job)
 
 
-@shared_task(name="judging.run_generate_job", acks_late=True, reject_on_worker_lost=True)
-def run_generate_job(job_id: int) -> None:
-    """Run or resume a generate Job (a redelivered message resumes it; a finished one is left)."""
-    generate_job_run(job_id=job_id)
-
-
-@shared_task(name="judging.run_judge_job", acks_late=True, reject_on_worker_lost=True)
-def run_judge_job(job_id: int) -> None:
-    """Run or resume a judge Job."""
-    judge_job_run(job_id=job_id)
+run_generate_job = answering_task("judging.run_generate_job", GenerateWork)
+run_judge_job = answering_task("judging.run_judge_job", JudgeWork)
 
 
 @shared_task(name="judging.run_pairwise_judge_job", acks_late=True, reject_on_worker_lost=True)

@@ -7,14 +7,11 @@ from celery import shared_task
 from annotation.base.job_kinds import PROLIFIC_BONUSES, PROLIFIC_REVIEW, PROLIFIC_SYNC
 from annotation.failures.meaning.jobs import failure_patterns_job_run
 from annotation.kinds.critical_failures.calibration.jobs import calibration_round_job_run
-from annotation.kinds.step_types.classify import classify_job_run
+from annotation.kinds.step_types.classify import ClassifyWork
 from annotation.prolific.jobs import prolific_job_run
+from h2e_site.jobs.answering_tasks import answering_task
 
-
-@shared_task(name="annotation.run_classify_job", acks_late=True, reject_on_worker_lost=True)
-def run_classify_job(job_id: int) -> None:
-    """Run or resume a classify_steps Job (a redelivered message resumes it; a finished one is left)."""
-    classify_job_run(job_id=job_id)
+run_classify_job = answering_task("annotation.run_classify_job", ClassifyWork)
 
 
 @shared_task(name="annotation.run_failure_patterns_job", acks_late=True, reject_on_worker_lost=True)

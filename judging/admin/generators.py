@@ -35,6 +35,27 @@ class GeneratorAdmin(BoundedJSONAdmin, RunActionsMixin, admin.ModelAdmin):
     list_filter = ["backend", "prompt_style"]
     search_fields = ["=generator_id", "model", "run_name"]
     readonly_fields = ["created_at", "page_link"]
+    # The table's own order (its shared columns come first in _meta since they moved to ConfiguredModel).
+    fields = [
+        "generator_id",
+        "model",
+        "backend",
+        "provider",
+        "prompt_style",
+        "temperature",
+        "max_new_tokens",
+        "max_requests_per_minute",
+        "max_tokens_per_minute",
+        "reasoning_effort",
+        "vllm_overrides",
+        "prompt_sha256",
+        "prompt_path",
+        "prompt_text",
+        "run_name",
+        "manifest",
+        "config",
+        *readonly_fields,
+    ]
 
     actions = ["generate_l2", "judge_with"]
 
@@ -114,6 +135,23 @@ class JudgeAdmin(BoundedJSONAdmin, RunActionsMixin, admin.ModelAdmin):
     list_filter = ["backend", "is_demo_model"]
     search_fields = ["=judge_id", "model"]
     readonly_fields = ["created_at"]
+    fields = [  # the table's own order, as for generators
+        "judge_id",
+        "model",
+        "backend",
+        "provider",
+        "temperature",
+        "max_new_tokens",
+        "reasoning_effort",
+        "vllm_overrides",
+        "prompt_sha256",
+        "prompt_path",
+        "prompt_text",
+        "is_demo_model",
+        "manifest",
+        "config",
+        *readonly_fields,
+    ]
     actions = ["judge_all_missing", "attach_config"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:

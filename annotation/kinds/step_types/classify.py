@@ -24,7 +24,6 @@ how to store an answer.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,10 +43,10 @@ from annotation.kinds.step_types.llm import (
 from annotation.kinds.step_types.models import StepCandidate, StepTypeClassifier, StepTypePrediction
 from annotation.kinds.step_types.spec import procedure_candidates
 from h2e_site.jobs import answering
-from h2e_site.jobs.loop import job_run
+from h2e_site.jobs.answer_kinds import AnswerKind, ConfiguredWork, hashed_model_id
 from h2e_site.jobs.models import Job
-from h2e_site.llm.base import LLMBackend, LLMRequest, LLMResult
-from h2e_site.llm.config import ModelConfig, config_identity, hashed_id
+from h2e_site.llm.base import LLMRequest, LLMResult
+from h2e_site.llm.config import ModelConfig
 from mining.models import Procedure
 
 if TYPE_CHECKING:
@@ -112,11 +111,10 @@ def classifier_config(config_path: Path | str) -> ModelConfig:
 def classifier_id_of(config: ModelConfig, prompt_text: str) -> str:
     """h2e_site.llm.config.hashed_id over the model's identity (as judge_id's fields, plus the output
     constraint) and the SHA-256 of each prompt template."""
-    payload = {
-        "classifier_id_version": CLASSIFIER_ID_VERSION,
-        "classifier": config_identity(config, output=answering.output_constraint(config, "yes-no")),
-    }
-    return hashed_id(payload, json.loads(prompt_text))
+    output = answering.output_constraint(config, "yes-no")
+    return hashed_model_id(
+        config, prompt_text, name="classifier", version=CLASSIFIER_ID_VERSION, output=output
+    )
 
 
 def classifier_for_config(config_path: Path | str) -> StepTypeClassifier:
@@ -130,30 +128,19 @@ def classifier_for_model_config(config: ModelConfig) -> StepTypeClassifier:
     with the files its templates came from."""
     stored = {key: value for key, value in config.as_json().items() if key != "prompt_path"}
     stored["prompt_files"] = [f"prompts/{PROMPTS_DIR.name}/{PROMPT_FILES[t]}" for t in StepType]
-    return answering.model_row_for_config(
-        StepTypeClassifier,
-        id_field="classifier_id",
-        id_of=classifier_id_of,
-        config=config,
-        prompt_text=answering.prompts_json({t.value: prompt_template(t) for t in StepType}),
-        stored_config=stored,
-    )
+    prompt_text = answering.prompts_json({t.value: prompt_template(t) for t in StepType})
+    return STEP_TYPE_CLASSIFICATION.row_for_config(config, prompt_text, stored_config=stored)
 
 
 def config_for_classifier(classifier: StepTypeClassifier) -> ModelConfig:
     """The config a classifier runs with (its stored .config); ConfigError for an imported one."""
-    return answering.config_of_row(
-        {} if classifier.imported else classifier.config,
-        role="judge",
-        label=f"step-type classifier {classifier.classifier_id}",
-        refusal="imported predictions have no model config to run; classify with a configured model",
-    )
+    return STEP_TYPE_CLASSIFICATION.config_of(classifier)
 
 
 def templates_of(classifier: StepTypeClassifier) -> dict[StepType, str]:
     """The templates a classifier's jobs send: its stored text, checked against its prompt_sha256
     (PromptChanged otherwise); ValueError when the text is not the three templates."""
-    label = f"step-type classifier {classifier.classifier_id}"
+    label = STEP_TYPE_CLASSIFICATION.label_of(classifier)
     what = "the three step-type templates"
     stored = answering.stored_prompts(
         classifier.prompt_text, expected_sha256=classifier.prompt_sha256, label=label, what=what
@@ -161,6 +148,17 @@ def templates_of(classifier: StepTypeClassifier) -> dict[StepType, str]:
     if set(stored) != {t.value for t in StepType}:
         raise ValueError(f"{label}: prompt_text is not {what} (a JSON object by type)")
     return {StepType(name): template for name, template in stored.items()}
+
+
+STEP_TYPE_CLASSIFICATION = AnswerKind(
+    CLASSIFY_STEPS,
+    StepTypeClassifier,
+    role="judge",
+    label="step-type classifier",
+    refusal="imported predictions have no model config to run; classify with a configured model",
+    id_of=classifier_id_of,
+    prompts=templates_of,
+)
 
 
 def classify_request(config: ModelConfig, *, key: str, prompt: str) -> LLMRequest:
@@ -211,8 +209,7 @@ def classify_job_create(
     classifier; PromptChanged when its stored prompts no longer match their hash."""
     if study.kind != StudyKind.STEP_TYPES:
         raise ValueError(f"study {study.slug!r} is a {study.kind} study, not a step-types study")
-    config = config_for_classifier(classifier)  # fails now, not on the worker
-    templates_of(classifier)
+    config = STEP_TYPE_CLASSIFICATION.checked_config(classifier)  # fails now, not on the worker
     candidates = _study_candidates(study)
     wanted = None if candidate_ids is None else set(candidate_ids)
     predicted = _predicted(classifier, [c.pk for c in candidates])
@@ -222,41 +219,21 @@ def classify_job_create(
             f"{classifier.model} ({classifier.classifier_id}) has a prediction for every candidate of "
             f"study {study.slug!r}{' asked for' if wanted is not None else ''}: nothing to classify"
         )
-    parameters = {
-        "classifier": classifier.pk,
-        "classifier_id": classifier.classifier_id,
-        "study": study.pk,
-        "study_slug": study.slug,
-    }
-    return answering.answering_job_create(
-        CLASSIFY_STEPS, config, items, parameters, created_by=created_by, enqueue=enqueue, retry_of=retry_of
+    parameters = {"study": study.pk, "study_slug": study.slug}
+    return STEP_TYPE_CLASSIFICATION.job_create(
+        classifier, config, items, parameters, created_by=created_by, enqueue=enqueue, retry_of=retry_of
     )
 
 
-def classify_job_retry(job: Job, created_by: User | None) -> Job:
-    """A new job over the candidates of `job` that failed (API or connection errors) and still have no
-    prediction by its classifier."""
-    return ClassifyWork.retry(job, created_by)
+class ClassifyWork(ConfiguredWork[StepTypeClassifier, dict[StepType, str]]):
+    """One request per candidate (see the module doc): the job's classifier (self.row), its templates
+    (self.prompts)."""
 
-
-def classify_job_run(*, job_id: int, backend: LLMBackend | None = None) -> Job | None:
-    """Run (or resume) a classify_steps job. `backend` is for callers that bring their own."""
-    return job_run(job_id, CLASSIFY_STEPS, lambda job: ClassifyWork(job, backend))
-
-
-class ClassifyWork(answering.AnsweringWork):
-    """One request per candidate (see the module doc)."""
-
+    answers = STEP_TYPE_CLASSIFICATION
     answered_verb = "classified"
 
-    def __init__(self, job: Job, backend: LLMBackend | None = None) -> None:
-        super().__init__(job, backend)
-        self.classifier = StepTypeClassifier.objects.get(pk=job.parameters["classifier"])
-        self.config = config_for_classifier(self.classifier)
-        self.templates = templates_of(self.classifier)
-
     def answered(self, pks: Sequence[int]) -> set[int]:
-        return _predicted(self.classifier, pks)
+        return _predicted(self.row, pks)
 
     def rows(self, pks: Sequence[int]) -> Mapping[int, StepCandidate]:
         return StepCandidate.objects.select_related("procedure").in_bulk(list(pks))
@@ -267,14 +244,14 @@ class ClassifyWork(answering.AnsweringWork):
             candidate,
             task=row.procedure.goal,
             steps=[str(step) for step in row.procedure.steps],
-            template=self.templates[candidate.step_type],
+            template=self.prompts[candidate.step_type],
         )
         return classify_request(self.config, key=str(pk), prompt=prompt)
 
     def save(self, results: Sequence[LLMResult]) -> None:
         predictions = [
             StepTypePrediction(
-                classifier=self.classifier,
+                classifier=self.row,
                 candidate_id=int(result.key),
                 holds=parse_answer(result.text or ""),
                 raw_output=result.text or "",
@@ -293,9 +270,13 @@ class ClassifyWork(answering.AnsweringWork):
     def again(self, pks: list[int], created_by: User | None) -> Job:
         study = Study.objects.get(pk=self.job.parameters["study"])
         return classify_job_create(
-            classifier=self.classifier,
+            classifier=self.row,
             study=study,
             created_by=created_by,
             candidate_ids=pks,
             retry_of=self.job.pk,
         )
+
+
+classify_job_retry = ClassifyWork.retry  # a new job over the failed candidates still without a prediction
+classify_job_run = ClassifyWork.run_job  # run (or resume) a classify_steps job

@@ -3,10 +3,13 @@ step-type classifiers with their predictions."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import models
 from django.db.models import Q
 
 from annotation.base.models import Annotation
+from h2e_site.jobs.configured_models import ConfiguredModel
 from mining.models import Procedure
 
 
@@ -95,25 +98,24 @@ class StepTypeLabel(models.Model):
         return f"{self.candidate.key}: {'holds' if self.holds else 'does not hold'} ({self.annotator})"
 
 
-class StepTypeClassifier(models.Model):
+class StepTypeClassifier(ConfiguredModel):
     """An LLM that labels step-type candidates: model + config + prompts, identified by classifier_id (a hash
     of them, as a judge's judge_id), or a set of imported predictions (imported=True, no config)."""
 
+    id_field = "classifier_id"
+
     classifier_id = models.CharField(max_length=64, unique=True)
-    model = models.CharField(max_length=255)
-    backend = models.CharField(max_length=32, blank=True, default="")
     config = models.JSONField(default=dict, blank=True, help_text="the resolved model config it runs with")
     prompt_text = models.TextField(blank=True, default="", help_text="the prompt templates, as hashed")
-    prompt_sha256 = models.CharField(max_length=64, blank=True, default="")
     is_demo_model = models.BooleanField(default=False)
     imported = models.BooleanField(default=False)
-    created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["model", "classifier_id"]
 
-    def __str__(self) -> str:
-        return f"{self.model} ({self.classifier_id})"
+    def config_to_run(self) -> dict[str, Any]:
+        """{} for imported predictions (no config to run them with), whatever the row keeps."""
+        return {} if self.imported else self.config
 
 
 class StepTypePrediction(models.Model):

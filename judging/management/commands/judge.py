@@ -5,23 +5,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import transaction
+from django.core.management.base import CommandError, CommandParser
 
-from h2e_site.jobs.follow import follow_job
-from h2e_site.llm.config import ConfigError, load_config
+from h2e_site.jobs.answer_command import AnsweringCommand
+from h2e_site.jobs.models import Job
+from h2e_site.llm.config import load_config
 from judging.configs import judge_for_config
 from judging.judge_jobs import JudgeMode, judge_job_create
 from judging.models import Generator
 
 
-class Command(BaseCommand):
+class Command(AnsweringCommand):
     help = (
         "Judge a generator's L2 with the judge a YAML config describes (How2Score), as a job run by a Celery "
         "worker: by default the generations it has not judged yet."
     )
 
-    def add_arguments(self, parser: CommandParser) -> None:
+    def add_job_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--judge-config", type=Path, required=True, metavar="FILE")
         parser.add_argument("--generator", required=True, metavar="ID", help="generator_id (or row id)")
         which = parser.add_mutually_exclusive_group()
@@ -29,26 +29,19 @@ class Command(BaseCommand):
             "--only-parse-failed", action="store_true", help="re-judge parse failures and API errors only"
         )
         which.add_argument("--replace", action="store_true", help="re-judge everything, replacing judgments")
-        parser.add_argument("--wait", action="store_true", help="follow the job until it finishes")
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def start(self, options: dict[str, Any]) -> tuple[Job, str]:
         generator = _generator(options["generator"])
         mode: JudgeMode = (
             "parse_failed" if options["only_parse_failed"] else "replace" if options["replace"] else "missing"
         )
-        try:
-            config = load_config(options["judge_config"], role="judge")
-            with transaction.atomic():
-                judge = judge_for_config(config)
-                job = judge_job_create(judge=judge, generator=generator, mode=mode)
-        except (ConfigError, ValueError) as exc:
-            raise CommandError(str(exc)) from exc
-        self.stdout.write(
+        judge = judge_for_config(load_config(options["judge_config"], role="judge"))
+        job = judge_job_create(judge=judge, generator=generator, mode=mode)
+        line = (
             f"job {job.pk}: judge {generator.generator_id} with {judge.model} ({judge.judge_id}), "
             f"mode {mode}, {job.total} generation(s)"
         )
-        if options["wait"]:
-            follow_job(self, job, disable=options["verbosity"] == 0)
+        return job, line
 
 
 def _generator(ref: str) -> Generator:
