@@ -26,306 +26,40 @@ import argparse
 import datetime as dt
 import json
 import os
-import statistics
 import subprocess
 import sys
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.databases import fresh_database  # noqa: E402
-from benchmarks.import_scale import DOC, WORDS, machine_info  # noqa: E402
+from benchmarks.import_scale import DOC, machine_info  # noqa: E402
+from benchmarks.pages.calibration import (  # noqa: E402
+    CALIBRATED,
+    CALIBRATED_ALL,
+    CALIBRATED_GENERATOR,
+    CALIBRATION_DECIDE,
+    CALIBRATION_ITEM,
+    CALIBRATION_QUEUE,
+    CALIBRATION_STUDY,
+    ROUND_LARGE,
+    ROUND_SMALL,
+    calibrated_pages,
+    calibration_adjudication_pages,
+    calibration_round_pages,
+)
+from benchmarks.pages.timing import SETTINGS, Timing, timed  # noqa: E402
+from benchmarks.pages.world import add_human_study, add_study_judges, build_database, psql  # noqa: E402
 from benchmarks.results_doc import insert_into_section  # noqa: E402
 
-# --- data ---------------------------------------------------------------------------------------------
-
-_FILL_SQL = """
-SELECT setseed(0.42);
-CREATE FUNCTION pg_temp.words(n int) RETURNS text LANGUAGE sql VOLATILE AS $$
-  SELECT initcap(left(s, 1)) || substr(s, 2) || '.' FROM (
-    SELECT string_agg(w[1 + floor(random() * array_length(w, 1))::int], ' ') AS s
-    FROM generate_series(1, n), (SELECT %(words)s::text[] AS w) AS vocabulary
-  ) AS sentence
-$$;
-CREATE FUNCTION pg_temp.steps(k int, n int) RETURNS jsonb LANGUAGE sql VOLATILE AS $$
-  SELECT jsonb_agg(pg_temp.words(n)) FROM generate_series(1, k)
-$$;
-
-INSERT INTO mining_procedure (source_example_id, goal, resources, steps, url, source_text, split, created_at,
-                              topic_id, n_tokens)
-SELECT 'bench-' || lpad(i::text, 5, '0'), pg_temp.words(18 + (random() * 14)::int), '[]',
-       pg_temp.steps(8, 12), '', '', 'bench', now(), t.ids[1 + i %% array_length(t.ids, 1)],
-       150 + (random() * 150)::int
-FROM generate_series(0, %(examples)s - 1) AS i,
-     (SELECT array_agg(id ORDER BY name) AS ids FROM mining_topic) AS t;
-
-INSERT INTO judging_generator (generator_id, model, backend, prompt_style, vllm_overrides, prompt_sha256,
-                               prompt_path, prompt_text, run_name, manifest, created_at, config)
-SELECT lpad((g + 1)::text, 12, '0'), 'org/generator-model-' || lpad(g::text, 2, '0'), 'openai', 'inst',
-       '{}', '', '', '', '', '{}', now(), '{}'
-FROM generate_series(0, %(generators)s - 1) AS g;
-
-INSERT INTO judging_judge (judge_id, model, backend, vllm_overrides, prompt_sha256, prompt_path,
-                           prompt_text, is_demo_model, manifest, created_at, config)
-SELECT 'j' || lpad((j + 1)::text, 11, '0'), 'judge-org/judge-model-' || j, 'vllm', '{}', '', '', '', false,
-       '{}', now(), '{}'
-FROM generate_series(0, %(judges)s - 1) AS j;
-
-INSERT INTO judging_generation (prompt, model_completion, predicted_steps, n_tokens, error, extra,
-                                created_at, procedure_id, generator_id, attempts, duplicate_ngram_rate,
-                                duplicate_step_rate, step_count_mismatch, updated_at)
-SELECT '', '', pg_temp.steps(8, 10), 120 + (random() * 300)::int, '', '{}', now(), p.id, g.id, 1,
-       random() * 0.2, CASE WHEN random() < 0.1 THEN 0.125 ELSE 0 END, random() < 0.3, now()
-FROM judging_generator AS g CROSS JOIN mining_procedure AS p
-ORDER BY g.id, p.id;
-
-CREATE TEMP TABLE verdicts AS
-SELECT gn.id AS generation_id, gn.generator_id, p.id AS procedure_id, j.id AS judge_id, p.topic_id,
-       random() < 0.02 AS parse_failed,
-       -- no failure with a probability that grows with the generator (0.10 .. 0.48): rankable, close pairs
-       CASE WHEN random() < 0.10 + 0.02 * (gn.generator_id %% 20) THEN 0
-            ELSE 1 + floor(random() * 4)::int END AS n
-FROM judging_generation AS gn JOIN mining_procedure AS p ON p.id = gn.procedure_id
-CROSS JOIN judging_judge AS j;
-
-INSERT INTO judging_judgment (reasoning, raw_output, parse_failed, has_failure, n_failures, extra,
-                              created_at, generation_id, generator_id, procedure_id, judge_id, topic_id,
-                              attempts, updated_at)
-SELECT CASE WHEN parse_failed THEN '' ELSE pg_temp.words(40) END, '', parse_failed,
-       NOT parse_failed AND n > 0, CASE WHEN parse_failed THEN 0 ELSE n END, '{}', now(),
-       generation_id, generator_id, procedure_id, judge_id, topic_id, 1, now()
-FROM verdicts ORDER BY generation_id, judge_id;
-
-INSERT INTO judging_criticalfailure ("order", description, l1_steps, l2_steps, judgment_id,
-                                     steps_out_of_range)
-SELECT k, pg_temp.words(18 + (random() * 14)::int), jsonb_build_array(1 + (random() * 7)::int),
-       CASE WHEN random() < 0.7 THEN jsonb_build_array(1 + (random() * 7)::int) ELSE '[]'::jsonb
-       END,
-       jm.id, false
-FROM judging_judgment AS jm CROSS JOIN LATERAL generate_series(0, jm.n_failures - 1) AS k
-WHERE jm.n_failures > 0
-ORDER BY jm.id, k;
-"""
-
-
-def psql(db: str, sql: str) -> str:
-    out = subprocess.run(
-        ["psql", "-h", "127.0.0.1", "-U", "postgres", "-v", "ON_ERROR_STOP=1", "-qtA", "-d", db, "-c", sql],
-        check=True, capture_output=True, text=True,
-    )  # fmt: skip
-    return out.stdout.strip()
-
-
-def build_database(db: str, env: dict[str, str], *, generators: int, examples: int, judges: int) -> float:
-    """Fresh database, migrated and filled; returns the seconds it took."""
-    start = time.perf_counter()
-    if fresh_database(db):
-        subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
-    import psycopg
-
-    words = "{" + ",".join('"' + w.replace('"', "") + '"' for w in WORDS) + "}"
-    with psycopg.connect(f"postgresql://postgres@127.0.0.1:5432/{db}", autocommit=True) as connection:
-        sql = _FILL_SQL % {
-            "words": f"'{words}'",
-            "examples": examples,
-            "generators": generators,
-            "judges": judges,
-        }
-        for statement in _statements(sql):
-            connection.execute(statement)  # type: ignore[arg-type]
-    print(f"  filled in {time.perf_counter() - start:.0f} s", file=sys.stderr)
-    return time.perf_counter() - start
-
-
-def _statements(sql: str) -> list[str]:
-    """Split on ';' at line ends, keeping the $$ function bodies whole."""
-    out, current, in_body = [], [], False
-    for line in sql.strip().splitlines():
-        current.append(line)
-        if line.count("$$") % 2:
-            in_body = not in_body
-        if not in_body and line.rstrip().endswith(";"):
-            out.append("\n".join(current))
-            current = []
-    return out
-
-
-def add_human_study(*, n_items: int = 200, k: int = 3) -> None:
-    """A study over the newest generations, k annotations an item, ~40 % with one or two failures."""
-    import random
-
-    from django.utils import timezone
-
-    from annotation.base.models import AnnotatedFailure, Annotation, Assignment, Participant, Study, StudyItem
-    from judging.models import Generation
-
-    rng = random.Random(5)
-    study = Study.objects.create(
-        slug="bench-study", title="Bench study", completion_code="C", screenout_code="S"
-    )
-    generations = list(Generation.objects.order_by("-id").values_list("id", flat=True)[: n_items * 37 : 37])
-    items = StudyItem.objects.bulk_create(
-        StudyItem(
-            study=study,
-            generation_id=g,
-            subject_key=f"generation:{g}",
-            position=i,
-            target_annotations=k,
-            assigned_count=k,
-            completed_count=k,
-        )
-        for i, g in enumerate(generations)
-    )
-    participants = Participant.objects.bulk_create(
-        Participant(study=study, prolific_pid=f"bench-{i}") for i in range(n_items * k // 10)
-    )
-    now = timezone.now()
-    failures = []
-    for n, item in enumerate(items):
-        for a in range(k):
-            participant = participants[(n * k + a) % len(participants)]
-            assignment = Assignment.objects.create(
-                study=study, participant=participant, item=item, status="submitted", issued_at=now,
-                lease_expires_at=now, n_reading_steps=8,
-            )  # fmt: skip
-            n_failures = rng.choice((0, 0, 0, 1, 2))
-            annotation = Annotation.objects.create(
-                assignment=assignment, study=study, item=item, participant=participant,
-                has_failure=bool(n_failures), n_failures=n_failures, issued_at=now, goal_acknowledged_at=now,
-                submitted_at=now, elapsed_seconds=90.0,
-            )  # fmt: skip
-            failures += [
-                AnnotatedFailure(
-                    annotation=annotation,
-                    order=o,
-                    description=" ".join(rng.choices(WORDS, k=20)),
-                    l1_steps=[rng.randint(1, 8)],
-                    l2_steps=[rng.randint(1, 8)],
-                )
-                for o in range(n_failures)
-            ]
-    AnnotatedFailure.objects.bulk_create(failures)
-
-
-AGREEMENT_JUDGES = 10
-
-
-def add_study_judges(*, n_judges: int = AGREEMENT_JUDGES) -> list[Any]:
-    """Judges enough that n_judges judged the bench study's 200 generations: the extra ones judge only those
-    (a verdict agreeing with the last annotator's label 80 % of the time, failures on the failing ones).
-    Returns the judges it added (the caller removes them, so the other pages always see the same data)."""
-    import random
-
-    from annotation.base.models import Annotation
-    from judging.models import CriticalFailure, Generation, Judge, Judgment
-
-    rng = random.Random(9)
-    study_generations = list(
-        Generation.objects.filter(study_items__study__slug="bench-study").values_list(
-            "id", "generator_id", "procedure_id"
-        )
-    )
-    first_labels = dict(
-        Annotation.objects.filter(study__slug="bench-study")
-        .order_by("item__generation_id", "-pk")
-        .values_list("item__generation_id", "has_failure")
-    )
-    judged = Judge.objects.filter(judgments__generation_id=study_generations[0][0]).count()
-    added = []
-    for j in range(judged, n_judges):
-        judge = Judge.objects.create(judge_id=f"agreement-{j:02d}", model=f"judge-org/agreement-judge-{j}")
-        added.append(judge)
-        rows = []
-        for generation_id, generator_id, procedure_id in study_generations:
-            says = first_labels[generation_id] if rng.random() < 0.8 else not first_labels[generation_id]
-            rows.append(
-                Judgment(
-                    judge=judge, generation_id=generation_id, generator_id=generator_id,
-                    procedure_id=procedure_id, has_failure=says, n_failures=int(says),
-                    reasoning=" ".join(rng.choices(WORDS, k=30)),
-                )
-            )  # fmt: skip
-        Judgment.objects.bulk_create(rows)
-        CriticalFailure.objects.bulk_create(
-            CriticalFailure(judgment=row, order=0, description=" ".join(rng.choices(WORDS, k=20)),
-                            l1_steps=[rng.randint(1, 8)], l2_steps=[rng.randint(1, 8)])
-            for row in rows if row.has_failure
-        )  # fmt: skip
-    return added
-
-
-# --- timings ------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Timing:
-    name: str
-    url: str
-    times: list[float]
-    bytes: int
-    note: str = ""
-
-    @property
-    def median_ms(self) -> float:
-        return 1000 * statistics.median(self.times)
-
-    @property
-    def p95_ms(self) -> float:
-        ordered = sorted(self.times)
-        return 1000 * ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-
-
-RUNS = 20
-WARMUP = 3
 CALIBRATION_ITEMS = 10_000
 ONLY: set[str] = set()  # --only: the page functions timed (all when empty)
 SEARCH_COMMON = "failure browser: text search q=step (a common word), counts included"
 SEARCH_ABSENT = "failure browser: text search q=temperature (a word no failure has), counts included"
 
-
-def timed(
-    client: Any,
-    name: str,
-    url: str,
-    params: dict[str, str] | None = None,
-    *,
-    runs: int | None = None,
-    cold: bool = False,
-    **headers: str,
-) -> Timing:
-    """Median and p95 over `runs` requests after the warm-up; `cold`: Django's cache (the figures cached for
-    the judgments' version, judging/versions.py) cleared before each timed request."""
-    from django.core.cache import cache
-
-    runs = RUNS if runs is None else min(runs, RUNS)
-    for _ in range(WARMUP):
-        response = client.get(url, params or {}, **headers)
-        assert response.status_code == 200, (url, response.status_code)
-    times = []
-    for _ in range(runs):
-        if cold:
-            cache.clear()
-            _forget_remembered()
-        start = time.perf_counter()
-        response = client.get(url, params or {}, **headers)
-        times.append(time.perf_counter() - start)
-    query = "&".join(f"{k}={v}" for k, v in (params or {}).items())
-    return Timing(name, url + (f"?{query}" if query else ""), times, len(response.content))
-
-
-def _forget_remembered() -> None:
-    """What pages remember in this process besides Django's cache (the adjudication queue's subjects and
-    Dawid-Skene fits): forgotten for the timings "computed afresh"."""
-    from annotation.kinds.critical_failures import adjudication
-
-    for name in ("_SUBJECTS", "_FITS"):
-        if hasattr(adjudication, name):
-            getattr(adjudication, name).clear()
+# --- timings ------------------------------------------------------------------------------------------
 
 
 def leaderboard_page(client: Any) -> list[Timing]:
@@ -489,182 +223,6 @@ def adjudication_pages(client: Any) -> list[Timing]:
 
 # --- the calibration study at scale (issue #31 item 22) ---------------------------------------------------
 
-CALIBRATED = "calibrated leaderboard (default judge)"
-CALIBRATED_ALL = "calibrated leaderboard (all judges)"
-CALIBRATED_GENERATOR = "calibrated leaderboard: one generator's topics"
-CALIBRATION_QUEUE = "adjudication queue of the calibration study (open, first page)"
-CALIBRATION_ITEM = "adjudication: an item's page (calibration study)"
-CALIBRATION_DECIDE = "adjudication: a gold decision (POST, then the next open item found)"
-CALIBRATION_STUDY = "calibration study page (items, rounds, the round form)"
-ROUND_SMALL = "calibration round drawn in the request (7,000-example frame)"
-ROUND_LARGE = "calibration round over the 140,000-example frame (POST)"
-CALIBRATION_RUNS = 5  # the pages that compute afresh or write: fewer timed requests
-
-
-def _calibration_shape() -> str:
-    from annotation.base.models import Annotation, Study
-    from annotation.kinds.critical_failures.models import CalibrationDraw
-    from benchmarks.calibration_data import CALIBRATION_SLUG
-
-    study = Study.objects.get(slug=CALIBRATION_SLUG)
-    frame = CalibrationDraw.objects.filter(round__study=study, round__number=1).count()
-    labels = Annotation.objects.filter(study=study).count()
-    return f"{study.items.count():,} items, {labels:,} labels, frame {frame:,}"
-
-
-def calibrated_pages(client: Any) -> list[Timing]:
-    """The calibrated leaderboard over the calibration study (every generator x judge), its API, one
-    generator's topics; cached figures and computed afresh."""
-    from django.urls import reverse
-
-    from judging.models import Generator, Judge
-
-    url = reverse("calibrated:leaderboard")
-    judge = Judge.objects.order_by("judge_id").first()
-    generator = Generator.objects.order_by("generator_id").first()
-    assert judge is not None and generator is not None
-    one = reverse("calibrated:generator", args=[generator.generator_id])
-    shape = _calibration_shape()
-    timings = [
-        timed(client, CALIBRATED, url),
-        timed(client, CALIBRATED_ALL, url, {"judge": "all"}),
-        timed(client, "calibrated leaderboard, computed afresh (cache cleared)", url, {"judge": "all"},
-              runs=CALIBRATION_RUNS, cold=True),
-        timed(client, "API /api/leaderboard/calibrated/", reverse("api:calibrated-leaderboard")),
-        timed(client, CALIBRATED_GENERATOR, one, {"judge": judge.judge_id}),
-    ]  # fmt: skip
-    return [Timing(t.name, t.url, t.times, t.bytes, note=shape) for t in timings]
-
-
-def calibration_adjudication_pages(client: Any) -> list[Timing]:
-    """The calibration study's adjudication queue (10,000 items, Dawid-Skene on every label), an item's
-    page, and gold decisions (each POST decides another open item; removed afterwards)."""
-    from django.urls import reverse
-
-    from annotation.base.models import Study
-    from annotation.kinds.critical_failures.adjudication import review_queue
-    from annotation.kinds.critical_failures.models import GoldEvent
-    from benchmarks.calibration_data import CALIBRATION_SLUG
-
-    study = Study.objects.get(slug=CALIBRATION_SLUG)
-    queue = review_queue(study, "open")
-    shape = f"{_calibration_shape()}; {queue.n_open:,} open, {queue.n_decided:,} decided"
-    queue_url = reverse("annotation:adjudication_queue", args=[study.slug])
-    timings = [
-        timed(client, CALIBRATION_QUEUE, queue_url),
-        timed(client, "adjudication queue of the calibration study (all, page 20)", queue_url,
-              {"show": "all", "page": "20"}),
-        timed(client, "adjudication queue, computed afresh (cache cleared)", queue_url,
-              runs=CALIBRATION_RUNS, cold=True),
-    ]  # fmt: skip
-    items = [entry.item for entry in queue.entries[: WARMUP + CALIBRATION_RUNS + 1]]
-    if items:
-        url = reverse("annotation:adjudicate", args=[study.slug, items[0].pk])
-        timings.append(timed(client, CALIBRATION_ITEM, url))
-        started = GoldEvent.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
-        try:
-            timings.append(_decisions(client, study.slug, items))
-        finally:
-            GoldEvent.objects.filter(pk__gt=started, reason=BENCH_REASON).delete()
-    return [Timing(t.name, t.url, t.times, t.bytes, note=shape) for t in timings]
-
-
-BENCH_REASON = "benchmark decision (removed after the run)"
-
-
-def _decisions(client: Any, slug: str, items: list[Any]) -> Timing:
-    from django.urls import reverse
-
-    times = []
-    response = None
-    for n, item in enumerate(items):
-        url = reverse("annotation:adjudicate", args=[slug, item.pk])
-        start = time.perf_counter()
-        response = client.post(url, {"has_failure": "no", "reason": BENCH_REASON})
-        if n >= min(WARMUP, len(items) - 1):
-            times.append(time.perf_counter() - start)
-        assert response.status_code == 302, (url, response.status_code, response.content[:500])
-    assert response is not None
-    return Timing(CALIBRATION_DECIDE, reverse("annotation:adjudicate", args=[slug, items[0].pk]), times,
-                  len(response.content))  # fmt: skip
-
-
-def calibration_round_pages(client: Any) -> list[Timing]:
-    """The calibration study's page, a round drawn in the request over a one-generator frame, and a round
-    over the 140,000-example frame (a job above the threshold: the POST that starts it, then the job run in
-    this process, timed as its own line). Every round drawn here is removed afterwards."""
-    from django.urls import reverse
-
-    from annotation.base.models import Study
-    from annotation.kinds.critical_failures.models import CalibrationRound
-    from benchmarks.calibration_data import CALIBRATION_SLUG, SMALL_SLUG
-
-    study = Study.objects.get(slug=CALIBRATION_SLUG)
-    small = Study.objects.get(slug=SMALL_SLUG)
-    timings = [timed(client, CALIBRATION_STUDY, reverse("annotation:study_detail", args=[study.slug]),
-                     runs=CALIBRATION_RUNS)]  # fmt: skip
-    rounds = set(CalibrationRound.objects.values_list("pk", flat=True))
-    items = {
-        s.pk: s.items.order_by("-position").values_list("position", flat=True).first() for s in (study, small)
-    }
-    try:
-        timings.append(_round_posts(client, small, ROUND_SMALL, runs=CALIBRATION_RUNS))
-        timings += _round_posts_large(client, study)
-    finally:
-        CalibrationRound.objects.exclude(pk__in=rounds).delete()
-        for s in (study, small):
-            s.items.filter(position__gt=items[s.pk] or 0).delete()
-    return timings
-
-
-def _round_posts(client: Any, study: Any, name: str, *, runs: int) -> Timing:
-    from django.urls import reverse
-
-    from annotation.kinds.critical_failures.models import CalibrationDraw
-
-    url = reverse("annotation:study_calibration_round", args=[study.slug])
-    times = []
-    response = None
-    for n in range(runs):
-        start = time.perf_counter()
-        response = client.post(url, {"size": "10", "design": "uniform", "seed": str(n)})
-        times.append(time.perf_counter() - start)
-        assert response.status_code == 302, (url, response.status_code, response.content[:500])
-    assert response is not None
-    frame = CalibrationDraw.objects.filter(round__study=study, round__number=1).count()
-    return Timing(name, url, times, len(response.content), note=f"frame {frame:,}")
-
-
-def _round_posts_large(client: Any, study: Any) -> list[Timing]:
-    """POSTs of rounds over the large frame; where they start jobs, the jobs run here (timed)."""
-    from annotation.kinds.critical_failures.calibration import sample as calibration_sample
-    from h2e_site.jobs.models import Job
-
-    before = Job.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
-    threshold = getattr(calibration_sample, "ROUND_JOB_FRAME", None)
-    if threshold is not None:  # a tiny run (the smoke test) takes the job's path too
-        calibration_sample.ROUND_JOB_FRAME = min(threshold, calibration_sample.study_frame_size(study) - 1)
-    try:
-        post = _round_posts(client, study, ROUND_LARGE, runs=2)
-    finally:
-        if threshold is not None:
-            calibration_sample.ROUND_JOB_FRAME = threshold
-    jobs = list(Job.objects.filter(pk__gt=before, kind="calibration_round").order_by("pk"))
-    if not jobs:
-        return [post]
-    from annotation.kinds.critical_failures.calibration.jobs import calibration_round_job_run
-
-    times = []
-    for job in jobs:
-        start = time.perf_counter()
-        done = calibration_round_job_run(job_id=job.pk)
-        times.append(time.perf_counter() - start)
-        assert done is not None and done.status == "succeeded", (done and done.status, done and done.error)
-    job_line = Timing("calibration round job over the 140,000-example frame (the job's run, not a page)",
-                      "", times, 0, note=post.note)  # fmt: skip
-    return [post, job_line]
-
-
 PAGES: list[Callable[[Any], list[Timing]]] = [
     leaderboard_page,
     failure_browser_page,
@@ -678,6 +236,8 @@ PAGES: list[Callable[[Any], list[Timing]]] = [
     calibration_adjudication_pages,
     calibration_round_pages,
 ]
+
+
 TARGETS_MS = {
     CALIBRATED: 300.0,
     CALIBRATED_ALL: 300.0,
@@ -759,7 +319,7 @@ def run_pages() -> tuple[list[Timing], dict[str, int], str]:
 
 
 def main() -> None:
-    global RUNS, WARMUP, CALIBRATION_ITEMS, ONLY
+    global CALIBRATION_ITEMS, ONLY
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -776,12 +336,12 @@ def main() -> None:
         help="comma-separated page functions to time (e.g. calibrated_pages); all by default",
     )
     parser.add_argument("--reuse", action="store_true", help="keep the database if it is already filled")
-    parser.add_argument("--runs", type=int, default=RUNS, help="timed requests per page")
-    parser.add_argument("--warmup", type=int, default=WARMUP, help="untimed requests per page first")
+    parser.add_argument("--runs", type=int, default=SETTINGS.runs, help="timed requests per page")
+    parser.add_argument("--warmup", type=int, default=SETTINGS.warmup, help="untimed requests per page first")
     parser.add_argument("--append-doc", action="store_true", help=f"append the figures to {DOC}")
     parser.add_argument("--note", default="")
     args = parser.parse_args()
-    RUNS, WARMUP, CALIBRATION_ITEMS = args.runs, args.warmup, args.calibration_items
+    SETTINGS.runs, SETTINGS.warmup, CALIBRATION_ITEMS = args.runs, args.warmup, args.calibration_items
     ONLY = {name for name in args.only.split(",") if name}
     if unknown := ONLY - {page.__name__ for page in PAGES}:
         parser.error(f"--only: no page function {', '.join(sorted(unknown))}")
@@ -841,7 +401,7 @@ def append_doc(
         f"{c['human_failures']:,} human failures"
         + (f" (filled in {result['fill_seconds']:.0f} s)." if result["fill_seconds"] else "."),
         "",
-        f"| page ({RUNS} timed requests after {WARMUP} warm-up) | median | p95 | target |",
+        f"| page ({SETTINGS.runs} timed requests after {SETTINGS.warmup} warm-up) | median | p95 | target |",
         "| --- | --- | --- | --- |",
     ]
     for t in timings:
