@@ -1,4 +1,5 @@
-"""Celery tasks of the annotation app: ids in, the service does the work (h2e_site.jobs runs the loop)."""
+"""Celery tasks of the annotation app's operations: ids in, the service does the work (h2e_site.jobs runs the
+loop). A study kind's own tasks are in its folder's job_types.py."""
 
 from __future__ import annotations
 
@@ -6,15 +7,7 @@ from celery import shared_task
 
 from annotation.base.job_kinds import PROLIFIC_BONUSES, PROLIFIC_REVIEW, PROLIFIC_SYNC
 from annotation.failures.meaning.jobs import failure_patterns_job_run
-from annotation.kinds.critical_failures.calibration.jobs import calibration_round_job_run
-from annotation.kinds.step_types.classify import classify_job_run
 from annotation.prolific.jobs import prolific_job_run
-
-
-@shared_task(name="annotation.run_classify_job", acks_late=True, reject_on_worker_lost=True)
-def run_classify_job(job_id: int) -> None:
-    """Run or resume a classify_steps Job (a redelivered message resumes it; a finished one is left)."""
-    classify_job_run(job_id=job_id)
 
 
 @shared_task(name="annotation.run_failure_patterns_job", acks_late=True, reject_on_worker_lost=True)
@@ -40,9 +33,3 @@ def run_prolific_review_job(job_id: int) -> None:
 def run_prolific_bonuses_job(job_id: int) -> None:
     """Pay a study's bonuses of one reason through Prolific, each once (annotation/prolific/jobs.py)."""
     prolific_job_run(job_id=job_id, kind=PROLIFIC_BONUSES)
-
-
-@shared_task(name="annotation.run_calibration_round_job", acks_late=True, reject_on_worker_lost=True)
-def run_calibration_round_job(job_id: int) -> None:
-    """Run a calibration_round Job (a redelivered message finds its round stored, or draws it whole)."""
-    calibration_round_job_run(job_id=job_id)
