@@ -32,7 +32,8 @@ def add_calibration_study(
     """Both studies (module docstring); returns their shape and the seconds round 1 took."""
     import time
 
-    from annotation.base.models import Study, StudyKind
+    from annotation.base.models import Study
+    from annotation.base.registry import StudyKind
     from annotation.base.types import Selection
     from annotation.kinds.critical_failures.calibration.sample import draw_round, frame_of
     from annotation.kinds.critical_failures.models import CalibrationDesign

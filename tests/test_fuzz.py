@@ -18,7 +18,8 @@ from django.utils import timezone
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from annotation.base.models import AnnotatedFailure, Annotation, Assignment, Participant, StudyItem, StudyKind
+from annotation.base.models import AnnotatedFailure, Annotation, Assignment, Participant, StudyItem
+from annotation.base.registry import StudyKind
 from annotation.flow import services
 from annotation.kinds.step_types.models import StepTypeLabel
 from tests.annotation.conftest import make_study, pid, qualified

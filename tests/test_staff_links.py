@@ -22,7 +22,8 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from annotation.base.models import Study, StudyKind
+from annotation.base.models import Study
+from annotation.base.registry import StudyKind
 from annotation.flow.services import Selection, participant_preview_start, study_create
 from goal_step.answer import answer_job_create, task_model_for_config
 from goal_step.models import TaskSet

@@ -1,10 +1,10 @@
 """A study's Dawid-Skene estimates beside its majority, for every kind with categorical labels.
 
-A kind says what its categorical questions are (`StudyKindSpec.categorical_questions`: has_failure for
-critical failures, whether each candidate holds per step type, the choice per task of multiple choice, the
-outcome of a pairwise item), each as plain (unit, annotator, label) records with a reference to each unit for
-the page; this module fits h2e_site/stats/dawid_skene.py on each and gives the page and the API the same
-figures. Attention-check items are never part of them (each kind leaves them out, as for alpha).
+A kind says what its categorical questions are (`StudyKindSpec.categorical_questions`: a verdict per
+item, a label per candidate, a choice per task, an outcome per compared pair), each as plain (unit,
+annotator, label) records with a reference to each unit for the page; this module fits
+h2e_site/stats/dawid_skene.py on each and gives the page and the API the same figures.
+Attention-check items are never part of them (each kind leaves them out, as for alpha).
 """
 
 from __future__ import annotations

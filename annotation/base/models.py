@@ -25,15 +25,10 @@ from h2e_site.bounds import Range
 from judging.models import FailureBase, Generation
 from mining.models import Procedure
 
-
-class StudyKind(models.TextChoices):
-    """What a study asks of its participants (annotation/kinds/ has one module per kind)."""
-
-    CRITICAL_FAILURES = "critical_failures", "Critical failures (How2Score, an L1/L2 pair)"
-    STEP_TYPES = "step_types", "Step types (sequential, interchangeable, optional steps of a procedure)"
-    MULTIPLE_CHOICE = "multiple_choice", "Multiple choice (goal-step inference and step ordering examples)"
-
-
+# Study.kind's default, as the migrations recorded it (0004, 0010: the column's default and its database
+# default): the registry's first kind (annotation/kinds/__init__.py; tests/annotation/test_engine_words.py
+# checks that they agree). The one kind's name the engine's tables hold: changing it would need a migration.
+DEFAULT_KIND = "critical_failures"
 PROLIFIC_STUDY_ID = RegexValidator(
     r"\A[0-9a-f]{24}\Z",
     "Prolific's study id is 24 hexadecimal characters (0-9, a-f), as in the study's URL on Prolific.",
@@ -64,8 +59,8 @@ class Study(models.Model):
     kind = models.CharField(
         max_length=32,
         choices=kind_choices,
-        default=StudyKind.CRITICAL_FAILURES,
-        db_default="critical_failures",
+        default=DEFAULT_KIND,
+        db_default=DEFAULT_KIND,
     )
     prolific_study_id = models.CharField(
         max_length=64,
@@ -154,7 +149,7 @@ class Study(models.Model):
 
     @property
     def kind_label(self) -> str:
-        """The kind's label from the kind registry ("Pairwise"), as every page shows it."""
+        """The kind's label from the kind registry (its spec's `label`), as every page shows it."""
         return kind_label(self.kind)
 
     def clean(self) -> None:

@@ -6,6 +6,7 @@ below the kinds, asks `kind_for(study)` without importing any kind."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from django.http import HttpRequest
@@ -43,3 +44,23 @@ def study_page_parts(request: HttpRequest, study: Study) -> dict[str, Any]:
     for path in STUDY_PAGE_PARTS:
         context.update(import_string(path)(request, study))
     return context
+
+
+class KindNames:
+    """The registered kinds' names as attributes, derived from the registry: a kind's name in capitals gives
+    its name once that kind is registered (an AttributeError names the registered ones otherwise). For tests
+    and scripts that pick a kind by name; a kind's own code uses its own name, the engine `kind_for`."""
+
+    def __getattr__(self, member: str) -> str:
+        name = member.lower()
+        if member != name.upper() or name not in KINDS:
+            raise AttributeError(
+                f"{member}: no registered study kind by that name (registered: {', '.join(KINDS)})"
+            )
+        return name
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(KINDS)
+
+
+StudyKind = KindNames()

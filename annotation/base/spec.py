@@ -122,8 +122,8 @@ class StudyKindSpec(ABC):
         """Study fields this kind fills unless the builder gives them (texts, comprehension questions)."""
 
     def check_selection(self, selection: Selection) -> None:
-        """Raise ValidationError naming the selection field this kind cannot take. Only critical failures
-        take a calibration sample (annotation/kinds/critical_failures/calibration/sample.py)."""
+        """Raise ValidationError naming the selection field this kind cannot take. The default refuses a
+        calibration sample: a kind whose items are drawn from generations overrides this to take one."""
         if selection.calibration_design:
             raise ValidationError(
                 {

@@ -16,6 +16,12 @@ A new kind: a folder here, its migration, and its name in KINDS (docs/reference/
 from __future__ import annotations
 
 from importlib import import_module
+from typing import TYPE_CHECKING
+
+from django.utils.module_loading import module_has_submodule
+
+if TYPE_CHECKING:
+    from django.core.management.base import BaseCommand
 
 KINDS = ("critical_failures", "step_types", "multiple_choice", "pairwise")
 
@@ -24,3 +30,17 @@ def load() -> None:
     """Imports every kind's folder (each registers its spec and defines its tables)."""
     for name in KINDS:
         import_module(f"{__name__}.{name}")
+
+
+def kind_command(module: str) -> type[BaseCommand]:
+    """The Command of the kind whose commands/ folder holds a module named as `module` (a thin module of
+    annotation/management/commands/, where Django finds commands, passing its __name__)."""
+    name = module.rpartition(".")[2]
+    for kind in KINDS:
+        package = import_module(f"{__name__}.{kind}")
+        if module_has_submodule(package, "commands") and module_has_submodule(
+            import_module(f"{package.__name__}.commands"), name
+        ):
+            command: type[BaseCommand] = import_module(f"{package.__name__}.commands.{name}").Command
+            return command
+    raise ImportError(f"no study kind has a command {name!r} (annotation/kinds/<kind>/commands/{name}.py)")

@@ -1,4 +1,4 @@
-"""What POST /api/jobs/ calls to start a classify_steps or failure_patterns job: the body its serializer
+"""What POST /api/jobs/ calls to start a failure_patterns job: the body its serializer
 validated, as the arguments of the service that creates the job (named by job_types.py, imported when the API
 starts one)."""
 
@@ -7,15 +7,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from annotation.failures.meaning.jobs import failure_patterns_job_create
-from annotation.kinds.step_types.classify import classify_job_create
 from h2e_site.jobs.models import Job
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
-
-
-def classify_api_create(data: dict[str, Any], created_by: User | None) -> Job:
-    return classify_job_create(classifier=data["classifier_id"], study=data["study"], created_by=created_by)
 
 
 def failure_patterns_api_create(data: dict[str, Any], created_by: User | None) -> Job:

@@ -1,17 +1,19 @@
-"""Celery tasks of the annotation app: ids in, the service does the work (h2e_site.jobs runs the loop)."""
+"""Celery tasks of the annotation app's operations (failure patterns, Prolific): ids in, the service does the
+work
+(h2e_site.jobs runs the loop). A study kind's own tasks are its folder's tasks.py, imported here through the
+registry, so a worker (which discovers this module) registers them too."""
 
 from __future__ import annotations
 
-from celery import shared_task
+from importlib import import_module
 
+from celery import shared_task
+from django.utils.module_loading import module_has_submodule
+
+from annotation import kinds
 from annotation.base.job_kinds import PROLIFIC_BONUSES, PROLIFIC_REVIEW, PROLIFIC_SYNC
 from annotation.failures.meaning.jobs import failure_patterns_job_run
-from annotation.kinds.critical_failures.calibration.jobs import calibration_round_job_run
-from annotation.kinds.step_types.classify import ClassifyWork
 from annotation.prolific.jobs import prolific_job_run
-from h2e_site.jobs.answering_tasks import answering_task
-
-run_classify_job = answering_task("annotation.run_classify_job", ClassifyWork)
 
 
 @shared_task(name="annotation.run_failure_patterns_job", acks_late=True, reject_on_worker_lost=True)
@@ -39,7 +41,11 @@ def run_prolific_bonuses_job(job_id: int) -> None:
     prolific_job_run(job_id=job_id, kind=PROLIFIC_BONUSES)
 
 
-@shared_task(name="annotation.run_calibration_round_job", acks_late=True, reject_on_worker_lost=True)
-def run_calibration_round_job(job_id: int) -> None:
-    """Run a calibration_round Job (a redelivered message finds its round stored, or draws it whole)."""
-    calibration_round_job_run(job_id=job_id)
+def _kinds_tasks() -> None:
+    for name in kinds.KINDS:
+        kind = import_module(f"{kinds.__name__}.{name}")
+        if module_has_submodule(kind, "tasks"):
+            import_module(f"{kind.__name__}.tasks")
+
+
+_kinds_tasks()

@@ -3,7 +3,7 @@ others' majority, and a judge's agreement with the human majority (paper §4.3, 
 
 Everything here works on `Label` rows (who labelled which unit, and what) so that humans and judges are
 treated alike and the numbers can be checked by hand on small matrices. Loading them from the database is
-annotation/kinds/critical_failures/agreement_data.py's job.
+the job of each kind's own agreement module (annotation/kinds/<kind>/).
 
 Definitions (the docs repeat them next to each figure):
 - alpha_binary: Krippendorff's alpha, nominal, on has_failure, via the `krippendorff` package; units with a

@@ -15,7 +15,8 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation.base.comprehension import comprehension_questions_parse, comprehension_questions_text
-from annotation.base.models import Study, StudyKind
+from annotation.base.models import Study
+from annotation.base.registry import StudyKind
 from annotation.flow import services
 from goal_step.models import TaskSet
 from h2e_site.jobs.models import Job

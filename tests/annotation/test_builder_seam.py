@@ -12,8 +12,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotation.base.models import Study, StudyKind
-from annotation.base.registry import KINDS
+from annotation.base.models import Study
+from annotation.base.registry import KINDS, StudyKind
 from tests.annotation.test_builder_refusals import _builder, _post
 from tests.factories import make_generation, make_judge, make_procedure
 

@@ -16,7 +16,8 @@ from django.urls import reverse
 from hypothesis import given
 from hypothesis import strategies as st
 
-from annotation.base.models import Study, StudyItem, StudyKind
+from annotation.base.models import Study, StudyItem
+from annotation.base.registry import StudyKind
 from annotation.flow import services
 from annotation.kinds.critical_failures.calibration import sample as calibration_sample
 from annotation.kinds.critical_failures.calibration.calibrated import generator_samples

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from annotation.base.models import StudyKind
+from annotation.base.registry import StudyKind
 from annotation.flow import services
 from annotation.kinds.multiple_choice.spec import MultipleChoiceSubmission
 from goal_step.models import TaskAnswer, TaskModel

@@ -15,8 +15,7 @@ from h2e_site.web import staff_required
 @staff_required
 @require_GET
 def agreement_overview(request: HttpRequest) -> HttpResponse:
-    """Each kind's part of the overview, in the registry's order (critical failures: alpha with its CI per
-    study and pooled; step types: links to their Table 6 pages)."""
+    """Each kind's part of the overview (`StudyKindSpec.agreement_overview`), in the registry's order."""
     sections = [spec.agreement_overview(request) for spec in KINDS.values() if spec.on_overview]
     sections = [section for section in sections if section]
     context = {"sections": sections, "empty_reason": "" if sections else _overview_empty_reason()}

@@ -46,7 +46,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from annotation.base.models import Study, StudyKind
+from annotation.base.models import Study
 from annotation.base.selectors import study_unlabelled_reason
 from annotation.kinds.critical_failures.agreement_data import study_labels
 from annotation.kinds.critical_failures.calibration.calibrated import (
@@ -59,6 +59,7 @@ from annotation.kinds.critical_failures.calibration.calibrated import (
 )
 from annotation.kinds.critical_failures.gold import gold_by_generation
 from annotation.kinds.critical_failures.label_versions import calibration_version
+from annotation.kinds.critical_failures.name import KIND
 from h2e_site.stats import Share
 from h2e_site.stats.calibration_bias import (
     ClassShare,
@@ -374,7 +375,7 @@ def _topic_biases(items: list[Example]) -> list[TopicBias]:
 
 def no_study_reason(judge: Judge) -> str:
     """Why the judge is compared with no study (the card asks only when no study has a judged item)."""
-    studies = Study.objects.filter(kind=StudyKind.CRITICAL_FAILURES)
+    studies = Study.objects.filter(kind=KIND)
     n_studies = studies.count()
     if not n_studies:
         return (

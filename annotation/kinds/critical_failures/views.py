@@ -20,7 +20,7 @@ from django.urls import reverse
 from annotation.base.beyond_majority import question_estimates
 from annotation.base.charts import Bar, BarChart, bar_chart
 from annotation.base.failure_view import FailureView, step_links
-from annotation.base.models import AnnotatedFailure, Annotation, Study, StudyKind
+from annotation.base.models import AnnotatedFailure, Annotation, Study
 from annotation.base.selectors import study_unlabelled_reason
 from annotation.base.spec import refusal_on_form
 from annotation.kinds.critical_failures.agreement_data import (
@@ -31,6 +31,7 @@ from annotation.kinds.critical_failures.agreement_data import (
 from annotation.kinds.critical_failures.calibration import sample as calibration_sample
 from annotation.kinds.critical_failures.calibration.forms import CalibrationRoundForm
 from annotation.kinds.critical_failures.calibration.jobs import calibration_round_job_create
+from annotation.kinds.critical_failures.name import KIND
 from annotation.kinds.critical_failures.questions import has_failure_question
 from h2e_site.stats import wilson_interval
 from h2e_site.stats.verdicts import majority
@@ -43,7 +44,7 @@ MAX_STUDIES_ON_OVERVIEW = 50
 def overview_section(request: HttpRequest) -> str:
     """Alpha with its CI for each critical-failures study with a label, and for all of them pooled; "" when
     none has a label."""
-    studies = Study.objects.filter(kind=StudyKind.CRITICAL_FAILURES).order_by("-created_at", "-id")
+    studies = Study.objects.filter(kind=KIND).order_by("-created_at", "-id")
     rows = [
         (study, study_agreement(study=study, with_judges=False))
         for study in studies[:MAX_STUDIES_ON_OVERVIEW]

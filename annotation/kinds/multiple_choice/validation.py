@@ -17,7 +17,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from annotation.base.models import Annotation, Study, StudyKind
+from annotation.base.models import Annotation, Study
+from annotation.kinds.multiple_choice.name import KIND
 from h2e_site.stats import Share
 from h2e_site.stats.agreement import nominal_alpha, rating_counts
 
@@ -119,9 +120,7 @@ def study_validation(study: Study) -> list[TaskValidation]:
 
 def validation_studies(task_set_name: str) -> list[Study]:
     """The multiple-choice studies over a task set that have answers."""
-    studies = Study.objects.filter(
-        kind=StudyKind.MULTIPLE_CHOICE, selection__task_set=task_set_name, annotations__isnull=False
-    )
+    studies = Study.objects.filter(kind=KIND, selection__task_set=task_set_name, annotations__isnull=False)
     return list(studies.distinct().order_by("created_at", "pk"))
 
 

@@ -11,8 +11,9 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
 from annotation.base.beyond_majority import question_estimates
-from annotation.base.models import Study, StudyKind
+from annotation.base.models import Study
 from annotation.base.selectors import study_unlabelled_reason
+from annotation.kinds.multiple_choice.name import KIND
 from annotation.kinds.multiple_choice.questions import choice_questions
 from annotation.kinds.multiple_choice.validation import kept_example_ids, study_answers, validate
 from goal_step.answer_views import task_models_context
@@ -53,7 +54,7 @@ def _task_set_name(study: Study) -> str:
 @require_GET
 def validated_jsonl(request: HttpRequest, slug: str) -> StreamingHttpResponse:
     """The examples every worker answered correctly: the validated test set, one JSON object a line."""
-    study = get_object_or_404(Study, slug=slug, kind=StudyKind.MULTIPLE_CHOICE)
+    study = get_object_or_404(Study, slug=slug, kind=KIND)
     kept = kept_example_ids(study_answers(study), k=study.annotators_per_item)
     response = StreamingHttpResponse(_rows(kept), content_type="application/x-ndjson")
     response["Content-Disposition"] = f'attachment; filename="{study.slug}-validated.jsonl"'

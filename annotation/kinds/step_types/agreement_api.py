@@ -16,10 +16,11 @@ from rest_framework.response import Response
 
 from annotation.base.beyond_majority import beyond_majority_json, question_estimates
 from annotation.base.dawid_skene_api import DawidSkeneSerializer
-from annotation.base.models import Study, StudyKind
+from annotation.base.models import Study
 from annotation.kinds.step_types.agreement import label_set_agreement, study_step_types_agreement
 from annotation.kinds.step_types.classify_serializers import ShareSerializer
 from annotation.kinds.step_types.models import StepTypeLabelSet
+from annotation.kinds.step_types.name import KIND
 from annotation.kinds.step_types.questions import step_type_questions
 from h2e_site.api import query_params
 from h2e_site.api_views import ComputedView
@@ -131,7 +132,7 @@ class StepTypesAgreementView(ComputedView):
                 status=status.HTTP_400_BAD_REQUEST,
             )
         if slug:
-            study = Study.objects.filter(slug=slug, kind=StudyKind.STEP_TYPES).first()
+            study = Study.objects.filter(slug=slug, kind=KIND).first()
             if study is None:
                 raise NotFound(f"no step-types study {slug!r}")
             result = study_step_types_agreement(study=study)

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 
 from annotation.base.job_kinds import CLASSIFY_STEPS
-from annotation.base.models import Study, StudyKind
+from annotation.base.models import Study
 from annotation.kinds.step_types.candidates import Candidate, StepType
 from annotation.kinds.step_types.llm import (
     PROMPT_FILES,
@@ -41,6 +41,7 @@ from annotation.kinds.step_types.llm import (
     step_type_prompt,
 )
 from annotation.kinds.step_types.models import StepCandidate, StepTypeClassifier, StepTypePrediction
+from annotation.kinds.step_types.name import KIND
 from annotation.kinds.step_types.spec import procedure_candidates
 from h2e_site.jobs import answering
 from h2e_site.jobs.answer_kinds import AnswerKind, ConfiguredWork, hashed_model_id
@@ -207,7 +208,7 @@ def classify_job_create(
     (only those of `candidate_ids` when given). Enqueued once the surrounding transaction commits
     (enqueue=False: not at all). NothingToClassify when nothing is left; ConfigError for an imported
     classifier; PromptChanged when its stored prompts no longer match their hash."""
-    if study.kind != StudyKind.STEP_TYPES:
+    if study.kind != KIND:
         raise ValueError(f"study {study.slug!r} is a {study.kind} study, not a step-types study")
     config = STEP_TYPE_CLASSIFICATION.checked_config(classifier)  # fails now, not on the worker
     candidates = _study_candidates(study)

@@ -3,7 +3,7 @@
 GET /api/studies/<slug>/step-types/models/[?gold=study|set:<name>]   the models page's figures (Table 3)
 
 Classification jobs start through POST /api/jobs/ {"kind": "classify_steps", "classifier_id", "study"}
-(classify_serializers.ClassifyJobCreateSerializer, registered in annotation/mounting/job_types.py).
+(classify_serializers.ClassifyJobCreateSerializer, registered in the kind's job_types.py).
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotation.base.models import Study, StudyKind
+from annotation.base.models import Study
 from annotation.kinds.step_types.classify_serializers import StepTypeModelsSerializer
 from annotation.kinds.step_types.evaluation import GOLD_STUDY, step_type_models_table
+from annotation.kinds.step_types.name import KIND
 from h2e_site.api import query_params
 from h2e_site.api_views import ComputedView
 
@@ -47,7 +48,7 @@ class StepTypeModelsView(ComputedView):
         operation_id="study_step_type_models",
     )
     def get(self, request: Request, slug: str) -> Response:
-        study = Study.objects.filter(slug=slug, kind=StudyKind.STEP_TYPES).first()
+        study = Study.objects.filter(slug=slug, kind=KIND).first()
         if study is None:
             raise NotFound(f"no step-types study {slug!r}")
         try:

@@ -7,8 +7,9 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from annotation.base.job_kinds import CLASSIFY_STEPS
-from annotation.base.models import Study, StudyKind
+from annotation.base.models import Study
 from annotation.kinds.step_types.models import StepTypeClassifier
+from annotation.kinds.step_types.name import KIND
 
 
 class ClassifyJobCreateSerializer(serializers.Serializer):
@@ -29,7 +30,7 @@ class ClassifyJobCreateSerializer(serializers.Serializer):
         study = Study.objects.filter(slug=value).first()
         if study is None:
             raise serializers.ValidationError(f"no study {value!r}")
-        if study.kind != StudyKind.STEP_TYPES:
+        if study.kind != KIND:
             raise serializers.ValidationError(f"study {value!r} is not a step-types study")
         return study
 

@@ -15,11 +15,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from annotation.base.beyond_majority import question_estimates
-from annotation.base.models import Study, StudyKind
+from annotation.base.models import Study
 from annotation.base.selectors import study_unlabelled_reason
 from annotation.kinds.step_types import exports
 from annotation.kinds.step_types.agreement import label_set_agreement, study_step_types_agreement
 from annotation.kinds.step_types.models import StepTypeClassifier, StepTypeLabelSet
+from annotation.kinds.step_types.name import KIND
 from annotation.kinds.step_types.questions import step_type_questions
 from h2e_site.web import query_string, staff_required
 
@@ -32,7 +33,7 @@ CSV = "text/csv; charset=utf-8"
 def overview_section(request: HttpRequest) -> str:
     """The step-types studies with a label, linked to their agreement pages; "" when none has one."""
     studies = list(
-        Study.objects.filter(kind=StudyKind.STEP_TYPES, annotations__isnull=False)
+        Study.objects.filter(kind=KIND, annotations__isnull=False)
         .distinct()
         .order_by("-created_at", "-id")[:MAX_STUDIES_ON_OVERVIEW]
     )
@@ -94,7 +95,7 @@ def _download(
 
 
 def _step_types_study(slug: str) -> Study:
-    return get_object_or_404(Study, slug=slug, kind=StudyKind.STEP_TYPES)
+    return get_object_or_404(Study, slug=slug, kind=KIND)
 
 
 def _predictions(request: HttpRequest, classifier_id: str) -> tuple[StepTypeClassifier, Study | None, str]:

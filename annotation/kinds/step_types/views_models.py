@@ -19,7 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from annotation.base.job_kinds import CLASSIFY_STEPS
-from annotation.base.models import Study, StudyKind
+from annotation.base.models import Study
 from annotation.kinds.step_types.candidates import StepType
 from annotation.kinds.step_types.classify import (
     classifier_config,
@@ -35,6 +35,7 @@ from annotation.kinds.step_types.evaluation import (
     step_type_models_table,
 )
 from annotation.kinds.step_types.measures import ALL
+from annotation.kinds.step_types.name import KIND
 from h2e_site.jobs.models import Job
 from h2e_site.jobs.views import JobLine, job_lines
 from h2e_site.llm.config import ConfigError
@@ -77,7 +78,7 @@ class ConfigChoice:
 
 
 def _study(slug: str) -> Study:
-    return get_object_or_404(Study, slug=slug, kind=StudyKind.STEP_TYPES)
+    return get_object_or_404(Study, slug=slug, kind=KIND)
 
 
 def _topic_tables(table: StepTypeModelsTable) -> list[TopicTable]:

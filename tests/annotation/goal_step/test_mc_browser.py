@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from annotation.base.models import Annotation, StudyKind
+from annotation.base.models import Annotation
+from annotation.base.registry import StudyKind
 from annotation.flow import services
 from goal_step.models import TaskExample
 from tests.annotation.conftest import pid

@@ -15,7 +15,8 @@ from django.core.exceptions import ValidationError
 from django.test import Client
 from django.urls import reverse
 
-from annotation.base.models import Annotation, Study, StudyItem, StudyKind
+from annotation.base.models import Annotation, Study, StudyItem
+from annotation.base.registry import StudyKind
 from annotation.flow import services
 from annotation.kinds.multiple_choice.spec import NONE, MultipleChoiceSubmission
 from annotation.kinds.multiple_choice.validation import kept_example_ids, study_answers, study_validation

@@ -16,8 +16,8 @@ from annotation.base.models import (
     Participant,
     Study,
     StudyItem,
-    StudyKind,
 )
+from annotation.base.registry import StudyKind
 from annotation.kinds.step_types.models import StepTypeLabel
 from annotation.kinds.step_types.spec import procedure_candidates
 from mining.models import Procedure

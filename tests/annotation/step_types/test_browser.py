@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from annotation.base.models import Annotation, StudyKind
+from annotation.base.models import Annotation
+from annotation.base.registry import StudyKind
 from annotation.flow import services
 from annotation.kinds.step_types.models import StepTypeLabel
 from mining.models import Split

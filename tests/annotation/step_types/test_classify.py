@@ -21,7 +21,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation.base.job_kinds import CLASSIFY_STEPS
-from annotation.base.models import Annotation, Study, StudyKind
+from annotation.base.models import Annotation, Study
+from annotation.base.registry import StudyKind
 from annotation.flow import services
 from annotation.kinds.step_types.candidates import StepType
 from annotation.kinds.step_types.classify import (

@@ -11,7 +11,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotation.base.models import Annotation, Assignment, Study, StudyItem, StudyKind
+from annotation.base.models import Annotation, Assignment, Study, StudyItem
+from annotation.base.registry import StudyKind
 from annotation.flow import services
 from annotation.kinds.step_types import guidelines
 from annotation.kinds.step_types.candidates import candidates

@@ -43,9 +43,10 @@ from typing import Any
 
 from django.db.models import F
 
-from annotation.base.models import Annotation, Study, StudyItem, StudyKind
+from annotation.base.models import Annotation, Study, StudyItem
 from annotation.kinds.critical_failures.gold import gold_by_generation
 from annotation.kinds.critical_failures.models import CalibrationDraw
+from annotation.kinds.critical_failures.name import KIND
 from h2e_site.stats.calibration import (
     MIN_HUMAN_LABELS,
     CalibratedScore,
@@ -198,7 +199,7 @@ def stratified_json(score: StratifiedScore) -> dict[str, Any]:
 def calibration_studies() -> list[Study]:
     """Critical-failures studies with a calibration sample (at least one round), newest first."""
     return list(
-        Study.objects.filter(kind=StudyKind.CRITICAL_FAILURES, calibration_rounds__isnull=False)
+        Study.objects.filter(kind=KIND, calibration_rounds__isnull=False)
         .distinct()
         .order_by("-created_at", "-pk")
     )
@@ -208,7 +209,7 @@ def unused_studies(samples: Mapping[int, Sample] | None = None) -> list[UnusedSt
     """The critical-failures studies the calibrated scores do not use, each with why: those without a
     calibration sample, and calibration studies that another calibration study outnumbers on every
     generator they sampled (`samples`: generator_samples(), computed when not given)."""
-    studies = Study.objects.filter(kind=StudyKind.CRITICAL_FAILURES, calibration_rounds__isnull=True)
+    studies = Study.objects.filter(kind=KIND, calibration_rounds__isnull=True)
     unused = [
         UnusedStudy(s.slug, s.title, not_calibration_reason(s)) for s in studies.order_by("-created_at")
     ]

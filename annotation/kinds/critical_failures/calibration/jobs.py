@@ -4,7 +4,7 @@ item 22: at 140,000 frame examples a round takes seconds).
 
 calibration_round_job_create() checks the round as the request path does (resolve_round: the study's
 defaults filled in, a random seed chosen now and stored, so a retried job draws the same round) and queues
-the job; the Celery task (annotation/mounting/tasks.py) calls calibration_round_job_run(), which draws it with
+the job; the Celery task (the kind's job_types.py) calls calibration_round_job_run(), which draws it with
 ROUND_STEPS steps of progress. The round is stored in one transaction that also records its number on the
 job, so a job redelivered after its worker died either finds its round stored or draws it whole.
 

@@ -27,9 +27,10 @@ from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.db.models import Max, QuerySet
 
-from annotation.base.models import Study, StudyItem, StudyKind
+from annotation.base.models import Study, StudyItem
 from annotation.base.types import SAMPLE_SIZE, Selection, subject_key
 from annotation.kinds.critical_failures.models import CalibrationDesign, CalibrationDraw, CalibrationRound
+from annotation.kinds.critical_failures.name import KIND
 from h2e_site.bounds import SEED, OutOfRange
 from h2e_site.stats import sampling
 from judging.models import Generation, Judge, Judgment
@@ -341,7 +342,7 @@ def study_judges(study: Study) -> list[int]:
 
 def not_calibration_study(study: Study) -> str:
     """Why a study takes no calibration round ("" when it does)."""
-    if study.kind != StudyKind.CRITICAL_FAILURES:
+    if study.kind != KIND:
         return (
             f"{study.slug} is not a critical-failures study: calibration samples are drawn from generations"
         )
