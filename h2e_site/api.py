@@ -152,7 +152,7 @@ class StrictFormSerializer(serializers.Serializer):
 
 
 class ShareSerializer(serializers.Serializer):
-    """k of n with its rate and 95 % Wilson interval (judging.judge_figures.Share)."""
+    """k of n with its rate and 95 % Wilson interval (h2e_site.stats.Share)."""
 
     k = serializers.IntegerField()
     n = serializers.IntegerField()
