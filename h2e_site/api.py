@@ -9,6 +9,7 @@
   `?has_failure=0.17`), with ids typed as integers in the schema.
 - CredentialsFirstNegotiation: a request without credentials gets 401/403 before anything else about it is
   looked at (its format, a NUL in its query).
+- ShareSerializer: k of n with its rate and Wilson interval, as every app's figures report a share.
 (The published schema's shared parts are in h2e_site.api_views.py: this module is loaded with DRF's
 settings, which that one's imports would load again.)
 """
@@ -148,6 +149,16 @@ class StrictFormSerializer(serializers.Serializer):
         single, lists = single_and_list_fields(dict(self.fields))
         refuse_odd_values(data, single=single, lists=lists)
         return super().to_internal_value(data)
+
+
+class ShareSerializer(serializers.Serializer):
+    """k of n with its rate and 95 % Wilson interval (h2e_site.stats.Share)."""
+
+    k = serializers.IntegerField()
+    n = serializers.IntegerField()
+    rate = serializers.FloatField(allow_null=True, help_text="k / n; null when n is 0")
+    ci_low = serializers.FloatField(allow_null=True)
+    ci_high = serializers.FloatField(allow_null=True)
 
 
 def query_params(request: Request, serializer_class: type[serializers.Serializer]) -> dict[str, Any]:

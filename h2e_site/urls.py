@@ -8,8 +8,8 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
-from annotation.kinds.step_types import classify_api
-from annotation.mounting import api as annotation_api
+from annotation.mounting.urls import api as annotation_api
+from annotation.mounting.urls import site as annotation_site
 from goal_step import api as goal_step_api
 from goal_step import urls as goal_step_urls
 from h2e_site.api_views import api_not_found
@@ -27,8 +27,7 @@ for prefix, viewset, basename in [*jobs_api.ROUTES, *judging_api.ROUTES]:
     api_router.register(prefix, viewset, basename=basename)
 api_urlpatterns = [
     *judging_api.urlpatterns,
-    *annotation_api.api_urlpatterns,
-    *classify_api.api_urlpatterns,
+    *annotation_api.api_routes,
     *goal_step_api.api_urlpatterns,
     path("", include(api_router.urls)),
 ]
@@ -50,27 +49,20 @@ urlpatterns = [
         SpectacularSwaggerView.as_view(url_name="api-schema", http_method_names=["get", "head"]),
         name="api-docs",
     ),
-    path("api/", include("annotation.mounting.api")),
+    path("api/", include("annotation.mounting.urls.api")),
     path("api/mining/", include("mining.api")),
     path("api/", include((api_urlpatterns, "api"))),
     # Any other /api/.../ path: a JSON 404 (a path without its final slash still gets APPEND_SLASH)
     re_path(r"^api/[\s\S]*/$", api_not_found),
-    path("a/", include("annotation.mounting.urls.annotator")),
-    path("prolific/", include("annotation.prolific.urls")),
-    path("studies/", include("annotation.mounting.urls.studies")),
-    path("agreement/", include("annotation.mounting.urls.agreement")),
-    path("calibration/plan/", include("annotation.kinds.critical_failures.calibration.urls_planner")),
     path("jobs/", include("h2e_site.jobs.urls")),
     path("mining/", include("mining.urls")),
     path("", include("goal_step.urls")),  # /tasks/: goal-step task sets
     # The same pages under the names they had while they lived in the mining app (mining:task_set, ...).
     path("", include((goal_step_urls.urlpatterns, "mining"))),
-    path("", include("annotation.failures.urls")),
-    path(
-        "leaderboard/calibrated/", include("annotation.kinds.critical_failures.calibration.urls_calibrated")
-    ),  # before judging's leaderboard/
+    # The annotation app's pages (/a/, /prolific/, /studies/, /agreement/, the failure browser, each kind's
+    # own): before judging's (/leaderboard/calibrated/ before its /leaderboard/ routes) ...
+    *annotation_site.pages,
     path("", include("judging.urls")),
-    path(
-        "judges/", include("annotation.kinds.critical_failures.urls_judges")
-    ),  # after judging's judges/rank-correlation/
+    # ... and those after it (/judges/<judge_id>/ after its /judges/rank-correlation/).
+    *annotation_site.pages_after_apps,
 ]

@@ -12,7 +12,7 @@ from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseNotFound, QueryDict
-from django.urls import URLPattern
+from django.urls import URLPattern, URLResolver
 
 from annotation.base.models import StudyItem
 from annotation.base.types import subject_key
@@ -179,22 +179,47 @@ class StudyKindSpec(ABC):
         return {}
 
     def study_page_post(self, request: HttpRequest, study: Study) -> HttpResponse | forms.Form:
-        """A POST of the form in the kind's part of the study page (`study_page_template`), at
-        /studies/<slug>/calibration-rounds/ (the caller checked staff and POST and found the study): a
-        response (a redirect) when it was accepted, else the form with its errors, which the engine shows on
-        the study page again (a 400; `study_page_context` gets it as `refused`). The default: a 404, for a
-        kind whose part has no form."""
+        """A POST of the form in the kind's part of the study page (`study_page_template`), at the URL the
+        kind mounts for it (its `page_urls`: the flow's `study_page_post` view, which checked staff and POST
+        and found the study): a response (a redirect) when it was accepted, else the form with its errors,
+        which the engine shows on the study page again (a 400; `study_page_context` gets it as `refused`).
+        The default: a 404, for a kind whose part has no form."""
         return HttpResponseNotFound(
             f"A {self.noun} study's page has no form to post ({study.slug}).",
             content_type="text/plain; charset=utf-8",
         )
 
+    # The URL hooks: the kind's routes, which annotation/mounting/urls/ mounts for every registered kind. A
+    # kind returns the lists of its own URL module (annotation/kinds/<kind>/urls.py), fetched by name
+    # (importlib.import_module) when the URL conf is built: the spec, loaded at app start, imports no views.
+
     def page_urls(self) -> list[URLPattern]:
-        """The kind's own pages, mounted under /studies/ (URL names in the "annotation" namespace)."""
+        """The kind's own pages of a study, mounted under /studies/ before the flow's (URL names in the
+        "annotation" namespace)."""
+        return []
+
+    def agreement_urls(self) -> list[URLPattern]:
+        """The kind's own agreement pages, mounted under /agreement/ before the flow's `<slug>/` (URL names in
+        the "agreement" namespace)."""
         return []
 
     def api_urls(self) -> list[URLPattern]:
-        """The kind's own API endpoints, mounted under /api/ (in the OpenAPI schema)."""
+        """The kind's own API endpoints, mounted under /api/ (in the OpenAPI schema; URL names without a
+        namespace)."""
+        return []
+
+    def api_routes(self) -> list[URLPattern]:
+        """The kind's own API endpoints in the "api" namespace (under /api/, beside every app's)."""
+        return []
+
+    def site_urls(self) -> list[URLPattern | URLResolver]:
+        """The kind's own pages at the site's root (each with its prefix), mounted with the annotation app's
+        pages, before judging's."""
+        return []
+
+    def site_urls_after_apps(self) -> list[URLPattern | URLResolver]:
+        """The kind's own pages at the site's root that another app's routes must come before (a prefix both
+        use: /judges/<judge_id>/ after judging's /judges/rank-correlation/), mounted last."""
         return []
 
     # --- reading and the item page -----------------------------------------------------------------------

@@ -1,8 +1,7 @@
 """The critical-failures kind's agreement API, mounted through the kind's `api_urls`
-(annotation/mounting/api.py mounts
-every kind's): human agreement on has_failure (Krippendorff's alpha with a bootstrap CI, leave-one-out
-agreement) and each judge's agreement with the human majority, per class, with Cohen's kappa and a confusion
-matrix.
+(annotation/kinds/critical_failures/urls.py): human agreement on has_failure (Krippendorff's alpha with a
+bootstrap CI, leave-one-out agreement) and each judge's agreement with the human majority, per class, with
+Cohen's kappa and a confusion matrix.
 
 GET /api/agreement/?study=<slug>            one study, with every judge that judged its L2
 GET /api/agreement/?study=a&study=b         several studies pooled (an item of each is a unit of its own)
@@ -13,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.urls import URLPattern, path, reverse
+from django.urls import reverse
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound, ValidationError
@@ -31,6 +30,7 @@ from annotation.kinds.critical_failures.agreement_data import (
     study_agreement,
 )
 from annotation.kinds.critical_failures.questions import has_failure_question
+from annotation.kinds.critical_failures.spec import AGREEMENT_API  # this view's URL name
 from h2e_site.api import comma_list, query_params
 from h2e_site.api_views import ComputedView
 from h2e_site.stats.verdicts import Agreement
@@ -136,10 +136,8 @@ class AgreementView(ComputedView):
         return Response(serializer.data)
 
 
-AGREEMENT_API = "agreement-api"  # this view's URL name: the kinds whose agreement_api it is are covered
-
-
 def _covered_kinds() -> dict[str, KindEntry]:
+    """The kinds this view covers: those whose agreement_api is its URL name."""
     return {name: entry for name, entry in KINDS_INDEX.items() if entry.agreement_api == AGREEMENT_API}
 
 
@@ -154,9 +152,4 @@ def _other_kind(study: Study) -> str:
     return f"{study.slug}: a {entry.noun} study (this endpoint covers {covered} studies); see {where}"
 
 
-def agreement_urls() -> list[URLPattern]:
-    """The endpoint, under /api/ (the kind's `api_urls`)."""
-    return [path("agreement/", AgreementView.as_view(), name=AGREEMENT_API)]
-
-
-__all__ = ["AGREEMENT_API", "AgreementView", "agreement_urls"]
+__all__ = ["AGREEMENT_API", "AgreementView"]

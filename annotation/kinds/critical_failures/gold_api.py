@@ -1,5 +1,5 @@
 """A critical-failures study's adjudicated gold in the API (staff), as the gold exports give it
-(gold_export.py), mounted through the kind's `api_urls`:
+(gold_export.py), mounted through the kind's `api_urls` (annotation/kinds/critical_failures/urls.py):
 
 GET /api/studies/<slug>/gold/?at=<ISO 8601>          the gold per item, now or as of `at`
 GET /api/studies/<slug>/gold/events/?at=<ISO 8601>   every decision up to `at` (the audit log), oldest first
@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.shortcuts import get_object_or_404
-from django.urls import URLPattern, path
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -101,11 +100,4 @@ class GoldEventsView(ComputedView):
         return Response(self.get_serializer(data).data)
 
 
-def gold_urls() -> list[URLPattern]:
-    return [
-        path("studies/<slug:slug>/gold/", GoldView.as_view(), name="gold-api"),
-        path("studies/<slug:slug>/gold/events/", GoldEventsView.as_view(), name="gold-events-api"),
-    ]
-
-
-__all__ = ["GoldEventsView", "GoldView", "gold_urls"]
+__all__ = ["GoldEventsView", "GoldView"]

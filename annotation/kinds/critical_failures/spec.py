@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
+from importlib import import_module
 from typing import Any
 
 from django import forms
@@ -13,12 +14,11 @@ from django.core.exceptions import ValidationError
 from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse, QueryDict
-from django.urls import URLPattern, reverse
+from django.urls import URLPattern, URLResolver, reverse
 
 from annotation.base import codebook
 from annotation.base.beyond_majority import CategoricalQuestion
 from annotation.base.embedding import HUMAN_FAILURES
-from annotation.base.job_kinds import CALIBRATION_ROUND
 from annotation.base.models import AnnotatedFailure, Annotation, Assignment, Participant, Study, StudyItem
 from annotation.base.spec import (
     AnnotationFields,
@@ -30,23 +30,19 @@ from annotation.base.spec import (
     refused_entry_field,
 )
 from annotation.base.types import Selection
-from annotation.kinds.critical_failures import api, exports, gold_api, posted
-from annotation.kinds.critical_failures import views as agreement_views
-from annotation.kinds.critical_failures import views_adjudication as adjudication
+from annotation.kinds.critical_failures import exports, posted
 from annotation.kinds.critical_failures.answer import check_answer
 from annotation.kinds.critical_failures.calibration import sample as calibration_sample
-from annotation.kinds.critical_failures.calibration.calibrated import not_calibration_reason
-from annotation.kinds.critical_failures.calibration.forms import CalibrationRoundForm
 from annotation.kinds.critical_failures.models import CalibrationDesign
 from annotation.kinds.critical_failures.posted import Submission
 from annotation.kinds.critical_failures.questions import has_failure_question
 from h2e_site.embeddings.jobs import embed_after
-from h2e_site.jobs.models import Job
-from h2e_site.jobs.views import job_lines
-from h2e_site.web import can_run_jobs
 from judging.models import Generation, Generator, Judge, Judgment
 
-RECENT_ROUND_JOBS = 5  # calibration_round jobs listed on the study page
+# The kind's pages and routes, fetched by name where the engine asks for them (the spec imports no views).
+VIEWS = f"{__package__}.views"
+URLS = f"{__package__}.urls"
+AGREEMENT_API = "agreement-api"  # the agreement view's URL name (api.py): the kinds it covers name it
 
 
 class CriticalFailures(StudyKindSpec):
@@ -54,7 +50,7 @@ class CriticalFailures(StudyKindSpec):
     label = "Critical failures"
     description = "Critical failures (How2Score, an L1/L2 pair)"
     summary = "where people label L1/L2 pairs the way the judges do (any critical failure, and which ones)"
-    agreement_api = api.AGREEMENT_API
+    agreement_api = AGREEMENT_API
     on_overview = True
     item_template = "annotation/item.html"
     # An item is a generation: its L2 (the steps read) under its procedure's L1 (goal, steps, resources).
@@ -109,22 +105,10 @@ class CriticalFailures(StudyKindSpec):
         self, request: HttpRequest, study: Study, refused: forms.Form | None
     ) -> dict[str, Any]:
         """The calibration sample's section: its rounds and the form of the next (refused: with errors)."""
-        summary = calibration_sample.calibration_summary(study)
-        jobs = Job.objects.select_related("created_by").filter(
-            kind=CALIBRATION_ROUND, parameters__study=study.pk
-        )
-        return {
-            "calibration": summary,
-            "round_form": refused or (CalibrationRoundForm() if summary else None),
-            "not_calibration": not_calibration_reason(study) if summary is None else "",
-            "round_in_job": summary is not None and summary.frame_size > calibration_sample.ROUND_JOB_FRAME,
-            "round_job_frame": calibration_sample.ROUND_JOB_FRAME,
-            "round_job_lines": job_lines(list(jobs[:RECENT_ROUND_JOBS])) if summary else [],
-            "can_run": can_run_jobs(request),
-        }
+        return import_module(VIEWS).calibration_section_context(request, study, refused)
 
     def study_page_post(self, request: HttpRequest, study: Study) -> HttpResponse | forms.Form:
-        return agreement_views.calibration_round_post(request, study)
+        return import_module(VIEWS).calibration_round_post(request, study)
 
     def builder_fields(self) -> dict[str, forms.Field]:
         return {
@@ -260,22 +244,31 @@ class CriticalFailures(StudyKindSpec):
         return [("Adjudicate", reverse("annotation:adjudication_queue", args=[study.slug]))]
 
     def page_urls(self) -> list[URLPattern]:
-        return adjudication.page_urls()
+        return import_module(URLS).page_urls
 
     def api_urls(self) -> list[URLPattern]:
-        return api.agreement_urls() + gold_api.gold_urls()
+        return import_module(URLS).api_urls
+
+    def api_routes(self) -> list[URLPattern]:
+        return import_module(URLS).api_routes
+
+    def site_urls(self) -> list[URLPattern | URLResolver]:
+        return import_module(URLS).site_urls
+
+    def site_urls_after_apps(self) -> list[URLPattern | URLResolver]:
+        return import_module(URLS).site_urls_after_apps
 
     def agreement_page(self, request: HttpRequest, study: Study) -> HttpResponse:
-        return agreement_views.study_agreement_page(request, study)
+        return import_module(VIEWS).study_agreement_page(request, study)
 
     def agreement_overview(self, request: HttpRequest) -> str:
-        return agreement_views.overview_section(request)
+        return import_module(VIEWS).overview_section(request)
 
     def categorical_questions(self, study: Study) -> list[CategoricalQuestion]:
         return [has_failure_question(study)]
 
     def judge_disagreements_page(self, request: HttpRequest, study: Study, judge_id: str) -> HttpResponse:
-        return agreement_views.judge_disagreements_page(request, study, judge_id)
+        return import_module(VIEWS).judge_disagreements_page(request, study, judge_id)
 
     def export_rows(self, study: Study) -> Iterator[dict[str, Any]]:
         return exports.annotations_export(study=study)

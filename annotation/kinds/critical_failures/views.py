@@ -1,7 +1,7 @@
 """A critical-failures study's agreement page (human alpha, each judge against the human majority), a judge's
-disagreements with its humans, and the kind's part of the agreement overview (alpha per study and pooled).
-Reached through the kind registry: annotation/kinds/critical_failures/spec.py hands these to
-views/agreement.py."""
+disagreements with its humans, the kind's part of the agreement overview (alpha per study and pooled), and
+its part of the study page (the calibration sample and the form of its next round). Reached through the kind
+registry: annotation/kinds/critical_failures/spec.py hands these to the flow's views by name."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from django.urls import reverse
 from annotation.base.beyond_majority import question_estimates
 from annotation.base.charts import Bar, BarChart, bar_chart
 from annotation.base.failure_view import FailureView, step_links
+from annotation.base.job_kinds import CALIBRATION_ROUND
 from annotation.base.models import AnnotatedFailure, Annotation, Study
 from annotation.base.selectors import study_unlabelled_reason
 from annotation.base.spec import refusal_on_form
@@ -29,16 +30,20 @@ from annotation.kinds.critical_failures.agreement_data import (
     study_agreement,
 )
 from annotation.kinds.critical_failures.calibration import sample as calibration_sample
+from annotation.kinds.critical_failures.calibration.calibrated import not_calibration_reason
 from annotation.kinds.critical_failures.calibration.forms import CalibrationRoundForm
 from annotation.kinds.critical_failures.calibration.jobs import calibration_round_job_create
 from annotation.kinds.critical_failures.name import KIND
 from annotation.kinds.critical_failures.questions import has_failure_question
+from h2e_site.jobs.models import Job
+from h2e_site.jobs.views import job_lines
 from h2e_site.stats import wilson_interval
 from h2e_site.stats.verdicts import majority
-from h2e_site.web import request_user
+from h2e_site.web import can_run_jobs, request_user
 from judging.models import CriticalFailure, Generation, Judge, Judgment
 
 MAX_STUDIES_ON_OVERVIEW = 50
+RECENT_ROUND_JOBS = 5  # calibration_round jobs listed on the study page
 
 
 def overview_section(request: HttpRequest) -> str:
@@ -250,6 +255,24 @@ def _judgments(judge: Judge, generation_ids: list[Any]) -> dict[int, Judgment]:
 
 # The round form's names of the service's fields.
 ROUND_FORM_NAMES = {"judge_ids": "judges"}
+
+
+def calibration_section_context(
+    request: HttpRequest, study: Study, refused: forms.Form | None
+) -> dict[str, Any]:
+    """The study page's calibration sample section (the kind's `study_page_context`): its rounds, the recent
+    calibration_round jobs and the form of the next round (refused: with errors)."""
+    summary = calibration_sample.calibration_summary(study)
+    jobs = Job.objects.select_related("created_by").filter(kind=CALIBRATION_ROUND, parameters__study=study.pk)
+    return {
+        "calibration": summary,
+        "round_form": refused or (CalibrationRoundForm() if summary else None),
+        "not_calibration": not_calibration_reason(study) if summary is None else "",
+        "round_in_job": summary is not None and summary.frame_size > calibration_sample.ROUND_JOB_FRAME,
+        "round_job_frame": calibration_sample.ROUND_JOB_FRAME,
+        "round_job_lines": job_lines(list(jobs[:RECENT_ROUND_JOBS])) if summary else [],
+        "can_run": can_run_jobs(request),
+    }
 
 
 def calibration_round_post(request: HttpRequest, study: Study) -> HttpResponse | forms.Form:

@@ -16,7 +16,7 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import URLPattern, path, reverse
+from django.urls import reverse
 from django.utils.dateparse import parse_datetime
 from django.utils.timezone import is_naive, make_aware
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -374,17 +374,6 @@ def gold_csv(request: HttpRequest, slug: str) -> HttpResponse:
 @require_GET
 def gold_events_jsonl(request: HttpRequest, slug: str) -> HttpResponse:
     return _download(request, slug, "gold-events.jsonl", "application/x-ndjson", events_jsonl_lines)
-
-
-def page_urls() -> list[URLPattern]:
-    return [
-        path("<slug:slug>/adjudication/", adjudication_queue, name="adjudication_queue"),
-        path("<slug:slug>/adjudication/<int:item_id>/", adjudicate, name="adjudicate"),
-        path("<slug:slug>/adjudication/<int:item_id>/undo/<int:event_id>/", gold_undo, name="gold_undo"),
-        path("<slug:slug>/gold.jsonl", gold_jsonl, name="gold_jsonl"),
-        path("<slug:slug>/gold.csv", gold_csv, name="gold_csv"),
-        path("<slug:slug>/gold-events.jsonl", gold_events_jsonl, name="gold_events_jsonl"),
-    ]
 
 
 __all__ = ["adjudicate", "adjudication_queue", "gold_csv", "gold_events_jsonl", "gold_jsonl", "gold_undo"]

@@ -11,12 +11,13 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
+from importlib import import_module
 from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, QueryDict
-from django.urls import reverse
+from django.urls import URLPattern, reverse
 from django.utils.html import format_html
 
 from annotation.base.beyond_majority import CategoricalQuestion
@@ -33,13 +34,16 @@ from annotation.base.spec import (
 )
 from annotation.base.types import Refused, Selection
 from annotation.kinds.multiple_choice import guidelines
-from annotation.kinds.multiple_choice import views as agreement_views
 from annotation.kinds.multiple_choice.questions import choice_questions
 from annotation.kinds.multiple_choice.validation import task_set_validated_pks
 from goal_step.human_labels import human_labels_update
 from goal_step.models import GoalStepTask, TaskExample, TaskSet, TaskSplit
 from goal_step.options import MAX_CANDIDATES, option_letter
 from h2e_site.inputs import BadInput, ascii_int, clean_text
+
+# The kind's pages and routes, fetched by name where the engine asks for them (the spec imports no views).
+VIEWS = f"{__package__}.views"
+URLS = f"{__package__}.urls"
 
 MAX_COMMENTS_CHARS = 10000
 NONE = "none"
@@ -241,9 +245,12 @@ class MultipleChoice(StudyKindSpec):
     ) -> None:
         return None  # everything is in Annotation.answer
 
+    def agreement_urls(self) -> list[URLPattern]:
+        return import_module(URLS).agreement_urls
+
     def agreement_page(self, request: HttpRequest, study: Study) -> HttpResponse:
         """The validation page: which examples every worker answered correctly, and the models on them."""
-        return agreement_views.study_validation_page(request, study)
+        return import_module(VIEWS).study_validation_page(request, study)
 
     def categorical_questions(self, study: Study) -> list[CategoricalQuestion]:
         return choice_questions(study)

@@ -2,12 +2,11 @@
 
 GET /api/studies/<slug>/pairwise/    the figures of the study's agreement page
 
-Mounted through the pairwise kind's `api_urls` (annotation/mounting/api.py mounts every kind's).
+Mounted through the pairwise kind's `api_urls` (annotation/kinds/pairwise/urls.py).
 """
 
 from __future__ import annotations
 
-from django.urls import URLPattern, path
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound
@@ -132,7 +131,3 @@ class PairwiseFiguresView(ComputedView):
             raise NotFound(f"no pairwise study {slug!r}")
         estimates = beyond_majority_json(question_estimates([outcome_question(study)]))
         return Response({**figures_json(study_figures(study)), "dawid_skene": estimates})
-
-
-def api_urls() -> list[URLPattern]:
-    return [path("studies/<slug:slug>/pairwise/", PairwiseFiguresView.as_view(), name="pairwise-figures-api")]

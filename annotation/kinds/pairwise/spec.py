@@ -19,6 +19,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from importlib import import_module
 from itertools import combinations
 from typing import Any
 
@@ -41,13 +42,16 @@ from annotation.base.spec import (
     subject_key,
 )
 from annotation.base.types import Refused, Selection
-from annotation.kinds.pairwise import api, data, guidelines
-from annotation.kinds.pairwise import views as pages
+from annotation.kinds.pairwise import data, guidelines
 from annotation.kinds.pairwise.guidelines import SIDE_WORDS, VERDICTS
 from annotation.kinds.pairwise.models import PairwiseItem, pair_of
 from annotation.kinds.pairwise.questions import outcome_question
 from h2e_site.inputs import BadInput, ascii_ints, clean_text, one_answer
 from judging.models import Generation, Generator
+
+# The kind's pages and routes, fetched by name where the engine asks for them (the spec imports no views).
+VIEWS = f"{__package__}.views"
+URLS = f"{__package__}.urls"
 
 KIND = "pairwise"
 SIDES = ("left", "right")
@@ -266,7 +270,7 @@ class Pairwise(StudyKindSpec):
     # --- agreement, exports, pages -------------------------------------------------------------------------
 
     def agreement_page(self, request: HttpRequest, study: Study) -> HttpResponse:
-        return pages.agreement_page(request, study)
+        return import_module(VIEWS).agreement_page(request, study)
 
     def categorical_questions(self, study: Study) -> list[CategoricalQuestion]:
         return [outcome_question(study)]
@@ -274,7 +278,7 @@ class Pairwise(StudyKindSpec):
     def study_page_context(
         self, request: HttpRequest, study: Study, refused: forms.Form | None
     ) -> dict[str, Any]:
-        return pages.study_section_context(study, refused)
+        return import_module(VIEWS).study_section_context(study, refused)
 
     def export_rows(self, study: Study) -> Iterator[dict[str, Any]]:
         return data.export_rows(study)
@@ -283,10 +287,10 @@ class Pairwise(StudyKindSpec):
         return data.EXPORT_FIELDS
 
     def page_urls(self) -> list[URLPattern]:
-        return pages.page_urls()
+        return import_module(URLS).page_urls
 
     def api_urls(self) -> list[URLPattern]:
-        return api.api_urls()
+        return import_module(URLS).api_urls
 
 
 def sides(item: StudyItem, presentation: dict[str, Any]) -> tuple[Generation, Generation]:

@@ -14,7 +14,7 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import URLPattern, path, reverse
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotation.base.beyond_majority import question_estimates
@@ -125,10 +125,3 @@ def pairwise_attach_config(request: HttpRequest, slug: str) -> HttpResponse:
         request, f"configs/judges/{form.cleaned_data['config_file']} attached to {judge}: it can answer now."
     )
     return redirect(reverse("agreement:study", args=[study.slug]) + "#llm-twin")
-
-
-def page_urls() -> list[URLPattern]:
-    return [
-        path("<slug:slug>/pairwise/judge/", pairwise_judge, name="pairwise_judge"),
-        path("<slug:slug>/pairwise/attach-config/", pairwise_attach_config, name="pairwise_attach_config"),
-    ]

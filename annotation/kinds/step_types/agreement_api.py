@@ -3,7 +3,7 @@
 GET <prefix>?study=<slug>        a step-types study (its regular items)
 GET <prefix>?label_set=<name>    an imported label set
 
-Mounted by annotation/mounting/api.py as /api/agreement/step-types/.
+Mounted through the kind's `api_urls` (annotation/kinds/step_types/urls.py) as /api/agreement/step-types/.
 """
 
 from __future__ import annotations
@@ -18,11 +18,10 @@ from annotation.base.beyond_majority import beyond_majority_json, question_estim
 from annotation.base.dawid_skene_api import DawidSkeneSerializer
 from annotation.base.models import Study
 from annotation.kinds.step_types.agreement import label_set_agreement, study_step_types_agreement
-from annotation.kinds.step_types.classify_serializers import ShareSerializer
 from annotation.kinds.step_types.models import StepTypeLabelSet
 from annotation.kinds.step_types.name import KIND
 from annotation.kinds.step_types.questions import step_type_questions
-from h2e_site.api import query_params
+from h2e_site.api import ShareSerializer, query_params
 from h2e_site.api_views import ComputedView
 
 

@@ -4,11 +4,11 @@ GET /api/studies/<slug>/step-types/models/[?gold=study|set:<name>]   the models 
 
 Classification jobs start through POST /api/jobs/ {"kind": "classify_steps", "classifier_id", "study"}
 (classify_serializers.ClassifyJobCreateSerializer, registered in the kind's job_types.py).
+Mounted in the "api" namespace through the kind's `api_routes` (annotation/kinds/step_types/urls.py).
 """
 
 from __future__ import annotations
 
-from django.urls import path
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
@@ -57,11 +57,3 @@ class StepTypeModelsView(ComputedView):
         except LookupError as exc:  # a gold source naming nothing: like a study that is not there
             return Response({"gold": [str(exc)]}, status=status.HTTP_404_NOT_FOUND)
         return Response(self.get_serializer(table).data)
-
-
-# Mounted by h2e_site/urls.py under the "api" namespace.
-api_urlpatterns = [
-    path(
-        "studies/<slug:slug>/step-types/models/", StepTypeModelsView.as_view(), name="study-step-type-models"
-    ),
-]

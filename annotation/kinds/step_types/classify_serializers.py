@@ -10,6 +10,7 @@ from annotation.base.job_kinds import CLASSIFY_STEPS
 from annotation.base.models import Study
 from annotation.kinds.step_types.models import StepTypeClassifier
 from annotation.kinds.step_types.name import KIND
+from h2e_site.api import ShareSerializer
 
 
 class ClassifyJobCreateSerializer(serializers.Serializer):
@@ -67,16 +68,6 @@ class ColumnSerializer(serializers.Serializer):
     n_unparsable = serializers.IntegerField(help_text="answers that could not be read (scored as no)")
     n_missing = serializers.IntegerField(help_text="gold items without an answer (scored as no)")
     scores = EvaluationSerializer(source="evaluation")
-
-
-class ShareSerializer(serializers.Serializer):
-    """k of n with its rate and 95 % Wilson interval (judging.judge_figures.Share)."""
-
-    k = serializers.IntegerField()
-    n = serializers.IntegerField()
-    rate = serializers.FloatField(allow_null=True, help_text="k / n; null when n is 0")
-    ci_low = serializers.FloatField(allow_null=True)
-    ci_high = serializers.FloatField(allow_null=True)
 
 
 class ContradictionSerializer(serializers.Serializer):

@@ -13,11 +13,12 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from importlib import import_module
 from typing import Any
 
 from django import forms
 from django.http import HttpRequest, HttpResponse, QueryDict
-from django.urls import URLPattern, path, reverse
+from django.urls import URLPattern, reverse
 
 from annotation.base.beyond_majority import CategoricalQuestion
 from annotation.base.models import Annotation, Assignment, Study, StudyItem
@@ -33,8 +34,6 @@ from annotation.base.spec import (
 )
 from annotation.base.types import Refused, Selection
 from annotation.kinds.step_types import guidelines
-from annotation.kinds.step_types import views as agreement_views
-from annotation.kinds.step_types.agreement_api import StepTypesAgreementView
 from annotation.kinds.step_types.candidates import Candidate, StepType, candidates
 from annotation.kinds.step_types.exports import LABEL_FIELDS, study_label_rows
 from annotation.kinds.step_types.models import StepCandidate, StepTypeLabel
@@ -43,6 +42,10 @@ from annotation.kinds.step_types.questions import step_type_questions
 from goal_step.human_labels import human_labels_update
 from h2e_site.inputs import BadInput, clean_text, one_answer
 from mining.models import Procedure, Split
+
+# The kind's pages and routes, fetched by name where the engine asks for them (the spec imports no views).
+VIEWS = f"{__package__}.views"
+URLS = f"{__package__}.urls"
 
 MAX_COMMENTS_CHARS = 10000
 CONSENT = """This study is run by researchers studying how people and AI systems understand step-by-step \
@@ -331,15 +334,24 @@ class StepTypes(StudyKindSpec):
             for candidate in procedure_candidates(item.procedure)
         )
 
+    def page_urls(self) -> list[URLPattern]:
+        return import_module(URLS).page_urls
+
+    def agreement_urls(self) -> list[URLPattern]:
+        return import_module(URLS).agreement_urls
+
     def api_urls(self) -> list[URLPattern]:
         """A study's or a label set's Table 6 figures (annotation/kinds/step_types/agreement_api.py)."""
-        return [path("agreement/step-types/", StepTypesAgreementView.as_view(), name=self.agreement_api)]
+        return import_module(URLS).api_urls
+
+    def api_routes(self) -> list[URLPattern]:
+        return import_module(URLS).api_routes
 
     def agreement_page(self, request: HttpRequest, study: Study) -> HttpResponse:
-        return agreement_views.study_agreement_page(request, study)
+        return import_module(VIEWS).study_agreement_page(request, study)
 
     def agreement_overview(self, request: HttpRequest) -> str:
-        return agreement_views.overview_section(request)
+        return import_module(VIEWS).overview_section(request)
 
     def categorical_questions(self, study: Study) -> list[CategoricalQuestion]:
         return step_type_questions(study)

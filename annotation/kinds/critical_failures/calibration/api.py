@@ -1,23 +1,18 @@
-"""REST API (DRF) of the annotation side, for staff: each study kind's own endpoints (its `api_urls`: a
-study's agreement, annotation/kinds/critical_failures/api.py and
-annotation/kinds/step_types/agreement_api.py); a judge's
-report card; the failure browser's list of judge and human critical failures; calibration.
+"""The calibration API (DRF, staff) of critical-failures studies: the calibrated leaderboard, the budget
+planner and a calibration study's next round.
 
-GET /api/judges/<judge_id>/report-card/
-GET /api/failures/?topic=&generator=&judge=&study=&source=&q=&cursor=&counts=
 GET /api/leaderboard/calibrated/?judge=      the human-calibrated How2Score per generator x judge (#20)
 GET /api/calibration/plan/?judge=&generator=&scope=&half_width_pp=&hourly_rate=...   the budget planner
 POST /api/studies/<slug>/calibration-rounds/    {size, design?, judge_ids?, seed?}: the next round
+
+Mounted in the "api" namespace through the kind's `api_routes` (annotation/kinds/critical_failures/urls.py).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import RegexValidator
-from django.urls import path
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
@@ -25,121 +20,18 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotation import failures
 from annotation.base.models import Study
-from annotation.base.registry import KINDS
 from annotation.kinds.critical_failures.calibration import calibrated as calibration
 from annotation.kinds.critical_failures.calibration import planner
 from annotation.kinds.critical_failures.calibration import sample as calibration_sample
 from annotation.kinds.critical_failures.calibration.cache import calibrated_board
 from annotation.kinds.critical_failures.calibration.jobs import calibration_round_job_create
 from annotation.kinds.critical_failures.models import CalibrationDesign, CalibrationRound
-from annotation.kinds.critical_failures.report_card import report_card
-from annotation.kinds.step_types.classify_serializers import ShareSerializer
-from h2e_site.api import ObjectJSONParser, QueryBooleanField, StrictFormSerializer, query_params
+from h2e_site.api import ObjectJSONParser, StrictFormSerializer, query_params
 from h2e_site.api_views import ComputedView
 from h2e_site.bounds import SEED
 from judging.api import JudgeQuerySerializer
 from judging.models import Judge
-
-
-class FailureSerializer(serializers.Serializer):
-    """A critical failure from a judge (judgment set) or a human annotator (annotation and study set)."""
-
-    id = serializers.CharField(help_text="judge-<id> or human-<id>")
-    source = serializers.ChoiceField(choices=["judge", "human"])
-    generation = serializers.IntegerField()
-    judgment = serializers.IntegerField(allow_null=True)
-    annotation = serializers.IntegerField(allow_null=True)
-    order = serializers.IntegerField()
-    description = serializers.CharField()
-    L1_steps = serializers.JSONField()
-    L2_steps = serializers.JSONField()
-    topic = serializers.CharField(allow_null=True)
-    generator_id = serializers.CharField()
-    generator_model = serializers.CharField()
-    source_example_id = serializers.CharField()
-    goal = serializers.CharField()
-    judge_id = serializers.CharField(allow_null=True)
-    judge_model = serializers.CharField(allow_null=True)
-    study = serializers.CharField(allow_null=True)
-
-
-class FailureTopicCountSerializer(serializers.Serializer):
-    topic = serializers.CharField()
-    judge = serializers.IntegerField()
-    human = serializers.IntegerField()
-    total = serializers.IntegerField()
-    at_least = serializers.BooleanField(
-        help_text="a text search matching more than 5,000 judges' failures: the judge count is a lower bound"
-    )
-
-
-class FailurePageSerializer(serializers.Serializer):
-    results = FailureSerializer(many=True)
-    next_cursor = serializers.CharField(allow_null=True, help_text="pass as ?cursor= for the next page")
-    next = serializers.CharField(allow_null=True, help_text="the next page's URL")
-    counts_by_topic = FailureTopicCountSerializer(many=True, required=False, help_text="with ?counts=true")
-
-
-def _name(help_text: str) -> serializers.CharField:
-    return serializers.CharField(required=False, max_length=200, help_text=help_text)
-
-
-class FailureQuerySerializer(serializers.Serializer):
-    topic = _name("topic name")
-    generator = _name("generator_id")
-    judge = _name("judge_id (judges' failures only)")
-    study = _name("study slug (human failures only)")
-    source = serializers.ChoiceField(choices=["judge", "human"], required=False, help_text="absent: both")
-    q = _name("text search (PostgreSQL: full text, websearch syntax; else substring)")
-    pattern = serializers.IntegerField(
-        required=False, min_value=1, max_value=2**63 - 1, help_text="a failure pattern's id: its failures"
-    )
-    cursor = serializers.RegexField(
-        r"\A\d{1,18}\.[jh]\.\d{1,18}\.\d{1,9}\Z", required=False, help_text="next_cursor of the previous page"
-    )
-    counts = QueryBooleanField(required=False, default=False, help_text="also return counts_by_topic")
-
-
-class FailureListView(ComputedView):
-    """Critical failures from judges and human annotators, newest generation first, then judge before
-    human, then judgment/annotation, then order; keyset-paginated (50 a page) by an opaque cursor."""
-
-    serializer_class = FailurePageSerializer
-
-    @extend_schema(parameters=[FailureQuerySerializer], responses=FailurePageSerializer)
-    def get(self, request: Request) -> Response:
-        params = query_params(request, FailureQuerySerializer)
-        query = failures.FailureQuery.from_params(params)
-        token = params.get("cursor", "")
-        try:
-            cursor = failures.Cursor.decode(token) if token else None
-        except ValueError as exc:
-            return Response({"cursor": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
-        choices = failures.filter_choices_for(query)
-        problems = query.problems(choices)
-        if problems:  # a filter naming no topic, generator, judge or study: nothing to list
-            return Response({k: [v] for k, v in problems.items()}, status=status.HTTP_404_NOT_FOUND)
-        filters = failures.failure_filters_resolve(query, choices)
-        page = failures.failure_page(filters=filters, cursor=cursor)
-        data: dict[str, Any] = {
-            "results": [row.as_json() for row in page.rows],
-            "next_cursor": page.next_cursor,
-            "next": _next_url(request, page.next_cursor),
-        }
-        if params["counts"]:
-            data["counts_by_topic"] = [
-                {
-                    "topic": c.topic,
-                    "judge": c.judge,
-                    "human": c.human,
-                    "total": c.total,
-                    "at_least": c.at_least,
-                }
-                for c in failures.failure_counts_by_topic(filters=filters)
-            ]
-        return Response(data)
 
 
 def _bounded(
@@ -163,7 +55,9 @@ class PlanQuerySerializer(serializers.Serializer):
     scope = serializers.ChoiceField(
         choices=list(planner.SCOPES), required=False, default="generator", help_text="what the target is for"
     )
-    other_generator = _name("the second generator_id (scope=difference)")
+    other_generator = serializers.CharField(
+        required=False, max_length=200, help_text="the second generator_id (scope=difference)"
+    )
     half_width_pp = _bounded("half_width_pp", "target 95 % half-width, percentage points", required=True)
     hourly_rate = _bounded("hourly_rate", "annotator pay per hour (currency)", required=True)
     currency = serializers.ChoiceField(choices=list(planner.CURRENCIES), required=False, default="GBP")
@@ -198,172 +92,6 @@ class PlanView(ComputedView):
                 return Response({error.field: [error.message]}, status=status.HTTP_404_NOT_FOUND)
             raise ValidationError({error.field: [error.message]}) from error
         return Response({**result.as_json(), "paper_example": planner.paper_example()})
-
-
-def _next_url(request: Request, cursor: str | None) -> str | None:
-    if cursor is None:
-        return None
-    params = request.query_params.copy()
-    params["cursor"] = cursor
-    return request.build_absolute_uri(f"{request.path}?{params.urlencode()}")
-
-
-class InstrumentSerializer(serializers.Serializer):
-    n_judgments = serializers.IntegerField()
-    parse_failures = ShareSerializer()
-    n_request_errors = serializers.IntegerField()
-
-
-class BaselineSerializer(serializers.Serializer):
-    name = serializers.CharField()
-    agreement = ShareSerializer()
-    note = serializers.CharField(allow_blank=True)
-
-
-class GoldComparisonSerializer(serializers.Serializer):
-    """A study's agreement with its adjudicated gold (report_card.GoldComparison), on the items with gold and
-    a verdict of the judge; the shares are 0 of 0, with the reason in gold_undefined, when there is none."""
-
-    gold_n_items = serializers.IntegerField(help_text="items with gold (as of now) and a judge verdict")
-    gold_agreement = ShareSerializer(help_text="the judge's has_failure equals the gold's")
-    gold_majority_agreement = ShareSerializer(
-        help_text="the judge with the human majority on the same items (ties and unlabelled left out)"
-    )
-    crowd_gold_agreement = ShareSerializer(
-        help_text="the human majority with gold on the same items (ties and unlabelled left out)"
-    )
-    gold_n_human_ties = serializers.IntegerField(help_text="gold items the humans tie on: left out")
-    gold_n_unlabelled = serializers.IntegerField(help_text="gold items without a human label yet: left out")
-    gold_undefined = serializers.CharField(allow_blank=True, help_text="why there is no gold figure")
-
-
-class StudyCardSerializer(GoldComparisonSerializer):
-    study = serializers.CharField()
-    title = serializers.CharField(allow_blank=True)
-    n_items = serializers.IntegerField()
-    n_human_ties = serializers.IntegerField()
-    agreement = ShareSerializer()
-    agreement_on_has_failure = ShareSerializer()
-    agreement_on_no_failure = ShareSerializer()
-    cohen_kappa = serializers.FloatField(allow_null=True)
-    cohen_kappa_undefined = serializers.CharField(allow_blank=True, help_text="why kappa is null ('' if not)")
-    gwet_ac1 = serializers.FloatField(allow_null=True)
-    gwet_ac1_undefined = serializers.CharField(allow_blank=True, help_text="why AC1 is null ('' if not)")
-    human_loo_low = serializers.FloatField(allow_null=True)
-    human_loo_high = serializers.FloatField(allow_null=True)
-    human_loo_pooled = ShareSerializer()
-    baselines = BaselineSerializer(many=True)
-
-
-class LengthBiasSerializer(serializers.Serializer):
-    n = serializers.IntegerField()
-    odds_ratio_per_ratio_point = serializers.FloatField(allow_null=True)
-    ci_low = serializers.FloatField(allow_null=True)
-    ci_high = serializers.FloatField(allow_null=True)
-    p_value = serializers.FloatField(allow_null=True)
-    odds_ratio_per_reference_step = serializers.FloatField(allow_null=True)
-    problem = serializers.CharField(allow_blank=True, help_text="why it could not be estimated")
-
-
-class OtherJudgeSerializer(serializers.Serializer):
-    judge_id = serializers.CharField()
-    model = serializers.CharField()
-    n = serializers.IntegerField()
-    agreement = serializers.FloatField(allow_null=True)
-    cohen_kappa = serializers.FloatField(allow_null=True)
-
-
-class CostSerializer(serializers.Serializer):
-    n_jobs = serializers.IntegerField()
-    n_answered = serializers.IntegerField()
-    prompt_tokens_per_judgment = serializers.FloatField(allow_null=True)
-    completion_tokens_per_judgment = serializers.FloatField(allow_null=True)
-    latency_per_judgment_s = serializers.FloatField(allow_null=True)
-    usd_per_judgment = serializers.FloatField(allow_null=True)
-
-
-class MeanDifferenceSerializer(serializers.Serializer):
-    estimate = serializers.FloatField(allow_null=True, help_text="mean of judge - human label (weighted)")
-    ci_low = serializers.FloatField(allow_null=True, help_text="95 % normal interval")
-    ci_high = serializers.FloatField(allow_null=True)
-    std_error = serializers.FloatField(allow_null=True)
-    n = serializers.IntegerField(help_text="labelled items with the judge's verdict")
-    weighted = serializers.BooleanField()
-    undefined = serializers.CharField(allow_blank=True)
-
-
-class BiasClassSerializer(serializers.Serializer):
-    k = serializers.IntegerField(help_text="items the judge labels the other way")
-    n = serializers.IntegerField(help_text="items of this human class")
-    rate = serializers.FloatField(allow_null=True)
-    ci_low = serializers.FloatField(allow_null=True, help_text="Wilson (weighted: normal)")
-    ci_high = serializers.FloatField(allow_null=True)
-    contribution = serializers.FloatField(allow_null=True, help_text="signed contribution to the bias")
-    weighted = serializers.BooleanField()
-
-
-class TopicBiasSerializer(serializers.Serializer):
-    topic = serializers.CharField()
-    n = serializers.IntegerField()
-    bias = MeanDifferenceSerializer(allow_null=True, help_text="null below MIN_TOPIC_LABELS items")
-    undefined = serializers.CharField(allow_blank=True)
-
-
-class CalibrationBiasSerializer(serializers.Serializer):
-    """The judge's bias (judge - human) on the calibration samples (issue #20)."""
-
-    bias = MeanDifferenceSerializer()
-    missed_failures = BiasClassSerializer(help_text="humans: a failure; the judge passes it")
-    false_alarms = BiasClassSerializer(help_text="humans: none; the judge fails it")
-    n_ties = serializers.IntegerField()
-    ties_contribution = serializers.FloatField(allow_null=True)
-    topics = TopicBiasSerializer(many=True)
-    studies = serializers.ListField(child=serializers.CharField())
-    n_generators = serializers.IntegerField()
-    n_no_verdict = serializers.IntegerField(help_text="labelled items without the judge's verdict: left out")
-
-
-class SkippedStudySerializer(GoldComparisonSerializer):
-    """A study the judge judged without majority figures yet, with why (its gold figures may still show)."""
-
-    study = serializers.CharField()
-    title = serializers.CharField(allow_blank=True)
-    reason = serializers.CharField()
-
-
-class ReportCardSerializer(serializers.Serializer):
-    """Shape of report_card.ReportCard.as_json() (docs/reference/statistics.md defines every figure)."""
-
-    judge_id = serializers.CharField()
-    model = serializers.CharField()
-    is_demo_model = serializers.BooleanField()
-    instrument = InstrumentSerializer()
-    studies = StudyCardSerializer(many=True)
-    studies_without_figures = SkippedStudySerializer(many=True)
-    no_study_reason = serializers.CharField(allow_blank=True)
-    length_bias = LengthBiasSerializer()
-    other_judges = OtherJudgeSerializer(many=True)
-    cost = CostSerializer()
-    flips = ShareSerializer()
-    calibration_bias = CalibrationBiasSerializer(allow_null=True)
-    no_calibration_bias_reason = serializers.CharField(allow_blank=True)
-
-
-class JudgeReportCardView(ComputedView):
-    """A judge's report card: instrument failures, agreement with the human majority per study (with its
-    Wilson intervals, Cohen's kappa, Gwet's AC1, the human leave-one-out band and trivial baselines on the
-    same items) and with the adjudicated gold (beside the majority's own agreement with it), length bias (§D.5
-    regression), agreement with the other judges, cost, latency and flips, and its bias against people on the
-    calibration samples. docs/reference/statistics.md defines every figure."""
-
-    serializer_class = ReportCardSerializer
-
-    @extend_schema(responses=ReportCardSerializer, operation_id="judge_report_card")
-    def get(self, request: Request, judge_id: str) -> Response:
-        judge = Judge.objects.filter(judge_id=judge_id).first()
-        if judge is None:
-            raise NotFound(f"no judge with judge_id {judge_id!r}")
-        return Response(report_card(judge).as_json())
 
 
 class CalibratedScoreSerializer(serializers.Serializer):
@@ -575,21 +303,3 @@ def _judge_pks(values: list[str]) -> list[int]:
     if missing:
         raise ValidationError({"judge_ids": [f"no judge with judge_id {', '.join(map(repr, missing))}"]})
     return pks
-
-
-urlpatterns = [
-    path("judges/<str:judge_id>/report-card/", JudgeReportCardView.as_view(), name="judge-report-card-api"),
-    # Each kind's own endpoints (its `api_urls`): its agreement (/api/agreement/, /api/agreement/step-types/).
-    *(pattern for spec in KINDS.values() for pattern in spec.api_urls()),
-]
-# Mounted by h2e_site/urls.py under the "api" namespace: /api/failures/.
-api_urlpatterns = [
-    path("failures/", FailureListView.as_view(), name="failures"),
-    path("leaderboard/calibrated/", CalibratedLeaderboardView.as_view(), name="calibrated-leaderboard"),
-    path("calibration/plan/", PlanView.as_view(), name="calibration-plan"),
-    path(
-        "studies/<slug:slug>/calibration-rounds/",
-        CalibrationRoundView.as_view(),
-        name="study-calibration-rounds",
-    ),
-]

@@ -1,0 +1,87 @@
+"""The annotation app is mounted without naming its kinds (issue #33 items 2 and 5): annotation/mounting/urls/
+composes every URL conf from the flow's, Prolific's and the failures' own route lists and from each
+registered kind's URL hooks; h2e_site/urls.py mounts packages only; a kind's spec, loaded at app start,
+reaches its views and routes by name, so start-up loads none of them."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from django.urls import URLPattern, URLResolver, resolve
+
+from annotation import kinds
+from annotation.base.registry import KINDS
+
+ROOT = Path(__file__).resolve().parents[2]
+MOUNTING = [
+    *sorted(str(path.relative_to(ROOT)) for path in (ROOT / "annotation/mounting/urls").glob("*.py")),
+    "annotation/flow/urls.py",
+    "h2e_site/urls.py",
+]
+URL_HOOKS = ("page_urls", "agreement_urls", "api_urls", "api_routes", "site_urls", "site_urls_after_apps")
+
+
+def _kind_words() -> re.Pattern[str]:
+    """Each registered kind's name as code, a URL or a sentence says it (step_types, step-types, ...)."""
+    forms = {re.sub("_", sep, name) for name in kinds.KINDS for sep in ("_", "-", " ")}
+    return re.compile("|".join(sorted(map(re.escape, forms))), re.IGNORECASE)
+
+
+def test_the_url_confs_name_no_kind() -> None:
+    words = _kind_words()
+    found = [
+        f"{name}:{number}: {line.strip()}"
+        for name in MOUNTING
+        for number, line in enumerate((ROOT / name).read_text().splitlines(), 1)
+        if words.search(line) or "annotation.kinds." in line
+    ]
+    assert found == []
+
+
+def test_every_kinds_url_hooks_give_routes() -> None:
+    for spec in KINDS.values():
+        for hook in URL_HOOKS:
+            routes = getattr(spec, hook)()
+            assert isinstance(routes, list), (spec.kind, hook)
+            assert all(isinstance(route, URLPattern | URLResolver) for route in routes), (spec.kind, hook)
+
+
+def test_a_kinds_pages_come_before_the_catch_alls_and_around_judgings() -> None:
+    assert resolve("/leaderboard/calibrated/").view_name == "calibrated:leaderboard"
+    assert resolve("/leaderboard/topics/").view_name == "judging:topic_heatmap"
+    assert resolve("/judges/rank-correlation/").view_name == "judging:rank_correlation"
+    assert resolve("/judges/rank-correlations/").view_name == "judges:report_card"
+    assert resolve("/agreement/step-types/label-sets/").view_name == "agreement:step_types_label_sets"
+    assert resolve("/agreement/a-study/").view_name == "agreement:study"
+
+
+_SETUP = """
+import json, sys
+import django
+django.setup()
+print(json.dumps(sorted(sys.modules)))
+"""
+# What a kind's spec must not load at app start: its pages, its API and its routes.
+WEB_LAYER = re.compile(r"annotation\.kinds\.\w+\.(\w+\.)?(views\w*|\w*api|urls\w*|\w*serializers)$")
+
+
+def test_start_up_loads_no_kinds_views_api_or_routes() -> None:
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "h2e_site.settings", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", _SETUP],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [name for name in loaded if WEB_LAYER.match(name)] == []
+    assert any(name.startswith("annotation.kinds.") and name.endswith(".spec") for name in loaded)
