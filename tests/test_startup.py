@@ -56,22 +56,6 @@ SETUP_HEAVY = (
     "httpx",
     "pydantic",
 )
-# Imported at django.setup() until the study kinds' registration is light (issue #33 item 5, the "mount" part:
-# annotation/kinds/*/spec.py import their API and views modules, and through
-# annotation/kinds/critical_failures/api.py h2e_site.api_views with drf-spectacular, django.test and
-# requests). Strict: each case fails once the module is gone, so the lead removes it from this set then.
-UNTIL_THE_KINDS_REGISTER_LIGHTLY = frozenset(
-    {
-        "rest_framework.views",
-        "rest_framework.serializers",
-        "rest_framework.generics",
-        "drf_spectacular.openapi",
-        "drf_spectacular.plumbing",
-        "django.test",
-        "requests",
-    }
-)
-
 _SETUP = """
 import json, sys
 import django
@@ -151,20 +135,7 @@ def _loaded(name: str, modules: frozenset[str]) -> list[str]:
     return sorted(m for m in modules if m == name or m.startswith(name + "."))
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(
-            name,
-            marks=pytest.mark.xfail(
-                strict=True, reason="the study kinds' spec.py still import their API (the mount part of #33)"
-            ),
-        )
-        if name in UNTIL_THE_KINDS_REGISTER_LIGHTLY
-        else name
-        for name in SETUP_HEAVY
-    ],
-)
+@pytest.mark.parametrize("name", SETUP_HEAVY)
 def test_django_setup_alone_imports_no_web_layer_nor_heavy_library(name: str) -> None:
     loaded = _loaded(name, _modules_after_setup())
     assert not loaded, (
