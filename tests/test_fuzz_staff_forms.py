@@ -32,25 +32,15 @@ from django.test import Client
 from django.urls import reverse
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from rest_framework import serializers
 
 from annotation.base.models import Study
 from annotation.base.registry import KINDS
-from annotation.flow import services
 from goal_step.models import TaskSet
 from h2e_site.bounds import model_range
-from h2e_site.embeddings.specs import minilm_spec
-from h2e_site.embeddings.store import model_row
-from h2e_site.jobs.api import _creatable
 from h2e_site.jobs.models import Job
-from mining.config import run_config_from_mapping
 from mining.models import MiningRun
-from mining.runs import mining_run_create
-from tests.annotation.conftest import make_study, no_failure, qualified, read_everything
-from tests.annotation.goal_step.conftest import make_task_set
-from tests.factories import make_procedure, make_scored_world
+from tests.fuzz_world import make_admin_world
 from tests.fuzzing import fuzz_settings
-from tests.mining.canned import loopback_config, make_document
 
 pytestmark = pytest.mark.django_db
 SENT: dict[str, int] = {}
@@ -592,124 +582,6 @@ def test_it_survives_any_value_in_every_site_form(
     post()
 
 
-# --- the API's job-starting bodies ----------------------------------------------------------------------
-
-BODY_VALUES: list[Any] = [
-    *BIG_NUMBERS,
-    1e300,
-    "",
-    "\x00",
-    "a\x00b",
-    "x" * 70_000,
-    [],
-    ["\x00"],
-    [2**63],
-    {"a": "\x00"},
-    "fuzz-taken",
-]
-
-
-def _serializer_fields(kind: str) -> dict[str, serializers.Field]:
-    from django.utils.module_loading import import_string
-
-    return dict(import_string(_creatable()[kind].create_serializer)().fields)
-
-
-def _must_refuse_body(serializer_field: serializers.Field, value: Any) -> bool:
-    child = getattr(serializer_field, "child", None)
-    if isinstance(value, list) and child is not None:
-        return any(_must_refuse_body(child, v) for v in value)
-    if "\x00" in json.dumps(value):
-        return True
-    if isinstance(serializer_field, serializers.IntegerField | serializers.FloatField):
-        if not isinstance(value, int | float) or isinstance(value, bool):
-            return not (value == "" and not serializer_field.required)
-        low = serializer_field.min_value if serializer_field.min_value is not None else -(2**31)
-        high = serializer_field.max_value if serializer_field.max_value is not None else 2**31 - 1
-        return not low <= value <= high
-    return False
-
-
-def test_it_survives_any_value_in_every_job_body(
-    admin_world: dict[str, Any], boss: Client, django_capture_on_commit_callbacks: Any
-) -> None:
-    kinds = sorted(_creatable())
-    for kind in kinds:  # every number of a body has both ends
-        for name, serializer_field in _serializer_fields(kind).items():
-            number = getattr(serializer_field, "child", serializer_field)
-            if isinstance(number, serializers.IntegerField | serializers.FloatField):
-                assert number.max_value is not None and number.min_value is not None, (kind, name)
-
-    @_examples(100)
-    @given(data=st.data())
-    def post(data: st.DataObject) -> None:
-        kind = data.draw(st.sampled_from(kinds), label="kind")
-        fields = _serializer_fields(kind)
-        name = data.draw(st.sampled_from(sorted(set(fields) - {"kind"})), label="field")
-        value = data.draw(st.sampled_from(BODY_VALUES), label="value")
-        body = {"kind": kind, **admin_world["bodies"].get(kind, {}), name: value}
-        before = (Job.objects.count(), TaskSet.objects.count())
-        with django_capture_on_commit_callbacks(execute=False):
-            response = boss.post("/api/jobs/", body, content_type="application/json")
-        SENT[f"POST /api/jobs/ {kind}"] = SENT.get(f"POST /api/jobs/ {kind}", 0) + 1
-        _assert_no_server_error(response, kind, name, value)
-        if _must_refuse_body(fields[name], value):
-            assert response.status_code == 400, (kind, name, _shown(value), response.status_code)
-        if response.status_code >= 400:
-            assert (Job.objects.count(), TaskSet.objects.count()) == before
-        if response.status_code == 400 and _must_refuse_body(fields[name], value):
-            assert name in response.json(), (kind, name, _shown(value), response.content[:300])
-
-    post()
-
-
-@pytest.mark.parametrize(
-    "body", [DEEP_ARRAY, DEEP_OBJECT, HUGE_JSON, '{"kind": "build_tasks", "name": "a\\u0000"}']
-)
-def test_it_refuses_a_body_too_deep_too_long_or_holding_nul(boss: Client, body: str) -> None:
-    for path in ("/api/jobs/", "/api/mining/runs/1/rerun/"):
-        response = boss.post(path, body, content_type="application/json")
-        assert response.status_code in (400, 404), (path, body[:40], response.status_code)
-        assert b"Traceback" not in response.content
-
-
-# --- fixtures ------------------------------------------------------------------------------------------
-
-
 @pytest.fixture
 def admin_world() -> dict[str, Any]:
-    """One row of every model the admin edits (a study with a participant's annotation, a task set, a
-    mining run, judgments with failures), and bodies a job-starting request can start from."""
-    world = make_scored_world()
-    study = make_study(n_items=2, k=2, slug="fuzz-taken")
-    participant = qualified(study, 1)
-    assignment = services.assignment_next(participant=participant)
-    assert assignment is not None
-    services.annotation_submit(assignment=read_everything(assignment), submission=no_failure())
-    for i in range(2):
-        make_procedure(goal=f"Step-type procedure {i}", steps=["a", "b", "c", "d"], topic="Home")
-    make_task_set("fuzz-taken")
-    services.study_create(
-        title="Calibration", slug="fuzz-calibration",
-        selection=services.Selection(calibration_design="uniform", sample_size=2),
-    )  # fmt: skip
-    services.study_create(
-        title="Pairs", slug="fuzz-pairwise", kind="pairwise",
-        selection=services.Selection(generator_ids=[g.pk for g in world["generators"]]),
-    )  # fmt: skip
-    make_document("fuzz-doc")
-    model_row(minilm_spec())  # the embedding store's model, for its admin action
-    mining_run_create(config=run_config_from_mapping(loopback_config("http://127.0.0.1:9/v1")), enqueue=False)
-    generator = world["generators"][0]
-    return {
-        **world,
-        "bodies": {
-            "build_tasks": {"name": "fuzz-new", "seed": 1, "splits": ["bench"]},
-            "generate": {"generator_id": generator.generator_id, "limit": 1},
-            "judge": {"judge_id": world["judges"][0].judge_id, "generator_id": generator.generator_id},
-            "answer_tasks": {"model_id": "no-such-model", "task_set": "fuzz-taken"},
-            "classify_steps": {"classifier_id": "no-such", "study": "fuzz-taken"},
-            "embed": {"sources": ["procedures"]},
-            "failure_patterns": {"topic": "Home"},
-        },
-    }
+    return make_admin_world()
