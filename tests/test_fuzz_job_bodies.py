@@ -28,6 +28,8 @@ from tests.test_fuzz_staff_forms import (
     _shown,
 )
 
+pytestmark = pytest.mark.django_db
+
 # --- the API's job-starting bodies ----------------------------------------------------------------------
 
 BODY_VALUES: list[Any] = [

@@ -44,6 +44,8 @@ from tests.annotation.test_failure_meaning import (
 from tests.factories import make_generation, make_judge, make_judgment, make_procedure
 from tests.llm_server import failure, judge_json
 
+pytestmark = pytest.mark.django_db
+
 
 @pytest.fixture
 def world() -> dict[str, Any]:

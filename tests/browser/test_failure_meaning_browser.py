@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from judging.models import CriticalFailure
-from tests.annotation.test_failure_meaning import failure_world, run_patterns
+from tests.annotation.test_failure_meaning import failure_world
+from tests.annotation.test_failure_patterns import run_patterns
 from tests.browser.conftest import DESKTOP, PAGE_OVERFLOW, PHONE, SCREENSHOTS, screenshot
 
 pytestmark = pytest.mark.browser

@@ -37,6 +37,8 @@ from tests.goal_step.test_answer import (  # noqa: F401 (fixtures and helpers of
 )
 from tests.llm_server import LoopbackLLM
 
+pytestmark = pytest.mark.django_db
+
 
 @pytest.fixture
 def task_set(db: Any) -> TaskSet:

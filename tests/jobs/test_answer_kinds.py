@@ -9,7 +9,7 @@ import pytest
 
 from annotation.kinds.step_types.classify import STEP_TYPE_CLASSIFICATION, ClassifyWork
 from annotation.kinds.step_types.models import StepTypeClassifier
-from annotation.mounting.tasks import run_classify_job
+from annotation.kinds.step_types.tasks import run_classify_job
 from goal_step.answer import TASK_ANSWERS, AnswerWork
 from goal_step.models import TaskModel
 from goal_step.tasks import run_answer_tasks_job

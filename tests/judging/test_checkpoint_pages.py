@@ -35,6 +35,8 @@ from tests.judging.test_checkpoints import (
 )
 from tests.llm_server import LoopbackLLM, failure, judge_json
 
+pytestmark = pytest.mark.django_db
+
 
 @pytest.fixture
 def world() -> dict[str, Any]:

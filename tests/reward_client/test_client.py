@@ -3,7 +3,6 @@ order, batches split at the client's size, the service's refusals named, failure
 
 from __future__ import annotations
 
-import asyncio
 import json
 import socket
 import threading
@@ -18,6 +17,7 @@ from h2e_reward.client import describe, service_url
 from judging.training.models import RewardCall
 from tests.factories import make_procedure
 from tests.reward_client.conftest import FAILS, GARBLED, GOAL, STEPS, Studio, numbered
+from tests.reward_client.trainers import run_coroutine
 from tests.reward_world import trainer
 
 INLINE = {"goal": GOAL, "resources": ["new pot"], "steps": STEPS}
@@ -91,7 +91,7 @@ def test_an_unknown_reward_config_is_named(studio: Studio) -> None:
 
 def test_the_async_form_answers_the_same(studio: Studio) -> None:
     items = [{"procedure": INLINE, "completion": numbered(STEPS)}]
-    assert asyncio.run(client(studio).ascore(items, ["format"]))[0]["format"] == 1
+    assert run_coroutine(client(studio).ascore(items, ["format"]))[0]["format"] == 1
 
 
 def test_it_reads_its_configuration_from_the_environment(reward_env: Studio) -> None:

@@ -17,6 +17,7 @@ the same argument names, shapes and order as the trainers' own code, so the adap
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import importlib.util
 import inspect
 import math
@@ -33,6 +34,13 @@ from typing import Any
 import numpy as np
 
 # --- TRL ---------------------------------------------------------------------------------------------------
+
+
+def run_coroutine(coroutine: Any) -> Any:
+    """asyncio.run in a thread of its own, as a trainer's process runs it: this test process may already
+    have an event loop running in its main thread (the session's Playwright browser)."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
 
 
 @dataclass
@@ -193,7 +201,7 @@ def verl_reward_loop(compute_score: Callable[..., Any], samples: list[dict[str, 
     async def run_all() -> list[Any]:
         return list(await asyncio.gather(*[one(sample) for sample in samples]))
 
-    return asyncio.run(run_all())
+    return run_coroutine(run_all())
 
 
 # --- open-instruct -----------------------------------------------------------------------------------------
@@ -289,4 +297,4 @@ def apply_verifiable_reward(
             per_func[i][name] = per_func[i].get(name, 0.0) + reward_mult * score * weight
         return rewards, per_func
 
-    return asyncio.run(run_all())
+    return run_coroutine(run_all())

@@ -41,6 +41,8 @@ from tests.annotation.step_types.test_classify import (
 from tests.factories import make_user
 from tests.llm_server import LoopbackLLM
 
+pytestmark = pytest.mark.django_db
+
 
 @pytest.fixture
 def study() -> Study:
