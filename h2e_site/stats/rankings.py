@@ -1,7 +1,7 @@
 """Statistics of rankings: Kendall's tau-b of many rankings at once (for bootstrap intervals: judging's
 rankings and pairwise figures), Holm's adjustment of the p-values of many comparisons (judging/paired.py), and
-the Bradley-Terry fit of a win matrix with its bootstrap over items (judging/pairwise_figures.py, which says
-what the strengths and their intervals mean).
+the Bradley-Terry fit of a win matrix with its bootstrap over items (annotation/kinds/pairwise/comparisons.py,
+which says what the strengths and their intervals mean).
 
 Bradley-Terry: P(i beats j) = exp(s_i) / (exp(s_i) + exp(s_j)), fitted with `choix.ilsr_pairwise_dense` on the
 win matrix with regularisation alpha: the fit solves, for every generator i, wins_i - sum_j n_ij w_i / (w_i +

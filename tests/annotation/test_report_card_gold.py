@@ -19,8 +19,7 @@ from annotation.kinds.critical_failures.report_card import (
     StudyCard,
     report_card,
 )
-from h2e_site.stats import wilson_interval
-from judging.judge_figures import Share
+from h2e_site.stats import Share, wilson_interval
 from judging.models import Generation, Judge
 from tests.annotation.conftest import make_study
 from tests.annotation.test_agreement_pages import annotate, items_in_order, verdict

@@ -12,9 +12,9 @@ import pytest
 from scipy.optimize import minimize
 from statsmodels.stats.inter_rater import cohens_kappa
 
+from annotation.kinds.critical_failures import judge_figures
 from h2e_site.jobs.models import Job, JobStatus
 from h2e_site.stats.agreement import Confusion, cohen_kappa, gwet_ac1, observed_agreement
-from judging import judge_figures
 from judging.job_kinds import JUDGE
 from judging.models import JudgeError, Judgment
 from tests.factories import make_generation, make_judge, make_judgment, make_procedure

@@ -1,5 +1,5 @@
-"""The figures of pairwise studies (judging/pairwise_figures.py), each against a hand computation or a
-library."""
+"""The figures of pairwise studies (annotation/kinds/pairwise/comparisons.py), each against a hand computation
+or a library."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import pytest
 from scipy.stats import kendalltau
 from sklearn.metrics import cohen_kappa_score
 
+from annotation.kinds.pairwise import comparisons as pf
+from annotation.kinds.pairwise.comparisons import A_BETTER, B_BETTER, TIE_FAIL, TIE_NONE, Comparison
 from h2e_site.stats import wilson_interval
 from h2e_site.stats.agreement import confusion_of, kappa
-from judging import pairwise_figures as pf
-from judging.pairwise_figures import A_BETTER, B_BETTER, TIE_FAIL, TIE_NONE, Comparison
 
 _ids = count()
 

@@ -18,6 +18,8 @@ from django.utils import timezone
 from hypothesis import given
 from hypothesis import strategies as st
 
+from annotation.kinds.pairwise import comparisons as pairwise_figures
+from annotation.kinds.pairwise.verdicts import pairwise_comparisons, pairwise_verdicts
 from h2e_site.inputs import BadInput
 from h2e_site.jobs.answering import NothingToAsk
 from h2e_site.jobs.models import Job, JobStatus
@@ -25,7 +27,6 @@ from h2e_site.jobs.registry import job_type_for
 from h2e_site.jobs.services import job_retry_failed
 from h2e_site.llm.config import config_from_mapping
 from h2e_site.llm.prompts import PromptChanged
-from judging import pairwise_figures
 from judging.configs import judge_for_config
 from judging.job_kinds import PAIRWISE_JUDGE
 from judging.models import Generation, Judge, PairwiseJudgment
@@ -37,7 +38,6 @@ from judging.pairwise_prompt import (
     pairwise_template_sha256,
     parse_pairwise_verdict,
 )
-from judging.pairwise_verdicts import pairwise_comparisons, pairwise_verdicts
 from tests.factories import make_generation, make_generator, make_procedure
 from tests.llm_server import Fail, LoopbackLLM
 

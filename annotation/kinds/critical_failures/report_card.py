@@ -1,7 +1,7 @@
 """A judge's report card (issue #12 item 3): everything that says how far to trust its verdicts.
 
 The judge-only figures (instrument failures, length bias, agreement with the other judges, cost, flips) come
-from judging/judge_figures.py. This adds, for every study whose generations the judge judged, its agreement
+from judge_figures.py beside it. This adds, for every study whose generations the judge judged, its agreement
 with the human majority on those items (definitions below), which needs the human labels: so it lives in the
 top layer.
 
@@ -48,6 +48,7 @@ from typing import Any
 
 from annotation.base.models import Study
 from annotation.base.selectors import study_unlabelled_reason
+from annotation.kinds.critical_failures import judge_figures
 from annotation.kinds.critical_failures.agreement_data import study_labels
 from annotation.kinds.critical_failures.calibration.calibrated import (
     MIN_TOPIC_LABELS,
@@ -77,7 +78,7 @@ from h2e_site.stats.verdicts import (
     majority,
     pooled,
 )
-from judging import judge_figures, versions
+from judging import versions
 from judging.models import Generation, Judge, Judgment
 from judging.probes.results import ProbeResults, judge_probes
 

@@ -1,4 +1,4 @@
-"""A pairwise study's data: its annotations as comparison records (judging/pairwise_figures.py's
+"""A pairwise study's data: its annotations as comparison records (annotation/kinds/pairwise/comparisons.py's
 `Comparison`), the pointwise How2Score verdicts of its generations, and its export rows."""
 
 from __future__ import annotations
@@ -10,12 +10,19 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from annotation.base.models import Annotation, Study
+from annotation.kinds.pairwise.comparisons import (
+    A_BETTER,
+    B_BETTER,
+    TIE_FAIL,
+    TIE_NONE,
+    Comparison,
+    Pointwise,
+)
 from annotation.kinds.pairwise.models import PairwiseItem, pair_of
+from annotation.kinds.pairwise.verdicts import pairwise_comparisons
 from h2e_site.jobs.models import Job
 from judging.models import Judge, Judgment
-from judging.pairwise_figures import A_BETTER, B_BETTER, TIE_FAIL, TIE_NONE, Comparison, Pointwise
 from judging.pairwise_jobs import pairwise_judge_job_create
-from judging.pairwise_verdicts import pairwise_comparisons
 
 EXPORT_FIELDS = [
     "study", "item", "is_attention_check", "attention_passed", "source_example_id", "goal",

@@ -1,4 +1,4 @@
-"""A pairwise study's figures (the definitions are judging/pairwise_figures.py's and
+"""A pairwise study's figures (the definitions are annotation/kinds/pairwise/comparisons.py's and
 docs/reference/statistics.md's): the humans' Bradley-Terry ranking of the generators with bootstrap intervals,
 their agreement (Krippendorff's alpha on pairs) and position bias; for each pairwise judge (the study's LLM
 twin) its ranking, its agreement with the human majority, its position bias and how often its verdict flips
@@ -11,16 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from annotation.base.models import Study
-from annotation.kinds.pairwise.data import (
-    human_comparisons,
-    judge_comparisons,
-    pointwise_verdicts,
-    study_pairs,
-)
-from annotation.kinds.pairwise.models import PairwiseItem
-from h2e_site.stats import Coefficient
-from judging.models import Judge
-from judging.pairwise_figures import (
+from annotation.kinds.pairwise.comparisons import (
     BradleyTerry,
     Comparison,
     FlipRate,
@@ -37,6 +28,15 @@ from judging.pairwise_figures import (
     position_bias,
     ranking_tau,
 )
+from annotation.kinds.pairwise.data import (
+    human_comparisons,
+    judge_comparisons,
+    pointwise_verdicts,
+    study_pairs,
+)
+from annotation.kinds.pairwise.models import PairwiseItem
+from h2e_site.stats import Coefficient
+from judging.models import Judge
 
 
 @dataclass(frozen=True)

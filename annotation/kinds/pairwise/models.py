@@ -11,8 +11,8 @@ from judging.models import Generation
 
 class PairwiseItem(models.Model):
     """The pair a pairwise study item shows: generation A and generation B, two L2s of one goal by two
-    generators, A's generator_id sorting first (judging/pairwise_figures.py's orientation). A generation a
-    study shows cannot be deleted (PROTECT)."""
+    generators, A's generator_id sorting first (comparisons.py's orientation). A generation that a study
+    shows cannot be deleted (PROTECT)."""
 
     item = models.OneToOneField(StudyItem, on_delete=models.CASCADE, related_name="pair", primary_key=True)
     generation_a = models.ForeignKey(Generation, on_delete=models.PROTECT, related_name="+")

@@ -9,9 +9,9 @@ from collections.abc import Hashable
 
 from annotation.base.beyond_majority import CategoricalQuestion, UnitRef
 from annotation.base.models import Annotation, Study
+from annotation.kinds.pairwise.comparisons import A_BETTER, B_BETTER, TIE_FAIL, TIE_NONE
 from annotation.kinds.pairwise.data import canonical_outcome
 from h2e_site.stats.dawid_skene import CrowdLabel
-from judging.pairwise_figures import A_BETTER, B_BETTER, TIE_FAIL, TIE_NONE
 
 OUTCOME_NAMES = {
     A_BETTER: "A better",

@@ -7,7 +7,7 @@ failure, described and linked to the L1 steps and the steps of the L2 it is in.
 Its items' pair of generations is this kind's own table (annotation/kinds/pairwise/models.py: PairwiseItem);
 the
 item's subject is "pair:<generation A>:<generation B>", A being the generation whose generator_id sorts
-first (judging/pairwise_figures.py's orientation). Its data, figures and API are in
+first (annotation/kinds/pairwise/comparisons.py's orientation). Its data, figures and API are in
 annotation/kinds/pairwise/, its
 pages (figures, its LLM twin: the pairwise judge job on the same pairs) in
 annotation/kinds/pairwise/views.py."""

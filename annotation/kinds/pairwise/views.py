@@ -20,6 +20,7 @@ from django.views.decorators.http import require_POST
 from annotation.base.beyond_majority import question_estimates
 from annotation.base.models import Study
 from annotation.base.selectors import study_unlabelled_reason
+from annotation.kinds.pairwise.comparisons import BradleyTerry, Strength
 from annotation.kinds.pairwise.data import twin_job_create
 from annotation.kinds.pairwise.figures import study_figures
 from annotation.kinds.pairwise.forms import AttachJudgeConfigForm, PairwiseJudgeForm
@@ -32,7 +33,6 @@ from h2e_site.llm.config import ConfigError
 from h2e_site.web import can_run_jobs, request_user, staff_required
 from judging.job_kinds import PAIRWISE_JUDGE
 from judging.models import Judge
-from judging.pairwise_figures import BradleyTerry, Strength
 from judging.selectors import generator_names
 
 KIND = "pairwise"

@@ -1,6 +1,7 @@
-"""A pairwise judge's verdicts read back (judging/pairwise_jobs.py writes them): per pair, the verdict of each
-order and whether it flips with the order; and as pairwise_figures.Comparison records, so that flip_rate,
-position_bias, judge_human_agreement and bradley_terry read a judge's answers as they read a study's.
+"""A pairwise judge's verdicts read back (judging/pairwise_jobs.py writes them; the pairwise kind reads them,
+data.py): per pair, the verdict of each order and whether it flips with the order; and as
+comparisons.Comparison records, so that flip_rate, position_bias, judge_human_agreement and bradley_terry
+read a judge's answers as they read a study's.
 
 A pair is (a, b), a < b (generation pks); "ab" showed A first. Canonical verdicts here are said of the pair's
 A and B ("a_better", "b_better", "tie_none", "tie_fail"); a flip is two readable orders whose canonical
@@ -14,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .models import Judge, PairwiseJudgment, PairwiseOrder, PairwiseVerdict
-from .pairwise_figures import A_BETTER, B_BETTER, TIE_FAIL, TIE_NONE, Comparison
+from annotation.kinds.pairwise.comparisons import A_BETTER, B_BETTER, TIE_FAIL, TIE_NONE, Comparison
+from judging.models import Judge, PairwiseJudgment, PairwiseOrder, PairwiseVerdict
 
 Pair = tuple[int, int]
 _SHOWN_AS = {PairwiseVerdict.FIRST.value: "left", PairwiseVerdict.SECOND.value: "right"}
@@ -130,7 +131,7 @@ def pairwise_comparisons(
     *,
     prompt_sha256: str | None = None,
 ) -> list[Comparison]:
-    """A judge's pairwise verdicts as Comparison records for pairwise_figures: every pair it judged, or only
+    """A judge's pairwise verdicts as Comparison records for comparisons.py: every pair it judged, or only
     the pairs of `items` (pair, in either order -> the item key its records carry)."""
     keyed = None if items is None else {_pair_key(pair): item for pair, item in items.items()}
     verdicts = pairwise_verdicts(judge, keyed, prompt_sha256=prompt_sha256)

@@ -30,9 +30,8 @@ from h2e_site.jobs.models import Job
 from h2e_site.stats import Coefficient, Share
 from h2e_site.stats.agreement import Confusion, observed_agreement
 from h2e_site.stats.agreement import kappa as kappa_of
-
-from .job_kinds import JUDGE
-from .models import Judge, JudgeError, Judgment
+from judging.job_kinds import JUDGE
+from judging.models import Judge, JudgeError, Judgment
 
 PRICES_FILE = Path("configs/prices.yaml")
 MIN_REGRESSION_EXAMPLES = 20
