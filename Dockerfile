@@ -28,7 +28,10 @@ COPY annotation ./annotation
 RUN pip install -e ".${EXTRAS:+[$EXTRAS]}"  # editable: the code runs from /app
 
 COPY . .
-RUN DEBUG=0 SECRET_KEY=collectstatic-only python manage.py collectstatic --noinput \
+# The bytecode of our modules, compiled once here: PYTHONDONTWRITEBYTECODE keeps every process from writing
+# it, so without this each would compile them from source at its start.
+RUN python -m compileall -q h2e_site mining judging goal_step annotation demo \
+    && DEBUG=0 SECRET_KEY=collectstatic-only python manage.py collectstatic --noinput \
     && useradd --system --uid 1000 --home-dir /app h2e \
     && mkdir -p /app/var && chown -R h2e /app/var
 

@@ -198,7 +198,7 @@ class TimedBackend:
 
 def judge_run(judge: Any, generation_ids: list[int]) -> dict[str, Any]:
     from h2e_site.jobs.models import JobStatus
-    from h2e_site.llm import backend_from_config
+    from h2e_site.llm.backends import backend_from_config
     from judging.configs import config_for_judge
     from judging.judge_jobs import judge_job_create, judge_job_run
     from judging.models import JudgeError, Judgment

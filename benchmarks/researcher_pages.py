@@ -99,7 +99,7 @@ def failure_browser_page(client: Any) -> list[Timing]:
 def _cursor_after_pages(judge_id: str, *, pages: int) -> str:
     """The cursor that opens page pages + 1 of the topic + judge filter (or the last page's, when there are
     fewer: a small database, as in the smoke run; "" when there is one page)."""
-    from annotation import failures
+    from annotation.failures import reads as failures
 
     query = failures.FailureQuery(topic="Health", judge=judge_id)
     filters = failures.failure_filters_resolve(query, failures.filter_choices_for(query))
@@ -262,7 +262,7 @@ def explain_first_page() -> str:
     """EXPLAIN ANALYZE of the judge-side query of the filtered first page."""
     from django.db import connection
 
-    from annotation import failures
+    from annotation.failures import reads as failures
     from judging.models import Judge
 
     judge = Judge.objects.order_by("judge_id").first()

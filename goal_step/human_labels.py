@@ -7,7 +7,8 @@
   SEQUENTIAL majorities), for which procedures Step Ordering is built from (selection.py).
 
 The data flows down, so it comes through this one seam: each annotation study kind that knows one of them
-registers its source when the app is ready (human_labels_update). Without it (the goal-step app on its own, or
+registers its source when the app loads it (human_labels_update: a function, or its dotted path, imported
+when first read). Without it (the goal-step app on its own, or
 a test that clears it) no example is known
 to be validated (None: "no validation results yet") and no procedure's order is known beyond its field.
 """
@@ -16,11 +17,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
+from typing import Any
+
+from django.utils.module_loading import import_string
 
 from .models import TaskSet
 
-ValidationSource = Callable[[TaskSet], Collection[int] | None]
-OrderSource = Callable[[list[int]], dict[int, bool]]
+# A source is a function or its dotted path (a study kind registers its path, so loading the kind imports
+# nothing of what the function computes with).
+ValidationSource = Callable[[TaskSet], Collection[int] | None] | str
+OrderSource = Callable[[list[int]], dict[int, bool]] | str
 
 
 def _no_validation(task_set: TaskSet) -> None:
@@ -69,10 +75,14 @@ def _labels() -> HumanLabels:
 
 def validated_pks(task_set: TaskSet) -> frozenset[int] | None:
     """The validated test examples of the set (None: no validation results known)."""
-    pks = _labels().validated(task_set)
+    pks = _function(_labels().validated)(task_set)
     return None if pks is None else frozenset(pks)
 
 
 def ordered_by_people(procedure_pks: list[int]) -> dict[int, bool]:
     """Whether each procedure's order matters, for those people labelled (others left out)."""
-    return _labels().ordered(procedure_pks) if procedure_pks else {}
+    return _function(_labels().ordered)(procedure_pks) if procedure_pks else {}
+
+
+def _function(source: Callable[..., Any] | str) -> Callable[..., Any]:
+    return import_string(source) if isinstance(source, str) else source

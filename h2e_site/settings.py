@@ -29,7 +29,7 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"] if
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "django.contrib.admin.apps.SimpleAdminConfig",  # admin modules load with the URL conf (h2e_site/urls.py)
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -200,6 +200,9 @@ H2E_REWARD_CONFIG_DIR = env_str("H2E_REWARD_CONFIG_DIR", str(BASE_DIR / "configs
 
 # --- Celery: Redis when REDIS_URL is set, else an embedded SQLite broker (a real worker, never eager). ---
 REDIS_URL = env_str("REDIS_URL")
+# The Celery app (h2e_site/celery.py), which the job registry imports when the first job is sent: neither
+# django.setup() nor a command that sends no job loads Celery.
+JOBS_CELERY_APP = "h2e_site.celery.app"
 CELERY_BROKER_URL = REDIS_URL or f"sqla+sqlite:///{VAR_DIR / 'celery-broker.sqlite3'}"
 if not REDIS_URL or DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     VAR_DIR.mkdir(parents=True, exist_ok=True)  # the embedded SQLite files live here

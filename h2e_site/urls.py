@@ -1,4 +1,8 @@
-"""The project's URLs: every app's pages, and one API (one router, the "api" namespace) over every app."""
+"""The project's URLs: every app's pages, and one API (one router, the "api" namespace) over every app.
+
+The admin registers here, as the URL conf mounts it: Django's SimpleAdminConfig (settings) leaves the admin
+modules out of django.setup(), which every command and worker pays; every app's admin.py, then the annotation
+packages' (annotation/mounting/admin.py), are imported before the admin's URLs are built."""
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
@@ -8,6 +12,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
+from annotation.mounting.admin import register_admins
 from annotation.mounting.urls import api as annotation_api
 from annotation.mounting.urls import site as annotation_site
 from goal_step import api as goal_step_api
@@ -15,6 +20,9 @@ from goal_step import urls as goal_step_urls
 from h2e_site.api_views import api_not_found
 from h2e_site.jobs import api as jobs_api
 from judging import api as judging_api
+
+admin.autodiscover()
+register_admins()
 
 
 def favicon(request: HttpRequest) -> HttpResponsePermanentRedirect:

@@ -6,7 +6,10 @@ start, statsmodels, pandas and pyarrow more (issue #19 item 21).
 `django.setup()` alone (what every management command pays before it does anything) must not even import the
 web layer: DRF's views and serializers, the API schema (drf-spectacular, which imports django.test), HTTP
 clients, pydantic (issue #33: registering the apps, their models, job kinds and study kinds imports no view,
-serializer, API schema, HTTP client or pydantic; pages and APIs are reached through the URL conf).
+serializer, API schema, HTTP client or pydantic; pages and APIs are reached through the URL conf), nor Celery
+(its app loads when a process first sends a job), nor any admin module (Django's SimpleAdminConfig: they load
+with the URL conf), nor a study kind's spec (the registry imports one when first asked for), so that it takes
+at most 0.5 s with the production settings (docs/benchmarks.md measures it).
 
 Checked in a fresh interpreter, since this test process has imported everything already."""
 
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from functools import cache
@@ -55,7 +59,12 @@ SETUP_HEAVY = (
     "requests",
     "httpx",
     "pydantic",
+    "celery",
+    "kombu",
 )
+# Modules of ours that load later than django.setup(): a kind's spec (with what its hooks compute with) when
+# the kind is first asked for, the admin modules with the URL conf.
+SETUP_LATE = re.compile(r"(annotation\.kinds\.\w+\.spec|[\w.]+\.admin(\.\w+)?)$")
 _SETUP = """
 import json, sys
 import django
@@ -148,3 +157,20 @@ def test_django_setup_alone_imports_no_web_layer_nor_heavy_library(name: str) ->
 def test_it_sees_a_module_that_setup_imports() -> None:
     """The check itself can fail: django.setup() does import the ORM."""
     assert _loaded("django.db.models", _modules_after_setup())
+
+
+def test_django_setup_alone_imports_no_kind_spec_nor_admin_module() -> None:
+    modules = _modules_after_setup()
+    assert sorted(m for m in modules if SETUP_LATE.match(m) and not m.startswith("django.")) == []
+
+
+def test_it_sees_a_kind_spec_or_an_admin_module() -> None:
+    """The check itself can fail: the pattern names a kind's spec and an app's admin (module or package)."""
+    names = [
+        "annotation.kinds.pairwise.spec",
+        "judging.admin",
+        "judging.admin.generators",
+        "annotation.base.admin",
+    ]
+    assert all(SETUP_LATE.match(name) for name in names)
+    assert not SETUP_LATE.match("annotation.kinds.pairwise.models")

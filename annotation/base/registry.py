@@ -1,14 +1,16 @@
 """The registered study kinds, as the engine reads them: each kind's folder (annotation/kinds/<kind>/)
-registers
-its spec here when the registry (annotation/kinds/__init__.py) loads it at app start, so the engine, which
-sits
-below the kinds, asks `kind_for(study)` without importing any kind."""
+registers itself here when the registry (annotation/kinds/__init__.py) loads it at app start, giving its label
+and the dotted path of its spec, so the engine, which sits below the kinds, asks `kind_for(study)` without
+importing any kind. A kind's spec (its hooks, and the modules they compute with) is imported the first time
+the kind is asked for, not by django.setup()."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Mapping
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest
 from django.utils.module_loading import import_string
 
@@ -16,16 +18,45 @@ from annotation.base.models import Study
 from annotation.base.spec import StudyKindSpec
 from annotation.base.types import KINDS_INDEX, KindEntry
 
-KINDS: dict[str, StudyKindSpec] = {}
+
+class KindRegistry(Mapping[str, StudyKindSpec]):
+    """name -> the kind's spec, in the order the kinds registered; each spec imported on first use."""
+
+    def __init__(self) -> None:
+        self._specs: dict[str, StudyKindSpec] = {}
+        self._lock = threading.Lock()
+
+    def __getitem__(self, name: str) -> StudyKindSpec:
+        spec = self._specs.get(name)
+        if spec is None:
+            entry = KINDS_INDEX[name]  # a KeyError names an unregistered kind
+            with self._lock:
+                spec = self._specs.get(name) or self._load(name, entry)
+        return spec
+
+    def _load(self, name: str, entry: KindEntry) -> StudyKindSpec:
+        spec = import_string(entry.spec)()
+        if not isinstance(spec, StudyKindSpec) or spec.kind != name:
+            raise ImproperlyConfigured(f"{entry.spec} is not the StudyKindSpec of the kind {name!r}")
+        self._specs[name] = spec
+        return spec
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(KINDS_INDEX)
+
+    def __len__(self) -> int:
+        return len(KINDS_INDEX)
 
 
-def register(spec: StudyKindSpec) -> StudyKindSpec:
-    """Registers a kind's spec under its name (and the kind's entry every page reads its label from)."""
-    if spec.kind in KINDS:
-        raise ValueError(f"two study kinds are named {spec.kind!r}")
-    KINDS[spec.kind] = spec
-    KINDS_INDEX[spec.kind] = KindEntry(spec.label, spec.description, spec.noun, spec.agreement_api)
-    return spec
+KINDS = KindRegistry()
+
+
+def register(name: str, *, label: str, description: str, spec: str, agreement_api: str = "") -> None:
+    """Registers a kind: its name (Study.kind), label (every page's), Study.kind's choice text, the dotted
+    path of its StudyKindSpec subclass and the URL name of its agreement endpoint ("" for none)."""
+    if name in KINDS_INDEX:
+        raise ValueError(f"two study kinds are named {name!r}")
+    KINDS_INDEX[name] = KindEntry(label, description, spec, agreement_api)
 
 
 def kind_for(study: Study | str) -> StudyKindSpec:

@@ -15,7 +15,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseNotFound, QueryDi
 from django.urls import URLPattern, URLResolver
 
 from annotation.base.models import StudyItem
-from annotation.base.types import subject_key
+from annotation.base.types import KINDS_INDEX, subject_key
 from h2e_site.inputs import BadInput
 
 if TYPE_CHECKING:
@@ -81,14 +81,11 @@ class ReadingTexts:
 class StudyKindSpec(ABC):
     """One kind of study. The engine calls these; a kind never re-implements leasing, gates or codes."""
 
-    kind: str
-    label: str
-    description: str  # the builder's tab and Study.kind's choice: what the kind asks, in a line
+    kind: str  # its name, as registered (annotation/kinds/<kind>/__init__.py, with its label and description)
     summary: str  # the studies list's lede: "where people ...", what a participant does, in a clause
     item_template: str  # the participant's item page; it has a {% partialdef reading %} the engine swaps
     nothing_selected: str  # why a selection can have no item, for the builder's refusal
     reading: ReadingTexts  # the reading gate's refusals, in the kind's words
-    agreement_api: str = ""  # URL name of the API endpoint with the kind's agreement, if it has one
     on_overview: bool = False  # whether the agreement overview (/agreement/) has a part for the kind
     # What the engine loads with an item, as StudyItem paths: the relations the item page, the reading gate
     # and `check` read (joined in the same query); the fields of them the item page reads (the rest stays
@@ -105,15 +102,25 @@ class StudyKindSpec(ABC):
     study_page_template: str = ""
     participant_columns: tuple[tuple[str, str], ...] = ()
 
-    def ready(self) -> None:
-        """What the kind registers once every app is loaded (a source of human labels for the goal-step app,
-        say); nothing by default."""
-        return None
+    @property
+    def label(self) -> str:
+        """'Step types': the kind's label as registered, the one every page shows."""
+        return KINDS_INDEX[self.kind].label
+
+    @property
+    def description(self) -> str:
+        """The builder's tab and Study.kind's choice: what the kind asks, in a line (as registered)."""
+        return KINDS_INDEX[self.kind].description
+
+    @property
+    def agreement_api(self) -> str:
+        """The URL name of the API endpoint with the kind's agreement ("" for none), as registered."""
+        return KINDS_INDEX[self.kind].agreement_api
 
     @property
     def noun(self) -> str:
         """'a step-types study': the kind's name in a sentence."""
-        return self.label.lower().replace(" ", "-")
+        return KINDS_INDEX[self.kind].noun
 
     # --- studies -----------------------------------------------------------------------------------------
 

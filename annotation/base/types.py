@@ -24,14 +24,19 @@ class Refused(Exception):
 
 @dataclass(frozen=True)
 class KindEntry:
-    """What a module below the kinds may know of a registered kind: its label ("Step types", the one every
-    page shows), Study.kind's choice text, its name in a sentence, and the URL name of its agreement endpoint
-    ("" for none)."""
+    """What a module below the kinds may know of a registered kind, without importing its spec: its label
+    ("Step types", the one every page shows), Study.kind's choice text, the URL name of its agreement endpoint
+    ("" for none), and where its spec is (a dotted path, imported the first time the kind is asked for)."""
 
     label: str
     description: str
-    noun: str
+    spec: str
     agreement_api: str = ""
+
+    @property
+    def noun(self) -> str:
+        """'step-types': the kind's name in a sentence ("a step-types study")."""
+        return self.label.lower().replace(" ", "-")
 
 
 # The registered kinds, filled by the registry (annotation/kinds/__init__.py) as it imports them: Study.kind's

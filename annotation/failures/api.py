@@ -14,7 +14,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotation import failures
+from annotation.failures import reads as failures
 from h2e_site.api import QueryBooleanField, query_params
 from h2e_site.api_views import ComputedView
 

@@ -14,9 +14,9 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from annotation import failures
 from annotation.base.failure_view import FailureView, step_links
 from annotation.base.models import Annotation, Study
+from annotation.failures import reads as failures
 from annotation.failures.views_meaning import pattern_of
 from h2e_site.web import HtmxHttpRequest, SafeDictWriter, query_string, staff_required, wants_fragment
 from judging import charts

@@ -16,9 +16,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
-from annotation import failures
 from annotation.base.job_kinds import FAILURE_PATTERNS
 from annotation.base.models import AnnotatedFailure
+from annotation.failures import reads as failures
 from annotation.failures.meaning.forms import FailurePatternsForm
 from annotation.failures.meaning.jobs import TooFewFailures, failure_patterns_job_create
 from annotation.failures.meaning.models import HUMAN, JUDGE, ClusterShare, FailurePattern, FailurePatternRun

@@ -9,8 +9,8 @@ from django import forms
 from annotation.base import codebook
 from annotation.base.comprehension import comprehension_questions_parse, comprehension_questions_text
 from annotation.base.models import PROLIFIC_STUDY_ID, Study, study_slug_free
-from annotation.base.registry import KINDS, kind_for
-from annotation.base.types import ATTENTION_CHECKS, SAMPLE_SIZE, Selection
+from annotation.base.registry import kind_for
+from annotation.base.types import ATTENTION_CHECKS, KINDS_INDEX, SAMPLE_SIZE, Selection
 from h2e_site.bounds import SEED, model_range
 from mining.models import Topic
 
@@ -30,7 +30,7 @@ class StudyForm(forms.Form):
     from the kind's own (its `study_defaults`)."""
 
     kind = forms.ChoiceField(
-        choices=[(name, spec.label) for name, spec in KINDS.items()],
+        choices=[(name, entry.label) for name, entry in KINDS_INDEX.items()],
         widget=forms.HiddenInput,
         required=False,
     )

@@ -2,10 +2,10 @@
 below is the one list of kind names, in the order every page lists them.
 
 A kind is one folder here (annotation/kinds/<kind>/): its spec (a `StudyKindSpec`, annotation/base/spec.py),
-its tables, posted forms, views, URLs, API, exports, templates and static files. Its package registers its
-spec
-with the engine (annotation/base/registry.py) when `load()` imports it at app start; Study.kind's choices and
-every page's kind label are read from the registered specs, so a new kind needs no migration of the engine.
+its tables, posted forms, views, URLs, API, exports, templates and static files. Its package registers it
+with the engine (annotation/base/registry.py: its name, label and the dotted path of its spec) when `load()`
+imports it at app start, with its tables; Study.kind's choices and every page's kind label are read from what
+the kinds registered, so a new kind needs no migration of the engine.
 Everything else (entry, consent, training, comprehension check, attention checks, dwell, leases, exactly-k
 assignment, codes, the study builder's shared fields, the exports' shared columns) is the engine
 (annotation/base/, annotation/flow/), which asks `kind_for(study)`.
@@ -27,9 +27,12 @@ KINDS = ("critical_failures", "step_types", "multiple_choice", "pairwise")
 
 
 def load() -> None:
-    """Imports every kind's folder (each registers its spec and defines its tables)."""
+    """Imports every kind's folder (each registers itself: its name, label and where its spec is) and its
+    tables (its models.py, when it has one). No spec is imported: the registry imports one when asked."""
     for name in KINDS:
-        import_module(f"{__name__}.{name}")
+        kind = import_module(f"{__name__}.{name}")
+        if module_has_submodule(kind, "models"):
+            import_module(f"{kind.__name__}.models")
 
 
 def kind_command(module: str) -> type[BaseCommand]:

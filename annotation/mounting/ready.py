@@ -1,6 +1,7 @@
 """What the annotation app registers once every app is loaded: its job kinds and text sources with the core,
-the Prolific section of a study's page, each kind's own jobs (its folder's job_types.py) and hooks
-(StudyKindSpec.ready) and every package's admin (Django's autodiscovery reads only annotation.admin)."""
+the Prolific section of a study's page and each kind's own jobs (its folder's job_types.py). Nothing here
+imports a kind's spec, a view or an admin module: the specs load when first asked for (the registry), the
+admin with the URL conf (annotation/mounting/admin.py)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,9 @@ from django.utils.module_loading import module_has_submodule
 
 from annotation import kinds
 from annotation.base.embedding import register_text_sources
-from annotation.base.registry import KINDS, STUDY_PAGE_PARTS
+from annotation.base.registry import STUDY_PAGE_PARTS
 from annotation.mounting.job_types import register_job_types
 
-ADMIN_PACKAGES = (
-    "annotation.base",
-    "annotation.prolific",
-    *(f"annotation.kinds.{name}" for name in kinds.KINDS),
-)
 PROLIFIC_STUDY_PAGE = "annotation.prolific.views.prolific_page_context"
 
 
@@ -30,8 +26,3 @@ def ready() -> None:
     register_text_sources()
     if PROLIFIC_STUDY_PAGE not in STUDY_PAGE_PARTS:
         STUDY_PAGE_PARTS.append(PROLIFIC_STUDY_PAGE)
-    for spec in KINDS.values():
-        spec.ready()
-    for package in ADMIN_PACKAGES:
-        if module_has_submodule(import_module(package), "admin"):
-            import_module(f"{package}.admin")

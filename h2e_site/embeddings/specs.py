@@ -12,7 +12,6 @@ No numpy here: the web and Celery processes import this at start-up.
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 import json
 from collections.abc import Sequence
@@ -68,6 +67,8 @@ def packaged_model_dir() -> Path:
 def minilm_spec() -> EmbeddingSpec:
     """The packaged all-MiniLM-L6-v2: its revision is the wheel's version, its dimension its config's."""
     config = json.loads((packaged_model_dir() / "config.json").read_text())
+    import importlib.metadata  # 15 ms at every start-up for one version string read when a model is used
+
     version = importlib.metadata.version(MODEL_DISTRIBUTION)
     return EmbeddingSpec(
         DEFAULT_EMBEDDING_MODEL, MINILM_NAME, f"{MODEL_DISTRIBUTION}=={version}", int(config["hidden_size"])

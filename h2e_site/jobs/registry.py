@@ -12,7 +12,8 @@ registry itself reads of a row is a JobRow, its kind.
 
 Registering a kind imports nothing that runs it (every command and web process registers every kind at
 start-up): its Celery task is named (TaskName, sent by name), and the functions that start or retry its jobs
-are dotted paths (ByPath), imported the first time one is called.
+are dotted paths (ByPath), imported the first time one is called. Nor does it load Celery: the project's
+Celery app (settings.JOBS_CELERY_APP, a dotted path) is imported when the first job is sent.
 """
 
 from __future__ import annotations
@@ -22,16 +23,24 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from celery import current_app
+from django.conf import settings
 from django.utils.choices import BaseChoiceIterator
 from django.utils.module_loading import import_string
 
 if TYPE_CHECKING:
+    from celery import Celery
     from celery.result import AsyncResult
     from django.contrib.auth.models import User
 
 
 _TASKS_IMPORT = threading.Lock()
+
+
+def celery_app() -> Celery:
+    """The project's Celery app (settings.JOBS_CELERY_APP), imported on first use: creating it makes it the
+    current app, which the apps' @shared_task tasks then belong to."""
+    app: Celery = import_string(settings.JOBS_CELERY_APP)
+    return app
 
 
 @dataclass(frozen=True)
@@ -43,19 +52,21 @@ class TaskName:
     name: str
 
     def apply_async(self, args: list[Any], queue: str) -> AsyncResult:
-        if current_app.conf.task_always_eager:
+        app = celery_app()
+        if app.conf.task_always_eager:
             return self.task().apply_async(args=args, queue=queue)
-        return current_app.send_task(self.name, args=args, queue=queue)
+        return app.send_task(self.name, args=args, queue=queue)
 
     def task(self) -> Any:
         """The task object, importing the tasks modules if no import has registered it yet (LookupError if
         none defines it). One thread imports them, another asking meanwhile waits for it: Celery's discovery
         of the tasks modules returns at once, having imported nothing, while another thread is in it."""
+        app = celery_app()
         with _TASKS_IMPORT:
-            if self.name not in current_app.tasks:
-                current_app.loader.import_default_modules()
+            if self.name not in app.tasks:
+                app.loader.import_default_modules()
         try:
-            return current_app.tasks[self.name]
+            return app.tasks[self.name]
         except KeyError:
             raise LookupError(f"no tasks module defines the Celery task {self.name!r}") from None
 

@@ -4,8 +4,9 @@ other existing file edited (issue #33's acceptance), shown live with a throwaway
 The checkout itself is never written: the test copies the project (its source, templates, static files and
 tests; not .git or .venv) into a temporary directory and, there only:
 - adds one folder, annotation/kinds/ratings/ (the throwaway kind: is a procedure clear, yes or no): its
-  __init__.py (registers the spec), spec.py, templates/annotation/item_ratings.html (the participant's item
-  page) and templates/annotation/kinds/_items_ratings.html (the study page's item table);
+  __init__.py (registers the kind: its name, label and where its spec is), spec.py,
+  templates/annotation/item_ratings.html (the participant's item page) and
+  templates/annotation/kinds/_items_ratings.html (the study page's item table);
 - edits one line of one existing file: "ratings" added to KINDS in annotation/kinds/__init__.py (the
   registry);
 - adds no migration: the kind keeps its answer in the engine's Annotation.answer and has no table of its
@@ -36,9 +37,13 @@ COPIED = ("annotation", "configs", "demo", "goal_step", "h2e_site", "judging", "
 INIT = '''"""A throwaway kind (tests/annotation/test_fifth_kind.py)."""
 
 from annotation.base.registry import register
-from annotation.kinds.ratings.spec import Ratings
 
-register(Ratings())
+register(
+    "ratings",
+    label="Ratings",
+    description="Ratings (is a procedure clear)",
+    spec=f"{__name__}.spec.Ratings",
+)
 '''
 
 SPEC = '''"""Is a procedure clear, yes or no: a throwaway kind whose items are procedures."""
@@ -71,8 +76,6 @@ class Rating:
 
 class Ratings(StudyKindSpec):
     kind = KIND
-    label = "Ratings"
-    description = "Ratings (is a procedure clear)"
     summary = "where they say whether a procedure is clear"
     item_template = "annotation/item_ratings.html"
     study_items_template = "annotation/kinds/_items_ratings.html"

@@ -1,7 +1,7 @@
 """The annotation app is mounted without naming its kinds (issue #33 items 2 and 5): annotation/mounting/urls/
 composes every URL conf from the flow's, Prolific's and the failures' own route lists and from each
-registered kind's URL hooks; h2e_site/urls.py mounts packages only; a kind's spec, loaded at app start,
-reaches its views and routes by name, so start-up loads none of them."""
+registered kind's URL hooks; h2e_site/urls.py mounts packages only; a kind's spec (loaded when first asked
+for, not at app start) reaches its views and routes by name, so start-up loads none of them."""
 
 from __future__ import annotations
 
@@ -84,4 +84,4 @@ def test_start_up_loads_no_kinds_views_api_or_routes() -> None:
     assert done.returncode == 0, done.stderr
     loaded = json.loads(done.stdout.strip().splitlines()[-1])
     assert [name for name in loaded if WEB_LAYER.match(name)] == []
-    assert any(name.startswith("annotation.kinds.") and name.endswith(".spec") for name in loaded)
+    assert any(name.startswith("annotation.kinds.") and name.endswith(".models") for name in loaded)

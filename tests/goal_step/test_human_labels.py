@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from annotation.kinds.multiple_choice.validation import task_set_validated_pks
 from annotation.kinds.step_types.ordering import ordered_from_step_types
 from goal_step.human_labels import HumanLabels, human_labels_register, ordered_by_people, validated_pks
 from goal_step.models import TaskSet
 
 
+def _path(function: Callable[..., object]) -> str:
+    return f"{function.__module__}.{function.__qualname__}"
+
+
 def test_annotation_registers_its_studies_once_at_start_up() -> None:
+    """By dotted path: loading the kinds imports nothing of what the sources compute with."""
     registered = human_labels_register(None)
     human_labels_register(registered)
-    assert registered == HumanLabels(validated=task_set_validated_pks, ordered=ordered_from_step_types)
+    assert registered == HumanLabels(
+        validated=_path(task_set_validated_pks), ordered=_path(ordered_from_step_types)
+    )
 
 
 def test_without_a_registration_nothing_is_validated_and_no_order_is_known() -> None:

@@ -10,7 +10,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from annotation import failures
+from annotation.failures import reads as failures
 from judging.models import CriticalFailure
 from tests.judging import test_failures as browser
 from tests.judging.test_failures import _all, _filters

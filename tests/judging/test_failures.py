@@ -11,8 +11,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation import failures
 from annotation.base.models import AnnotatedFailure, Annotation, Assignment, Participant, Study, StudyItem
+from annotation.failures import reads as failures
 from judging.models import Generation
 from tests.factories import (
     Failure,

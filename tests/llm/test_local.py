@@ -15,7 +15,8 @@ import pytest
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from h2e_site.llm import LLMRequest, LLMResult, backend_from_config
+from h2e_site.llm.backends import backend_from_config
+from h2e_site.llm.base import LLMRequest, LLMResult
 from h2e_site.llm.local import (
     GGUF_FILE_NAME,
     bounded_judge_schema,

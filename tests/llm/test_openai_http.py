@@ -11,7 +11,8 @@ from email.utils import formatdate
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from h2e_site.llm import BackendConfig, LLMRequest, LLMResult, backend_from_config
+from h2e_site.llm.backends import backend_from_config
+from h2e_site.llm.base import BackendConfig, LLMRequest, LLMResult
 from h2e_site.llm.openai_http import OpenAICompatibleBackend
 from tests.llm_server import Drop, Fail, Hang, LoopbackLLM, Reply, fenced, judge_json
 

@@ -8,7 +8,8 @@ import importlib.util
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from h2e_site.llm import BackendConfig, LLMRequest, backend_from_config
+from h2e_site.llm.backends import backend_from_config
+from h2e_site.llm.base import BackendConfig, LLMRequest
 from h2e_site.llm.vllm_offline import sampling_spec
 
 CONFIG = BackendConfig(

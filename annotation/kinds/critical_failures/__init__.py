@@ -5,6 +5,12 @@ item form's parsing and its submission (posted.py), the export rows (exports.py)
 the kind's pages are in annotation/kinds/critical_failures/views.py."""
 
 from annotation.base.registry import register
-from annotation.kinds.critical_failures.spec import CriticalFailures
+from annotation.kinds.critical_failures.name import AGREEMENT_API, KIND
 
-register(CriticalFailures())
+register(
+    KIND,
+    label="Critical failures",
+    description="Critical failures (How2Score, an L1/L2 pair)",
+    spec=f"{__name__}.spec.CriticalFailures",
+    agreement_api=AGREEMENT_API,
+)

@@ -29,8 +29,8 @@ from annotation.kinds.critical_failures.agreement_data import (
     studies_agreement,
     study_agreement,
 )
+from annotation.kinds.critical_failures.name import AGREEMENT_API  # this view's URL name
 from annotation.kinds.critical_failures.questions import has_failure_question
-from annotation.kinds.critical_failures.spec import AGREEMENT_API  # this view's URL name
 from h2e_site.api import comma_list, query_params
 from h2e_site.api_views import ComputedView
 from h2e_site.stats.verdicts import Agreement

@@ -34,6 +34,7 @@ from annotation.kinds.critical_failures import exports, posted
 from annotation.kinds.critical_failures.answer import check_answer
 from annotation.kinds.critical_failures.calibration import sample as calibration_sample
 from annotation.kinds.critical_failures.models import CalibrationDesign
+from annotation.kinds.critical_failures.name import KIND
 from annotation.kinds.critical_failures.posted import Submission
 from annotation.kinds.critical_failures.questions import has_failure_question
 from h2e_site.embeddings.jobs import embed_after
@@ -42,15 +43,11 @@ from judging.models import Generation, Generator, Judge, Judgment
 # The kind's pages and routes, fetched by name where the engine asks for them (the spec imports no views).
 VIEWS = f"{__package__}.views"
 URLS = f"{__package__}.urls"
-AGREEMENT_API = "agreement-api"  # the agreement view's URL name (api.py): the kinds it covers name it
 
 
 class CriticalFailures(StudyKindSpec):
-    kind = "critical_failures"
-    label = "Critical failures"
-    description = "Critical failures (How2Score, an L1/L2 pair)"
+    kind = KIND
     summary = "where people label L1/L2 pairs the way the judges do (any critical failure, and which ones)"
-    agreement_api = AGREEMENT_API
     on_overview = True
     item_template = "annotation/item.html"
     # An item is a generation: its L2 (the steps read) under its procedure's L1 (goal, steps, resources).

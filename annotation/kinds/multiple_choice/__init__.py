@@ -4,6 +4,14 @@
 built in the goal_step app."""
 
 from annotation.base.registry import register
-from annotation.kinds.multiple_choice.spec import MultipleChoice
+from annotation.kinds.multiple_choice.name import KIND
+from goal_step.human_labels import human_labels_update
 
-register(MultipleChoice())
+register(
+    KIND,
+    label="Multiple choice",
+    description="Multiple choice (goal-step inference and step ordering examples)",
+    spec=f"{__name__}.spec.MultipleChoice",
+)
+# The goal-step app reads which test examples the crowd validated from this kind's studies.
+human_labels_update(validated=f"{__name__}.validation.task_set_validated_pks")

@@ -34,9 +34,8 @@ from annotation.base.spec import (
 )
 from annotation.base.types import Refused, Selection
 from annotation.kinds.multiple_choice import guidelines
+from annotation.kinds.multiple_choice.name import KIND
 from annotation.kinds.multiple_choice.questions import choice_questions
-from annotation.kinds.multiple_choice.validation import task_set_validated_pks
-from goal_step.human_labels import human_labels_update
 from goal_step.models import GoalStepTask, TaskExample, TaskSet, TaskSplit
 from goal_step.options import MAX_CANDIDATES, option_letter
 from h2e_site.inputs import BadInput, ascii_int, clean_text
@@ -105,9 +104,7 @@ NO_STEPS = "This question has no steps to reveal: read it and choose one of the 
 
 
 class MultipleChoice(StudyKindSpec):
-    kind = "multiple_choice"
-    label = "Multiple choice"
-    description = "Multiple choice (goal-step inference and step ordering examples)"
+    kind = KIND
     summary = (
         "where they answer a task set's goal-step inference and step-ordering examples, to validate them"
     )
@@ -127,11 +124,6 @@ class MultipleChoice(StudyKindSpec):
         unacknowledged="Confirm that you have read the question before choosing an answer.",
         unread="Read the question before choosing an answer.",
     )
-
-    def ready(self) -> None:
-        """The goal-step app reads the validated source from this kind (goal_step/human_labels.py)."""
-
-        human_labels_update(validated=task_set_validated_pks)
 
     def study_defaults(self) -> dict[str, Any]:
         return {

@@ -4,6 +4,11 @@ its study data as such records and its export (data.py), its figures page contex
 verdicts read back (verdicts.py) and its API (api.py)."""
 
 from annotation.base.registry import register
-from annotation.kinds.pairwise.spec import Pairwise
+from annotation.kinds.pairwise.name import KIND
 
-register(Pairwise())
+register(
+    KIND,
+    label="Pairwise",
+    description="Pairwise (two L2s of one goal side by side: which has fewer critical failures)",
+    spec=f"{__name__}.spec.Pairwise",
+)

@@ -45,6 +45,7 @@ from annotation.base.types import Refused, Selection
 from annotation.kinds.pairwise import data, guidelines
 from annotation.kinds.pairwise.guidelines import SIDE_WORDS, VERDICTS
 from annotation.kinds.pairwise.models import PairwiseItem, pair_of
+from annotation.kinds.pairwise.name import KIND
 from annotation.kinds.pairwise.questions import outcome_question
 from h2e_site.inputs import BadInput, ascii_ints, clean_text, one_answer
 from judging.models import Generation, Generator
@@ -53,7 +54,6 @@ from judging.models import Generation, Generator
 VIEWS = f"{__package__}.views"
 URLS = f"{__package__}.urls"
 
-KIND = "pairwise"
 SIDES = ("left", "right")
 MAX_DESCRIPTION_CHARS = 4000
 MAX_COMMENTS_CHARS = 10000
@@ -92,8 +92,6 @@ def _blank_failure() -> PairFailure:
 
 class Pairwise(StudyKindSpec):
     kind = KIND
-    label = "Pairwise"
-    description = "Pairwise (two L2s of one goal side by side: which has fewer critical failures)"
     summary = "where they say which of two L2s of one goal has fewer critical failures"
     item_template = "annotation/item_pairwise.html"
     study_items_template = "annotation/kinds/_items_pairwise.html"

@@ -12,6 +12,15 @@ candidate), classify_api.py.
 """
 
 from annotation.base.registry import register
-from annotation.kinds.step_types.spec import StepTypes
+from annotation.kinds.step_types.name import AGREEMENT_API, KIND
+from goal_step.human_labels import human_labels_update
 
-register(StepTypes())
+register(
+    KIND,
+    label="Step types",
+    description="Step types (sequential, interchangeable, optional steps of a procedure)",
+    spec=f"{__name__}.spec.StepTypes",
+    agreement_api=AGREEMENT_API,
+)
+# The goal-step app reads which procedures' order matters from this kind's SEQUENTIAL majorities.
+human_labels_update(ordered=f"{__name__}.ordering.ordered_from_step_types")

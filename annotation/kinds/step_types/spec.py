@@ -37,9 +37,8 @@ from annotation.kinds.step_types import guidelines
 from annotation.kinds.step_types.candidates import Candidate, StepType, candidates
 from annotation.kinds.step_types.exports import LABEL_FIELDS, study_label_rows
 from annotation.kinds.step_types.models import StepCandidate, StepTypeLabel
-from annotation.kinds.step_types.ordering import ordered_from_step_types
+from annotation.kinds.step_types.name import KIND
 from annotation.kinds.step_types.questions import step_type_questions
-from goal_step.human_labels import human_labels_update
 from h2e_site.inputs import BadInput, clean_text, one_answer
 from mining.models import Procedure, Split
 
@@ -161,14 +160,11 @@ def _filtered(procedures: Any, selection: Selection) -> Any:
 
 
 class StepTypes(StudyKindSpec):
-    kind = "step_types"
-    label = "Step types"
-    description = "Step types (sequential, interchangeable, optional steps of a procedure)"
+    kind = KIND
     summary = (
         "where they mark which steps of a procedure must stay in order, can be swapped or can be skipped"
     )
     on_overview = True
-    agreement_api = "step-types-agreement-api"
     item_template = "annotation/item_step_types.html"
     study_items_template = "annotation/kinds/_items_step_types.html"
     # An item is a procedure: its steps are read and typed.
@@ -185,11 +181,6 @@ class StepTypes(StudyKindSpec):
         unacknowledged="Confirm that you have read the goal before submitting.",
         unread="Read every step before submitting ({read} of {total} read).",
     )
-
-    def ready(self) -> None:
-        """The goal-step app reads the ordered source from this kind (goal_step/human_labels.py)."""
-
-        human_labels_update(ordered=ordered_from_step_types)
 
     def study_links(self, study: Study) -> list[tuple[str, str]]:
         return [("Models (F1)", reverse("annotation:step_type_models", args=[study.slug]))]

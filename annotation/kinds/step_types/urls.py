@@ -13,7 +13,7 @@ from django.urls import path
 from annotation.kinds.step_types import views, views_models
 from annotation.kinds.step_types.agreement_api import StepTypesAgreementView
 from annotation.kinds.step_types.classify_api import StepTypeModelsView
-from annotation.kinds.step_types.spec import StepTypes
+from annotation.kinds.step_types.name import AGREEMENT_API
 
 page_urls = [
     path("<slug:slug>/step-types/models/", views_models.step_type_models_page, name="step_type_models"),
@@ -39,7 +39,7 @@ agreement_urls = [
     ),
 ]
 
-api_urls = [path("agreement/step-types/", StepTypesAgreementView.as_view(), name=StepTypes.agreement_api)]
+api_urls = [path("agreement/step-types/", StepTypesAgreementView.as_view(), name=AGREEMENT_API)]
 
 api_routes = [
     path(

@@ -1,0 +1,25 @@
+"""The annotation packages' admin modules, registered with the admin site when the URL conf mounts it
+(h2e_site/urls.py, after Django's autodiscovery, which finds only an app's top-level admin.py): the engine's
+tables, Prolific's and each kind's. The admin is Django's SimpleAdminConfig, so django.setup() imports no
+admin module."""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+from django.utils.module_loading import module_has_submodule
+
+from annotation import kinds
+
+PACKAGES = (
+    "annotation.base",
+    "annotation.prolific",
+    *(f"{kinds.__name__}.{name}" for name in kinds.KINDS),
+)
+
+
+def register_admins() -> None:
+    """Imports every package's admin module (each registers its ModelAdmins; importing twice does nothing)."""
+    for package in PACKAGES:
+        if module_has_submodule(import_module(package), "admin"):
+            import_module(f"{package}.admin")
