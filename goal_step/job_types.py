@@ -69,9 +69,6 @@ def _description(job: Job, task_model: TaskModel | None, task_set: TaskSet | Non
         links.append(JobLink("Model accuracy (API)", reverse("api:task-models", args=[task_set.name]), "API"))
     mode = "candidates only (artifact check)" if job.parameters.get("candidates_only") else "full prompt"
     facts.append(("asked with", mode))
-    if job.parameters.get("retry_of"):
-        origin = job.parameters["retry_of"]
-        links.append(JobLink(f"The job it retries (#{origin})", reverse("jobs:job_detail", args=[origin])))
     return JobDescription(tuple(subjects), tuple(links), tuple(facts))
 
 

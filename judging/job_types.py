@@ -77,9 +77,6 @@ def _description(job: Job, generator: Generator | None, judge: Judge | None) -> 
                 links.append(JobLink("Judge these", reverse("judging:generator_judge", args=[generator.pk])))
     if job.parameters.get("mode"):
         facts.append(("Mode", mode_label(job)))
-    if job.parameters.get("retry_of"):
-        origin = job.parameters["retry_of"]
-        links.append(JobLink(f"The job it retries (#{origin})", reverse("jobs:job_detail", args=[origin])))
     return JobDescription(tuple(subjects), tuple(links), tuple(facts))
 
 

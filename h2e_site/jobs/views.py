@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.contrib import messages
@@ -13,6 +13,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
@@ -29,7 +30,7 @@ from h2e_site.web import (
 
 from . import services
 from .models import ACTIVE_STATUSES, Job
-from .registry import JobDescription, job_type_for, job_types, start_links
+from .registry import JobDescription, JobLink, job_type_for, job_types, start_links
 
 
 @dataclass(frozen=True)
@@ -79,12 +80,21 @@ def job_lines(jobs: Sequence[Job]) -> list[JobLine]:
     return [
         JobLine(
             job=job,
-            description=descriptions.get(job.pk, JobDescription()),
+            description=_with_retry_link(job, descriptions.get(job.pk, JobDescription())),
             elapsed_seconds=services.job_elapsed_seconds(job, now=now),
             eta_seconds=services.job_seconds_remaining(job, now=now),
         )
         for job in jobs
     ]
+
+
+def _with_retry_link(job: Job, description: JobDescription) -> JobDescription:
+    """A retried job links the job it retries (parameters["retry_of"]), whatever its kind."""
+    origin = job.parameters.get("retry_of")
+    if not isinstance(origin, int):
+        return description
+    link = JobLink(f"The job it retries (#{origin})", reverse("jobs:job_detail", args=[origin]))
+    return replace(description, links=(*description.links, link))
 
 
 @staff_required

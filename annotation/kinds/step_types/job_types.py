@@ -49,9 +49,6 @@ def _description(job: Job, classifier: StepTypeClassifier | None, study: Study |
         url = reverse("annotation:step_type_models", args=[study.slug])
         subjects.append(JobSubject("study", study.title, url, study.slug))
         links.append(JobLink("The study's step-type models", url, "Step-type models"))
-    if job.parameters.get("retry_of"):
-        origin = job.parameters["retry_of"]
-        links.append(JobLink(f"The job it retries (#{origin})", reverse("jobs:job_detail", args=[origin])))
     return JobDescription(tuple(subjects), tuple(links))
 
 
