@@ -35,11 +35,15 @@ class KindRegistry(Mapping[str, StudyKindSpec]):
         return spec
 
     def _load(self, name: str, entry: KindEntry) -> StudyKindSpec:
-        spec = import_string(entry.spec)()
-        if not isinstance(spec, StudyKindSpec) or spec.kind != name:
+        spec_class = import_string(entry.spec)
+        is_spec = isinstance(spec_class, type) and issubclass(spec_class, StudyKindSpec)
+        if not is_spec or spec_class.kind != name:
             raise ImproperlyConfigured(f"{entry.spec} is not the StudyKindSpec of the kind {name!r}")
-        self._specs[name] = spec
+        spec = self._specs[name] = spec_class()
         return spec
+
+    def __contains__(self, name: object) -> bool:
+        return name in KINDS_INDEX  # asking whether a kind is registered imports no spec
 
     def __iter__(self) -> Iterator[str]:
         return iter(KINDS_INDEX)

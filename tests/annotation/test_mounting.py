@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from django.urls import URLPattern, URLResolver, resolve
 
 from annotation import kinds
@@ -85,3 +86,25 @@ def test_start_up_loads_no_kinds_views_api_or_routes() -> None:
     loaded = json.loads(done.stdout.strip().splitlines()[-1])
     assert [name for name in loaded if WEB_LAYER.match(name)] == []
     assert any(name.startswith("annotation.kinds.") and name.endswith(".models") for name in loaded)
+
+
+def test_the_registry_imports_a_spec_only_when_the_kind_is_asked_for() -> None:
+    """A registered kind is known (listed, labelled, `in KINDS`) from its registration alone; its spec path is
+    imported on the first lookup, which refuses a path that is not that kind's StudyKindSpec."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    from annotation.base.registry import register
+    from annotation.base.types import KINDS_INDEX, kind_label
+
+    spec = "annotation.base.types.Refused"
+    register("not_a_kind", label="Not a kind", description="Not a kind (a test's)", spec=spec)
+    try:
+        assert "not_a_kind" in KINDS and "not_a_kind" in list(KINDS)
+        assert kind_label("not_a_kind") == "Not a kind"
+        with pytest.raises(ImproperlyConfigured, match=re.escape(spec)):
+            KINDS["not_a_kind"]
+        with pytest.raises(ValueError, match="two study kinds"):
+            register("not_a_kind", label="Again", description="Again", spec="x.y")
+    finally:
+        del KINDS_INDEX["not_a_kind"]
+    assert "not_a_kind" not in KINDS and "nothing" not in KINDS
