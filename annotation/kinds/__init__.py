@@ -16,6 +16,7 @@ A new kind: a folder here, its migration, and its name in KINDS (docs/reference/
 from __future__ import annotations
 
 from importlib import import_module
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from django.utils.module_loading import module_has_submodule
@@ -26,24 +27,31 @@ if TYPE_CHECKING:
 KINDS = ("critical_failures", "step_types", "multiple_choice", "pairwise")
 
 
+def submodule(package: ModuleType, name: str) -> ModuleType | None:
+    """`package.name` imported, or None when the package has no such module."""
+    return import_module(f"{package.__name__}.{name}") if module_has_submodule(package, name) else None
+
+
+def kind_modules(name: str) -> list[ModuleType]:
+    """Imports each kind's module `name` (its models, job_types, admin, commands) and returns them, in the
+    registry's order; every kind's package is imported (and so registered), those without it too."""
+    packages = [import_module(f"{__name__}.{kind}") for kind in KINDS]
+    return [module for package in packages if (module := submodule(package, name)) is not None]
+
+
 def load() -> None:
     """Imports every kind's folder (each registers itself: its name, label and where its spec is) and its
     tables (its models.py, when it has one). No spec is imported: the registry imports one when asked."""
-    for name in KINDS:
-        kind = import_module(f"{__name__}.{name}")
-        if module_has_submodule(kind, "models"):
-            import_module(f"{kind.__name__}.models")
+    kind_modules("models")
 
 
 def kind_command(module: str) -> type[BaseCommand]:
     """The Command of the kind whose commands/ folder holds a module named as `module` (a thin module of
     annotation/management/commands/, where Django finds commands, passing its __name__)."""
     name = module.rpartition(".")[2]
-    for kind in KINDS:
-        package = import_module(f"{__name__}.{kind}")
-        if module_has_submodule(package, "commands") and module_has_submodule(
-            import_module(f"{package.__name__}.commands"), name
-        ):
-            command: type[BaseCommand] = import_module(f"{package.__name__}.commands.{name}").Command
+    for commands in kind_modules("commands"):
+        found = submodule(commands, name)
+        if found is not None:
+            command: type[BaseCommand] = found.Command
             return command
     raise ImportError(f"no study kind has a command {name!r} (annotation/kinds/<kind>/commands/{name}.py)")

@@ -7,19 +7,13 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from django.utils.module_loading import module_has_submodule
-
 from annotation import kinds
 
-PACKAGES = (
-    "annotation.base",
-    "annotation.prolific",
-    *(f"{kinds.__name__}.{name}" for name in kinds.KINDS),
-)
+ENGINE_AND_OPERATIONS = ("annotation.base", "annotation.prolific")
 
 
 def register_admins() -> None:
     """Imports every package's admin module (each registers its ModelAdmins; importing twice does nothing)."""
-    for package in PACKAGES:
-        if module_has_submodule(import_module(package), "admin"):
-            import_module(f"{package}.admin")
+    for package in ENGINE_AND_OPERATIONS:
+        kinds.submodule(import_module(package), "admin")
+    kinds.kind_modules("admin")

@@ -5,10 +5,6 @@ admin with the URL conf (annotation/mounting/admin.py)."""
 
 from __future__ import annotations
 
-from importlib import import_module
-
-from django.utils.module_loading import module_has_submodule
-
 from annotation import kinds
 from annotation.base.embedding import register_text_sources
 from annotation.base.registry import STUDY_PAGE_PARTS
@@ -19,10 +15,8 @@ PROLIFIC_STUDY_PAGE = "annotation.prolific.views.prolific_page_context"
 
 def ready() -> None:
     register_job_types()
-    for name in kinds.KINDS:  # a kind's own jobs: its folder's job_types.py, when it has one
-        kind = import_module(f"{kinds.__name__}.{name}")
-        if module_has_submodule(kind, "job_types"):
-            import_module(f"{kind.__name__}.job_types").register_job_types()
+    for job_types in kinds.kind_modules("job_types"):  # a kind's own jobs, when it has any
+        job_types.register_job_types()
     register_text_sources()
     if PROLIFIC_STUDY_PAGE not in STUDY_PAGE_PARTS:
         STUDY_PAGE_PARTS.append(PROLIFIC_STUDY_PAGE)
